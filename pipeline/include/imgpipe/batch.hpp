@@ -1,0 +1,42 @@
+// What the pipeline hands to the caller: one batch of tensors in device memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "imgpipe/types.hpp"
+
+namespace imgpipe {
+
+// Where one sample came from.
+struct SampleId {
+  std::uint64_t input_index = 0;  // position in the discovered input list
+  std::string path;
+  std::int64_t frame = -1;  // frame index within a video; -1 for still images
+};
+
+// A batch resident in device memory (host memory on the host backend).
+//
+// Lifetime: `data` is valid until the callback that received the batch
+// returns. The memory is reused for a later batch by work enqueued on
+// `stream`, so work the caller enqueues on `stream` inside the callback may
+// safely keep reading it; work on other streams must wait on `ready` and be
+// finished (or the data copied) before the callback returns.
+struct DeviceBatch {
+  void* data = nullptr;  // device pointer (host pointer when device == -1)
+  std::vector<std::int64_t> shape;  // {N, C, H, W} or {N, H, W, C}
+  DType dtype = DType::float32;
+  Layout layout = Layout::nchw;
+  std::size_t bytes = 0;
+  int device = -1;                 // CUDA ordinal; -1 = host backend
+  CUstream_st* stream = nullptr;   // cudaStream_t the batch was produced on
+  CUevent_st* ready = nullptr;     // cudaEvent_t recorded after the batch's last kernel
+  std::uint64_t index = 0;         // batch number, from 0
+  std::vector<SampleId> samples;   // one per sample, in tensor order
+
+  std::size_t size() const noexcept { return samples.size(); }
+};
+
+}  // namespace imgpipe

@@ -1,0 +1,113 @@
+// Pipeline configuration: C++ structs with the documented defaults of
+// configs/pipeline.yaml, loaded from YAML with full validation.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "imgpipe/error.hpp"
+#include "imgpipe/types.hpp"
+
+namespace imgpipe {
+
+enum class OnError : std::uint8_t { skip, fail };
+enum class Where : std::uint8_t { cpu, gpu, automatic };
+enum class ResizeMode : std::uint8_t { stretch, letterbox, center_crop };
+enum class Interpolation : std::uint8_t { linear, nearest, area, cubic };
+enum class StagingMemory : std::uint8_t { write_combined, pinned, pageable };
+enum class SinkType : std::uint8_t { discard, dump };
+
+struct InputConfig {
+  std::vector<std::string> paths;  // files, folders or glob patterns (*, ?, [..] in the last component)
+  bool recursive = true;
+  std::vector<std::string> extensions{".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"};
+  OnError on_error = OnError::skip;
+};
+
+struct DecodeConfig {
+  int threads = 0;  // 0 = auto: every hardware thread
+  // Reject truncated JPEGs (no end-of-image marker) unless true.
+  bool accept_truncated = false;
+  // Images whose header claims more pixels are rejected before decoding.
+  std::int64_t max_pixels = 100'000'000;
+};
+
+struct ResizeConfig {
+  int width = 640;
+  int height = 640;
+  ResizeMode mode = ResizeMode::stretch;
+  Interpolation interpolation = Interpolation::linear;
+  int pad_value = 114;  // letterbox padding, 0..255
+};
+
+struct NormalizeConfig {
+  std::array<float, 3> mean{0.485f, 0.456f, 0.406f};
+  std::array<float, 3> std{0.229f, 0.224f, 0.225f};
+  float scale = 1.0f / 255.0f;
+  Where where = Where::automatic;
+};
+
+struct TransformConfig {
+  ResizeConfig resize;
+  NormalizeConfig normalize;
+  Layout layout = Layout::nchw;
+  DType dtype = DType::float32;
+  bool swap_rb = true;  // decode gives BGR; true delivers RGB
+};
+
+struct BatchConfig {
+  int size = 32;
+  bool drop_last = false;
+};
+
+struct StagingConfig {
+  int slots = 2;
+  StagingMemory memory = StagingMemory::write_combined;
+};
+
+// devices: auto (first GPU, else host) | cpu | N (GPU ordinal)
+struct DeviceSelection {
+  enum class Kind : std::uint8_t { automatic, cpu, ordinal } kind = Kind::automatic;
+  int ordinal = 0;
+  static DeviceSelection parse(const std::string& text);  // throws ConfigError(key "devices")
+  std::string to_string() const;
+};
+
+struct SinkConfig {
+  SinkType type = SinkType::discard;
+  std::string dir = "out";
+};
+
+struct PipelineTuning {
+  int max_tokens = 0;  // frames in flight; 0 = auto (2 x decode threads, at least 4)
+};
+
+struct Config {
+  InputConfig input;
+  DecodeConfig decode;
+  TransformConfig transform;
+  BatchConfig batch;
+  StagingConfig staging;
+  DeviceSelection devices;
+  SinkConfig sink;
+  PipelineTuning pipeline;
+
+  // Parse and validate. Throw ConfigError naming the key and line for
+  // malformed YAML, unknown keys, wrong types and out-of-range values.
+  // Relative input paths and sink.dir in a file resolve against the
+  // current directory (as a user typing them expects).
+  static Config from_yaml_file(const std::filesystem::path& file);
+  static Config from_yaml_string(const std::string& yaml);
+
+  // Cross-field checks (also run by the loaders). Throws ConfigError.
+  void validate() const;
+
+  // The effective config as YAML (every key), for logs and --print-config.
+  std::string to_yaml() const;
+};
+
+}  // namespace imgpipe

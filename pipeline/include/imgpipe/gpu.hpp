@@ -1,0 +1,94 @@
+// A thin RAII layer over the CUDA runtime that also runs without one: with
+// device == -1 (the host backend) streams and events are empty, copies are
+// plain memcpy and every wait returns at once, because host work is done
+// synchronously when it is enqueued.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "imgpipe/types.hpp"
+
+namespace imgpipe::gpu {
+
+// Number of usable CUDA devices; 0 without a CUDA build, a driver or a GPU.
+// `why` (optional) receives the reason when it returns 0.
+int device_count(std::string* why = nullptr) noexcept;
+// "NVIDIA H200 (sm_90, 139 GiB)". Throws CudaError.
+std::string device_description(int device);
+// cudaSetDevice for the calling thread; no-op for device -1.
+void set_device(int device);
+// True when this build has the CUDA backend.
+bool built_with_cuda() noexcept;
+
+class Stream {
+ public:
+  Stream() = default;
+  explicit Stream(int device);  // non-blocking stream on `device`; empty for -1
+  ~Stream();
+  Stream(Stream&& o) noexcept;
+  Stream& operator=(Stream&& o) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  CUstream_st* get() const noexcept { return s_; }
+  int device() const noexcept { return device_; }
+  void synchronize() const;  // throws CudaError
+
+ private:
+  CUstream_st* s_ = nullptr;
+  int device_ = -1;
+};
+
+class Event {
+ public:
+  Event() = default;
+  Event(int device, bool timing);  // empty for device -1
+  ~Event();
+  Event(Event&& o) noexcept;
+  Event& operator=(Event&& o) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void record(const Stream& s);
+  void synchronize() const;  // throws CudaError (a sticky error from earlier work surfaces here)
+  bool ready() const;        // cudaEventQuery; true when empty
+  // Milliseconds between two recorded timing events (0 when empty).
+  static float elapsed_ms(const Event& start, const Event& end);
+  CUevent_st* get() const noexcept { return e_; }
+  bool recorded() const noexcept { return recorded_; }
+
+ private:
+  CUevent_st* e_ = nullptr;
+  int device_ = -1;
+  bool recorded_ = false;
+};
+
+// Host -> device copy enqueued on `s` (memcpy when s has device -1).
+void copy_h2d_async(void* dst, const void* src, std::size_t bytes, const Stream& s);
+// Device -> host copy enqueued on `s` (memcpy when s has device -1).
+void copy_d2h_async(void* dst, const void* src, std::size_t bytes, const Stream& s);
+
+// Device memory (host memory for device -1), RAII.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(int device, std::size_t bytes);  // throws CudaError / std::bad_alloc
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* get() const noexcept { return p_; }
+  std::size_t size() const noexcept { return bytes_; }
+  int device() const noexcept { return device_; }
+
+ private:
+  void reset() noexcept;
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+  int device_ = -1;
+};
+
+}  // namespace imgpipe::gpu

@@ -1,0 +1,61 @@
+// The pipeline: discover inputs, decode and transform them in parallel, stage
+// batches through write-combined pinned memory and deliver them on the GPU.
+//
+//   imgpipe::Pipeline p(imgpipe::Config::from_yaml_file("pipeline.yaml"));
+//   imgpipe::Report r = p.run([](const imgpipe::DeviceBatch& b) { ... });
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "imgpipe/batch.hpp"
+#include "imgpipe/config.hpp"
+#include "imgpipe/report.hpp"
+
+namespace imgpipe {
+
+// Called once per batch, in input order, from one thread at a time.
+using BatchCallback = std::function<void(const DeviceBatch&)>;
+
+struct RunOptions {
+  // Overrides config.devices (e.g. from --device).
+  std::optional<DeviceSelection> device;
+  // Progress line on stderr (the CLI enables it on a terminal).
+  bool progress = false;
+};
+
+class Pipeline {
+ public:
+  // Validates the config (throws ConfigError).
+  explicit Pipeline(Config config);
+  static Pipeline from_yaml_file(const std::string& path) { return Pipeline(Config::from_yaml_file(path)); }
+  static Pipeline from_yaml_string(const std::string& yaml) { return Pipeline(Config::from_yaml_string(yaml)); }
+  ~Pipeline();
+  Pipeline(Pipeline&&) noexcept;
+  Pipeline& operator=(Pipeline&&) noexcept;
+
+  // Runs over every input once and returns the report. Blocks. The callback
+  // (optional) sees every batch after the configured sink has. Bad inputs are
+  // reported (on_error: skip) or end the run with InputError (fail). Other
+  // failures (CUDA, I/O of the sink, an exception from the callback) drain
+  // the pipeline, free every buffer and propagate. After request_stop() the
+  // in-flight frames finish, and the report says interrupted.
+  Report run(const BatchCallback& callback = {}, const RunOptions& options = {});
+
+  // Thread- and async-signal-safe: asks a running run() to stop soon.
+  void request_stop() noexcept;
+
+  const Config& config() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Library version, "0.1.0".
+const char* version() noexcept;
+
+}  // namespace imgpipe

@@ -1,0 +1,211 @@
+#include "imgpipe/gpu.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include <fmt/format.h>
+
+#if IMGPIPE_HAS_CUDA
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda_check.hpp"
+#endif
+
+namespace imgpipe::gpu {
+
+bool built_with_cuda() noexcept { return IMGPIPE_HAS_CUDA != 0; }
+
+int device_count(std::string* why) noexcept {
+#if IMGPIPE_HAS_CUDA
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    if (why) *why = fmt::format("{}: {}", cudaGetErrorName(e), cudaGetErrorString(e));
+    cudaGetLastError();
+    return 0;
+  }
+  if (n == 0 && why) *why = "the CUDA runtime reports no devices";
+  return n;
+#else
+  if (why) *why = "imgpipe was built without CUDA";
+  return 0;
+#endif
+}
+
+void set_device(int device) {
+#if IMGPIPE_HAS_CUDA
+  if (device >= 0) IMGPIPE_CUDA_TRY(cudaSetDevice(device));
+#else
+  (void)device;
+#endif
+}
+
+std::string device_description(int device) {
+#if IMGPIPE_HAS_CUDA
+  cudaDeviceProp p{};
+  IMGPIPE_CUDA_TRY(cudaGetDeviceProperties(&p, device));
+  return fmt::format("{} (sm_{}{}, {} GiB)", p.name, p.major, p.minor, p.totalGlobalMem >> 30);
+#else
+  (void)device;
+  return "host";
+#endif
+}
+
+// ---------------------------------------------------------------- Stream
+Stream::Stream(int device) : device_(device) {
+#if IMGPIPE_HAS_CUDA
+  if (device >= 0) {
+    set_device(device);
+    cudaStream_t s;
+    IMGPIPE_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    s_ = s;
+  }
+#endif
+}
+Stream::~Stream() {
+#if IMGPIPE_HAS_CUDA
+  if (s_) IMGPIPE_CUDA_TRY_NOTHROW(cudaStreamDestroy(s_));
+#endif
+}
+Stream::Stream(Stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)), device_(o.device_) {}
+Stream& Stream::operator=(Stream&& o) noexcept {
+  if (this != &o) {
+    Stream tmp(std::move(*this));
+    s_ = std::exchange(o.s_, nullptr);
+    device_ = o.device_;
+  }
+  return *this;
+}
+void Stream::synchronize() const {
+#if IMGPIPE_HAS_CUDA
+  if (s_) IMGPIPE_CUDA_TRY(cudaStreamSynchronize(s_));
+#endif
+}
+
+// ---------------------------------------------------------------- Event
+Event::Event(int device, bool timing) : device_(device) {
+#if IMGPIPE_HAS_CUDA
+  if (device >= 0) {
+    set_device(device);
+    cudaEvent_t e;
+    IMGPIPE_CUDA_TRY(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
+    e_ = e;
+  }
+#else
+  (void)timing;
+#endif
+}
+Event::~Event() {
+#if IMGPIPE_HAS_CUDA
+  if (e_) IMGPIPE_CUDA_TRY_NOTHROW(cudaEventDestroy(e_));
+#endif
+}
+Event::Event(Event&& o) noexcept
+    : e_(std::exchange(o.e_, nullptr)), device_(o.device_), recorded_(std::exchange(o.recorded_, false)) {}
+Event& Event::operator=(Event&& o) noexcept {
+  if (this != &o) {
+    Event tmp(std::move(*this));
+    e_ = std::exchange(o.e_, nullptr);
+    device_ = o.device_;
+    recorded_ = std::exchange(o.recorded_, false);
+  }
+  return *this;
+}
+void Event::record(const Stream& s) {
+#if IMGPIPE_HAS_CUDA
+  if (e_) IMGPIPE_CUDA_TRY(cudaEventRecord(e_, s.get()));
+#else
+  (void)s;
+#endif
+  recorded_ = true;
+}
+void Event::synchronize() const {
+#if IMGPIPE_HAS_CUDA
+  if (e_ && recorded_) IMGPIPE_CUDA_TRY(cudaEventSynchronize(e_));
+#endif
+}
+bool Event::ready() const {
+#if IMGPIPE_HAS_CUDA
+  if (!e_ || !recorded_) return true;
+  const cudaError_t r = cudaEventQuery(e_);
+  if (r == cudaErrorNotReady) return false;
+  IMGPIPE_CUDA_TRY(r);
+#endif
+  return true;
+}
+float Event::elapsed_ms(const Event& start, const Event& end) {
+#if IMGPIPE_HAS_CUDA
+  if (!start.e_ || !end.e_) return 0.0f;
+  float ms = 0;
+  IMGPIPE_CUDA_TRY(cudaEventElapsedTime(&ms, start.e_, end.e_));
+  return ms;
+#else
+  (void)start;
+  (void)end;
+  return 0.0f;
+#endif
+}
+
+// ---------------------------------------------------------------- copies
+void copy_h2d_async(void* dst, const void* src, std::size_t bytes, const Stream& s) {
+#if IMGPIPE_HAS_CUDA
+  if (s.device() >= 0) {
+    IMGPIPE_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s.get()));
+    return;
+  }
+#endif
+  (void)s;
+  std::memcpy(dst, src, bytes);
+}
+void copy_d2h_async(void* dst, const void* src, std::size_t bytes, const Stream& s) {
+#if IMGPIPE_HAS_CUDA
+  if (s.device() >= 0) {
+    IMGPIPE_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s.get()));
+    return;
+  }
+#endif
+  (void)s;
+  std::memcpy(dst, src, bytes);
+}
+
+// ---------------------------------------------------------------- DeviceBuffer
+DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : bytes_(bytes), device_(device) {
+  if (bytes == 0) return;
+#if IMGPIPE_HAS_CUDA
+  if (device >= 0) {
+    set_device(device);
+    IMGPIPE_CUDA_TRY(cudaMalloc(&p_, bytes));
+    return;
+  }
+#endif
+  p_ = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!p_) throw std::bad_alloc();
+}
+DeviceBuffer::~DeviceBuffer() { reset(); }
+void DeviceBuffer::reset() noexcept {
+  if (!p_) return;
+#if IMGPIPE_HAS_CUDA
+  if (device_ >= 0) {
+    IMGPIPE_CUDA_TRY_NOTHROW(cudaFree(p_));
+    p_ = nullptr;
+    return;
+  }
+#endif
+  std::free(p_);
+  p_ = nullptr;
+}
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), device_(o.device_) {}
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    p_ = std::exchange(o.p_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+    device_ = o.device_;
+  }
+  return *this;
+}
+
+}  // namespace imgpipe::gpu

@@ -1,0 +1,317 @@
+#include "imgpipe/pipeline.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
+
+#include "imgpipe/gpu.hpp"
+#include "imgpipe/memory/staging_ring.hpp"
+#include "stages/decode.hpp"
+#include "stages/gpu_ops.hpp"
+#include "stages/pack.hpp"
+#include "stages/read.hpp"
+#include "stages/sink.hpp"
+#include "stages/source.hpp"
+#include "stages/transfer.hpp"
+#include "stages/transform.hpp"
+
+#ifndef IMGPIPE_VERSION
+#define IMGPIPE_VERSION "0.0.0"
+#endif
+
+namespace imgpipe {
+
+const char* version() noexcept { return IMGPIPE_VERSION; }
+
+struct Pipeline::Impl {
+  Config config;
+  std::atomic<bool> stop{false};
+};
+
+Pipeline::Pipeline(Config config) : impl_(std::make_unique<Impl>()) {
+  config.validate();
+  impl_->config = std::move(config);
+}
+Pipeline::~Pipeline() = default;
+Pipeline::Pipeline(Pipeline&&) noexcept = default;
+Pipeline& Pipeline::operator=(Pipeline&&) noexcept = default;
+
+void Pipeline::request_stop() noexcept { impl_->stop.store(true, std::memory_order_relaxed); }
+const Config& Pipeline::config() const noexcept { return impl_->config; }
+
+namespace {
+
+// Resolves the device: -1 is the host backend.
+int select_device(const DeviceSelection& sel) {
+  if (sel.kind == DeviceSelection::Kind::cpu) return -1;
+  std::string why;
+  const int n = gpu::device_count(&why);
+  if (sel.kind == DeviceSelection::Kind::ordinal) {
+    if (sel.ordinal >= n)
+      throw Error(fmt::format("devices: GPU {} requested but {} ({})", sel.ordinal,
+                              n == 0 ? "no CUDA device is available" : fmt::format("only {} found", n),
+                              n == 0 ? why : "ordinals start at 0"));
+    return sel.ordinal;
+  }
+  if (n == 0) {
+    static std::once_flag once;
+    std::call_once(once, [&] { spdlog::warn("no CUDA device found ({}); running the host backend", why); });
+    return -1;
+  }
+  return 0;
+}
+
+// Pool of Work items: one per token in flight.
+class WorkPool {
+ public:
+  explicit WorkPool(int n) {
+    items_.reserve(n);
+    free_.reserve(n);
+    for (int i = 0; i < n; ++i) {
+      items_.push_back(std::make_unique<stages::Work>());
+      free_.push_back(items_.back().get());
+    }
+  }
+  stages::Work* acquire() {
+    std::lock_guard lk(m_);
+    if (free_.empty()) throw std::logic_error("WorkPool exhausted: more tokens in flight than work items");
+    stages::Work* w = free_.back();
+    free_.pop_back();
+    return w;
+  }
+  void release(stages::Work* w) {
+    std::lock_guard lk(m_);
+    free_.push_back(w);
+  }
+
+ private:
+  std::mutex m_;
+  std::vector<std::unique_ptr<stages::Work>> items_;
+  std::vector<stages::Work*> free_;
+};
+
+// Prints "imgpipe: 1234/5000 images, 567 img/s" on a terminal every 250 ms.
+class Progress {
+ public:
+  Progress(bool on, std::size_t total, const std::atomic<std::uint64_t>& done) : total_(total), done_(done) {
+    if (on) t_ = std::thread([this] { loop(); });
+  }
+  ~Progress() {
+    if (t_.joinable()) {
+      {
+        std::lock_guard lk(m_);
+        quit_ = true;
+      }
+      cv_.notify_all();
+      t_.join();
+      std::fprintf(stderr, "\r\033[K");
+    }
+  }
+
+ private:
+  void loop() {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::unique_lock lk(m_);
+    while (!cv_.wait_for(lk, std::chrono::milliseconds(250), [&] { return quit_; })) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const auto d = done_.load();
+      std::fprintf(stderr, "\r\033[Kimgpipe: %llu/%zu inputs, %.0f img/s", static_cast<unsigned long long>(d), total_,
+                   s > 0 ? d / s : 0.0);
+      std::fflush(stderr);
+    }
+  }
+  std::size_t total_;
+  const std::atomic<std::uint64_t>& done_;
+  std::thread t_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool quit_ = false;
+};
+
+StageReport make_stage_report(const stages::StageStats& s, int concurrency, double wall) {
+  StageReport r;
+  r.name = s.name;
+  r.parallel = s.parallel;
+  r.concurrency = s.parallel ? concurrency : 1;
+  r.items = s.items.load();
+  // For stages whose work runs on the GPU, the device time bounds the stage
+  // when it exceeds the host time spent enqueuing.
+  r.busy_s = std::max(s.busy_ns.load() * 1e-9, s.device_ns.load() * 1e-9);
+  r.wait_s = s.wait_ns.load() * 1e-9;
+  r.bytes = static_cast<double>(s.bytes.load());
+  const double work_s = std::max(r.busy_s - r.wait_s, 0.0);
+  r.items_per_s = work_s > 0 ? r.items / work_s : 0;
+  r.capacity_items_per_s = r.items_per_s * r.concurrency;
+  r.mb_per_s = work_s > 0 ? r.bytes / work_s / 1e6 * r.concurrency : 0;
+  const double capacity = wall * r.concurrency;
+  r.utilization = capacity > 0 ? work_s / capacity : 0;
+  r.idle_s = std::max(capacity - r.busy_s, 0.0);
+  return r;
+}
+
+}  // namespace
+
+Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
+  const Config& cfg = impl_->config;
+  impl_->stop.store(false);
+  const auto t_start = std::chrono::steady_clock::now();
+
+  const int device = select_device(options.device.value_or(cfg.devices));
+  gpu::set_device(device);
+  const bool gpu_normalize =
+      cfg.transform.normalize.where == Where::gpu ||
+      (cfg.transform.normalize.where == Where::automatic && device >= 0);
+
+  Report report;
+  report.version = version();
+  report.backend = device >= 0 ? fmt::format("cuda:{} {}", device, gpu::device_description(device)) : "host";
+  report.normalize_where = gpu_normalize ? "gpu" : "cpu";
+
+  const std::vector<stages::InputItem> inputs = stages::discover_inputs(cfg.input);
+  report.inputs.discovered = inputs.size();
+  if (inputs.empty()) {
+    std::string paths;
+    for (const auto& p : cfg.input.paths) paths += (paths.empty() ? "'" : ", '") + p + "'";
+    throw Error("no inputs found in input.paths (" + (paths.empty() ? std::string("empty") : paths) + ")");
+  }
+
+  const int threads = cfg.decode.threads > 0 ? cfg.decode.threads
+                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int tokens = cfg.pipeline.max_tokens > 0 ? cfg.pipeline.max_tokens : std::max(4, 2 * threads);
+
+  stages::StageStats st_source("source"), st_read("read", true), st_decode("decode", true),
+      st_transform("transform", true), st_pack("pack"), st_transfer("transfer"), st_gpu("gpu_ops"), st_sink("sink");
+
+  stages::Transform transform(cfg.transform, !gpu_normalize, st_transform);
+  const std::size_t frame_bytes = transform.frame_bytes();
+  const std::size_t slot_bytes = frame_bytes * cfg.batch.size;
+  kernels::NormalizeParams norm = transform.normalize_params();
+  const std::size_t out_sample_bytes = static_cast<std::size_t>(cfg.transform.resize.width) *
+                                       cfg.transform.resize.height * 3 * dtype_size(cfg.transform.dtype);
+
+  gpu::Stream stream(device);
+  memory::StagingRing ring(device, cfg.staging.slots, slot_bytes, cfg.staging.memory);
+  std::vector<std::unique_ptr<stages::BatchSlot>> slots;
+  std::size_t device_bytes = 0;
+  for (int i = 0; i < ring.slots(); ++i) {
+    auto s = std::make_unique<stages::BatchSlot>();
+    s->slot = i;
+    s->samples.resize(cfg.batch.size);
+    s->d_input = gpu::DeviceBuffer(device, slot_bytes);
+    if (gpu_normalize) s->d_output = gpu::DeviceBuffer(device, out_sample_bytes * cfg.batch.size);
+    s->d_checksum = gpu::DeviceBuffer(device, sizeof(std::uint64_t));
+    s->copy_start = gpu::Event(device, true);
+    s->copy_end = gpu::Event(device, true);
+    s->ready = gpu::Event(device, false);
+    s->out_sample_bytes = out_sample_bytes;
+    DeviceBatch& b = s->batch;
+    const std::int64_t H = cfg.transform.resize.height, W = cfg.transform.resize.width;
+    b.shape = cfg.transform.layout == Layout::nchw ? std::vector<std::int64_t>{cfg.batch.size, 3, H, W}
+                                                   : std::vector<std::int64_t>{cfg.batch.size, H, W, 3};
+    b.dtype = cfg.transform.dtype;
+    b.layout = cfg.transform.layout;
+    b.device = device;
+    b.stream = stream.get();
+    b.samples.reserve(cfg.batch.size);
+    device_bytes += s->d_input.size() + s->d_output.size() + s->d_checksum.size();
+    slots.push_back(std::move(s));
+  }
+
+  // On any exit, the GPU finishes with the buffers before they are freed.
+  struct SyncOnExit {
+    const gpu::Stream& s;
+    ~SyncOnExit() {
+      try {
+        s.synchronize();
+      } catch (...) {
+        // A sticky error was already reported by the call that hit it.
+      }
+    }
+  } sync_on_exit{stream};
+
+  WorkPool pool(tokens);
+  stages::Source source(inputs, st_source, impl_->stop);
+  stages::Read read(st_read);
+  stages::Decode decode(cfg.decode, st_decode);
+  stages::Pack pack(ring, slots, cfg.batch, cfg.input.on_error, stream, st_pack);
+  stages::Transfer transfer(ring, stream, st_transfer);
+  stages::GpuOps gpu_ops(norm, gpu_normalize, stream, st_gpu);
+  stages::Sink sink(cfg.sink, ring, stream, callback, st_sink, st_transfer);
+
+  std::atomic<std::uint64_t> finished{0};
+  const auto t_pipe = std::chrono::steady_clock::now();
+  {
+    Progress progress(options.progress, inputs.size(), finished);
+    tbb::task_arena arena(threads);
+    arena.execute([&] {
+      using tbb::filter_mode;
+      using W = stages::Work*;
+      tbb::parallel_pipeline(
+          static_cast<std::size_t>(tokens),
+          tbb::make_filter<void, W>(filter_mode::serial_in_order,
+                                    [&](tbb::flow_control& fc) -> W {
+                                      W w = source.next([&] { return pool.acquire(); });
+                                      if (!w) fc.stop();
+                                      return w;
+                                    }) &
+              tbb::make_filter<W, W>(filter_mode::parallel, [&](W w) { return read(w); }) &
+              tbb::make_filter<W, W>(filter_mode::parallel, [&](W w) { return decode(w); }) &
+              tbb::make_filter<W, W>(filter_mode::parallel, [&](W w) { return transform(w); }) &
+              tbb::make_filter<W, W>(filter_mode::serial_in_order, [&](W w) { return pack(w); }) &
+              tbb::make_filter<W, W>(filter_mode::serial_in_order, [&](W w) { return transfer(w); }) &
+              tbb::make_filter<W, W>(filter_mode::serial_in_order, [&](W w) { return gpu_ops(w); }) &
+              tbb::make_filter<W, void>(filter_mode::serial_in_order, [&](W w) {
+                sink(w);
+                if (!w->flush) ++finished;
+                pool.release(w);
+              }));
+    });
+    ring.drain();
+    stream.synchronize();
+  }
+  const auto t_end = std::chrono::steady_clock::now();
+  report.wall_s = std::chrono::duration<double>(t_end - t_start).count();
+  const double pipe_s = std::chrono::duration<double>(t_end - t_pipe).count();
+
+  report.interrupted = impl_->stop.load() && source.emitted() < inputs.size();
+  report.inputs.delivered = sink.delivered();
+  report.inputs.failures = pack.failures();
+  report.inputs.failed = pack.failures().size();
+  report.inputs.dropped = pack.dropped();
+  report.inputs.not_processed = inputs.size() - source.emitted();
+  report.batches = sink.records().size();
+  report.batch_records = sink.records();
+  report.images_per_s = report.wall_s > 0 ? report.inputs.delivered / report.wall_s : 0;
+
+  for (const stages::StageStats* s :
+       {&st_source, &st_read, &st_decode, &st_transform, &st_pack, &st_transfer, &st_gpu, &st_sink})
+    report.stages.push_back(make_stage_report(*s, threads, pipe_s));
+  const auto bottleneck = std::max_element(report.stages.begin(), report.stages.end(),
+                                           [](const auto& a, const auto& b) { return a.utilization < b.utilization; });
+  report.bottleneck = bottleneck->name;
+
+  report.memory.staging_kind = std::string(memory::to_string(ring.memory()));
+  report.memory.staging_bytes = ring.slot_bytes() * ring.slots();
+  report.memory.pinned_bytes = ring.pinned_bytes();
+  report.memory.device_bytes = device >= 0 ? device_bytes : 0;
+  report.memory.slots = ring.slots();
+  report.memory.slot_wait_s = ring.wait_seconds();
+  report.memory.fallbacks = ring.fallbacks();
+  report.memory.fallback_reason = ring.fallback_reason();
+
+  report.transfer.mode = device >= 0 ? "copy" : "host memcpy";
+  report.transfer.bytes = st_transfer.bytes.load();
+  report.transfer.seconds = device >= 0 ? sink.transfer_seconds() : st_transfer.busy_ns.load() * 1e-9;
+  report.transfer.gb_per_s = report.transfer.seconds > 0 ? report.transfer.bytes / report.transfer.seconds / 1e9 : 0;
+  return report;
+}
+
+}  // namespace imgpipe

@@ -1,0 +1,94 @@
+#include "imgpipe/report.hpp"
+
+#include <ostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace imgpipe {
+
+namespace {
+std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
+}  // namespace
+
+void Report::print_table(std::ostream& os) const {
+  os << fmt::format("imgpipe {} | backend: {} | normalize on {}{}\n", version, backend, normalize_where,
+                    interrupted ? " | INTERRUPTED" : "");
+  os << fmt::format("{:<10} {:>5} {:>8} {:>9} {:>9} {:>12} {:>10} {:>6} {:>9}\n", "stage", "thr", "items", "busy s",
+                    "wait s", "items/s", "MB/s", "util", "idle s");
+  for (const auto& s : stages) {
+    os << fmt::format("{:<10} {:>5} {:>8} {:>9.3f} {:>9.3f} {:>12.1f} {:>10.1f} {:>5.0f}% {:>9.3f}{}\n", s.name,
+                      s.concurrency, s.items, s.busy_s, s.wait_s, s.capacity_items_per_s, s.mb_per_s,
+                      100.0 * s.utilization, s.idle_s, s.name == bottleneck ? "  <- bottleneck" : "");
+  }
+  os << "  items/s and MB/s: what the stage sustains on its own (x threads for parallel stages);\n"
+        "  wait s: blocked inside the stage (free staging slot, GPU); idle s: starved or held by the token limit\n";
+  os << fmt::format("run: {:.3f} s, {} images delivered, {:.1f} images/s, {} batches\n", wall_s, inputs.delivered,
+                    images_per_s, batches);
+  os << fmt::format("inputs: {} discovered = {} delivered + {} failed", inputs.discovered, inputs.delivered,
+                    inputs.failed);
+  if (inputs.dropped) os << fmt::format(" + {} dropped (batch.drop_last)", inputs.dropped);
+  if (inputs.not_processed) os << fmt::format(" + {} not processed (interrupted)", inputs.not_processed);
+  os << "\n";
+  const std::size_t shown = std::min<std::size_t>(inputs.failures.size(), 20);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& f = inputs.failures[i];
+    os << "  failed: " << f.path;
+    if (f.frame >= 0) os << " frame " << f.frame;
+    os << ": " << f.reason << "\n";
+  }
+  if (inputs.failures.size() > shown)
+    os << fmt::format("  ... and {} more (see the JSON report)\n", inputs.failures.size() - shown);
+  os << fmt::format("memory: staging {} x {} {} ({} pinned), device {}, slot wait {:.3f} s", memory.slots,
+                    mib(memory.slots ? static_cast<double>(memory.staging_bytes) / memory.slots : 0),
+                    memory.staging_kind, mib(memory.pinned_bytes), mib(memory.device_bytes), memory.slot_wait_s);
+  if (memory.fallbacks) os << fmt::format(", {} fallback(s): {}", memory.fallbacks, memory.fallback_reason);
+  os << "\n";
+  os << fmt::format("transfer: {} {} in {:.3f} s = {:.2f} GB/s\n", transfer.mode, mib(transfer.bytes),
+                    transfer.seconds, transfer.gb_per_s);
+}
+
+std::string Report::to_json(int indent) const {
+  nlohmann::json j;
+  j["version"] = version;
+  j["backend"] = backend;
+  j["interrupted"] = interrupted;
+  j["wall_s"] = wall_s;
+  j["images_per_s"] = images_per_s;
+  j["normalize_where"] = normalize_where;
+  j["bottleneck"] = bottleneck;
+  j["stages"] = nlohmann::json::array();
+  for (const auto& s : stages) {
+    j["stages"].push_back({{"name", s.name},
+                           {"parallel", s.parallel},
+                           {"concurrency", s.concurrency},
+                           {"items", s.items},
+                           {"busy_s", s.busy_s},
+                           {"wait_s", s.wait_s},
+                           {"idle_s", s.idle_s},
+                           {"bytes", s.bytes},
+                           {"items_per_s", s.capacity_items_per_s},
+                           {"items_per_s_per_thread", s.items_per_s},
+                           {"mb_per_s", s.mb_per_s},
+                           {"utilization", s.utilization}});
+  }
+  nlohmann::json failures = nlohmann::json::array();
+  for (const auto& f : inputs.failures) failures.push_back({{"path", f.path}, {"frame", f.frame}, {"reason", f.reason}});
+  j["inputs"] = {{"discovered", inputs.discovered}, {"delivered", inputs.delivered},
+                 {"failed", inputs.failed},         {"dropped", inputs.dropped},
+                 {"not_processed", inputs.not_processed}, {"failures", failures}};
+  j["memory"] = {{"staging_kind", memory.staging_kind}, {"staging_bytes", memory.staging_bytes},
+                 {"pinned_bytes", memory.pinned_bytes}, {"device_bytes", memory.device_bytes},
+                 {"slots", memory.slots},               {"slot_wait_s", memory.slot_wait_s},
+                 {"fallbacks", memory.fallbacks},       {"fallback_reason", memory.fallback_reason}};
+  j["transfer"] = {{"mode", transfer.mode}, {"bytes", transfer.bytes}, {"seconds", transfer.seconds},
+                   {"gb_per_s", transfer.gb_per_s}};
+  j["batches"] = batches;
+  nlohmann::json recs = nlohmann::json::array();
+  for (const auto& r : batch_records)
+    recs.push_back({{"index", r.index}, {"samples", r.samples}, {"checksum", fmt::format("{:016x}", r.checksum)}});
+  j["batch_records"] = recs;
+  return j.dump(indent);
+}
+
+}  // namespace imgpipe

@@ -1,0 +1,69 @@
+#include "read.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace imgpipe::stages {
+
+std::string Read::read_file(const std::string& path, std::vector<unsigned char>& out) {
+  out.clear();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::string("cannot open: ") + std::strerror(errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return std::string("cannot stat: ") + std::strerror(e);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return "is a directory";
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return "not a regular file";
+  }
+  if (st.st_size == 0) {
+    ::close(fd);
+    return "empty file (0 bytes)";
+  }
+  out.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      out.clear();
+      return std::string("read error: ") + std::strerror(e);
+    }
+    if (n == 0) break;  // shrank while reading
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (got != out.size()) {
+    out.resize(got);
+    if (got == 0) return "empty file (0 bytes)";
+  }
+  return {};
+}
+
+Work* Read::operator()(Work* w) const {
+  if (w->flush || !w->error.empty()) return w;
+  BusyTimer t(stats_);
+  if (!w->input->error.empty()) {
+    w->error = w->input->error;
+    return w;
+  }
+  w->error = read_file(w->input->path, w->bytes);
+  ++stats_.items;
+  stats_.bytes += w->bytes.size();
+  return w;
+}
+
+}  // namespace imgpipe::stages

@@ -1,0 +1,103 @@
+#include "sink.hpp"
+
+#include <chrono>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "kernels/checksum.hpp"
+
+namespace imgpipe::stages {
+
+Sink::Sink(const SinkConfig& cfg, memory::StagingRing& ring, const gpu::Stream& stream, const BatchCallback& callback,
+           StageStats& stats, StageStats& transfer_stats)
+    : cfg_(cfg), ring_(ring), stream_(stream), callback_(callback), stats_(stats), transfer_stats_(transfer_stats) {
+  if (cfg_.type == SinkType::dump) {
+    std::error_code ec;
+    std::filesystem::create_directories(cfg_.dir, ec);
+    if (ec) throw Error("sink.dir: cannot create '" + cfg_.dir + "': " + ec.message());
+    const std::string path = (std::filesystem::path(cfg_.dir) / "manifest.jsonl").string();
+    manifest_.open(path, std::ios::trunc);
+    if (!manifest_) throw Error("sink: cannot write '" + path + "'");
+  }
+}
+
+void Sink::write_npy(const std::string& path, const void* data, std::size_t bytes, DType dtype,
+                     const std::vector<std::int64_t>& shape) {
+  std::string dims;
+  for (std::size_t i = 0; i < shape.size(); ++i) dims += fmt::format("{}{}", i ? ", " : "", shape[i]);
+  if (shape.size() == 1) dims += ",";
+  const char* descr = dtype == DType::float32 ? "<f4" : dtype == DType::float16 ? "<f2" : "|u1";
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", descr, dims);
+  // Magic (6) + version (2) + length (2) + header + '\n', padded to 64 bytes.
+  const std::size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error("sink: cannot write '" + path + "'");
+  const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff),
+                                static_cast<unsigned char>(header.size() >> 8)};
+  out.write("\x93NUMPY\x01\x00", 8);
+  out.write(reinterpret_cast<const char*>(len), 2);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+  if (!out) throw Error("sink: write to '" + path + "' failed (disk full?)");
+}
+
+void Sink::operator()(Work* w) {
+  if (!w->batch) return;
+  BusyTimer t(stats_);
+  BatchSlot& b = *w->batch;
+  DeviceBatch& db = b.batch;
+  db.data = const_cast<void*>(b.output());
+  db.shape[0] = b.count;
+  db.bytes = static_cast<std::size_t>(b.count) * b.out_sample_bytes;
+  db.index = b.index;
+  db.samples.assign(b.samples.begin(), b.samples.begin() + b.count);
+  db.ready = b.ready.get();
+
+  BatchRecord rec{b.index, static_cast<std::uint64_t>(b.count), 0};
+  const auto t0 = std::chrono::steady_clock::now();
+  if (cfg_.type == SinkType::discard) {
+    if (stream_.device() >= 0) {
+      std::uint64_t sum = 0;
+      kernels::checksum_gpu(db.data, db.bytes, static_cast<std::uint64_t*>(b.d_checksum.get()), stream_.get());
+      gpu::copy_d2h_async(&sum, b.d_checksum.get(), sizeof sum, stream_);
+      stream_.synchronize();  // also the batch's final synchronise
+      rec.checksum = sum;
+    } else {
+      rec.checksum = kernels::checksum_ref(db.data, db.bytes);
+    }
+  } else {
+    host_copy_.resize(db.bytes);
+    gpu::copy_d2h_async(host_copy_.data(), db.data, db.bytes, stream_);
+    stream_.synchronize();
+    write_npy((std::filesystem::path(cfg_.dir) / fmt::format("batch_{:06d}.npy", b.index)).string(),
+              host_copy_.data(), db.bytes, db.dtype, db.shape);
+    for (int i = 0; i < b.count; ++i) {
+      const SampleId& s = db.samples[i];
+      manifest_ << nlohmann::json{{"batch", b.index}, {"index", i}, {"input_index", s.input_index},
+                                  {"path", s.path}, {"frame", s.frame}}
+                       .dump()
+                << '\n';
+    }
+    manifest_.flush();
+    if (!manifest_) throw Error("sink: write to manifest.jsonl failed (disk full?)");
+    rec.checksum = kernels::checksum_ref(host_copy_.data(), db.bytes);
+  }
+  stats_.add_wait(std::chrono::steady_clock::now() - t0);
+  // The copy has finished (we synchronised): its device time is known.
+  const double copy_ms = gpu::Event::elapsed_ms(b.copy_start, b.copy_end);
+  transfer_s_ += copy_ms * 1e-3;
+  transfer_stats_.device_ns += static_cast<std::int64_t>(copy_ms * 1e6);
+
+  if (callback_) callback_(db);
+  ring_.release(b.slot, stream_);
+  records_.push_back(rec);
+  delivered_ += b.count;
+  ++stats_.items;
+  stats_.bytes += db.bytes;
+}
+
+}  // namespace imgpipe::stages

@@ -1,0 +1,126 @@
+#include "source.hpp"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <set>
+#include <system_error>
+
+namespace fs = std::filesystem;
+
+namespace imgpipe::stages {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool has_glob(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
+
+class Collector {
+ public:
+  explicit Collector(const InputConfig& cfg) : cfg_(cfg) {
+    for (const auto& e : cfg.extensions) exts_.insert(lower(e));
+  }
+
+  void add_path(const std::string& p, bool explicit_file) {
+    std::error_code ec;
+    const fs::file_status st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) {
+      fail(p, ec && ec != std::errc::no_such_file_or_directory ? ec.message() : "no such file or directory");
+      return;
+    }
+    if (fs::is_directory(st)) {
+      add_dir(p, true);
+      return;
+    }
+    if (!explicit_file && !wanted(p)) return;
+    add_file(p);
+  }
+
+  std::vector<InputItem> take() { return std::move(items_); }
+
+ private:
+  bool wanted(const fs::path& p) const { return exts_.count(lower(p.extension().string())) > 0; }
+
+  void fail(const std::string& path, const std::string& reason) { items_.push_back({path, -1, reason}); }
+
+  void add_file(const fs::path& p) {
+    std::error_code ec;
+    fs::path key = fs::weakly_canonical(p, ec);
+    if (ec) key = p.lexically_normal();
+    if (!seen_.insert(key.string()).second) return;
+    items_.push_back({p.string(), -1, {}});
+  }
+
+  void add_dir(const fs::path& dir, bool top) {
+    if (!top && !cfg_.recursive) return;
+    std::error_code ec;
+    // Directory symlinks are not followed: no loops, and each file is reached
+    // through the tree it lives in.
+    fs::directory_iterator it(dir, fs::directory_options::none, ec);
+    if (ec) {
+      fail(dir.string(), "cannot list directory: " + ec.message());
+      return;
+    }
+    std::vector<fs::directory_entry> entries;
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      if (ec) {
+        fail(dir.string(), "error while listing directory: " + ec.message());
+        break;
+      }
+      entries.push_back(*it);
+    }
+    std::sort(entries.begin(), entries.end(),
+              [](const auto& a, const auto& b) { return a.path().string() < b.path().string(); });
+    for (const auto& e : entries) {
+      std::error_code sec;
+      const bool is_link = e.is_symlink(sec);
+      const fs::file_status st = e.status(sec);  // follows file symlinks
+      if (sec) {
+        if (wanted(e.path())) fail(e.path().string(), "cannot stat: " + sec.message());
+        continue;
+      }
+      if (fs::is_directory(st)) {
+        if (!is_link) add_dir(e.path(), false);
+      } else if (wanted(e.path())) {
+        if (!fs::exists(st)) fail(e.path().string(), "dangling symbolic link");
+        else add_file(e.path());
+      }
+    }
+  }
+
+  const InputConfig& cfg_;
+  std::set<std::string> exts_;
+  std::set<std::string> seen_;
+  std::vector<InputItem> items_;
+};
+
+}  // namespace
+
+std::vector<InputItem> discover_inputs(const InputConfig& cfg) {
+  Collector c(cfg);
+  for (const auto& p : cfg.paths) {
+    if (has_glob(p) && !fs::exists(p)) {
+      glob_t g{};
+      const int rc = ::glob(p.c_str(), GLOB_ERR, nullptr, &g);
+      if (rc == GLOB_NOMATCH) {
+        c.add_path(p, true);  // reported as "no such file or directory"
+      } else if (rc != 0) {
+        globfree(&g);
+        throw Error("input.paths: cannot expand pattern '" + p + "'");
+      } else {
+        for (size_t i = 0; i < g.gl_pathc; ++i) c.add_path(g.gl_pathv[i], false);  // sorted by glob
+      }
+      globfree(&g);
+    } else {
+      c.add_path(p, true);
+    }
+  }
+  return c.take();
+}
+
+}  // namespace imgpipe::stages

@@ -1,0 +1,110 @@
+#include "transform.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <opencv2/imgproc.hpp>
+
+namespace imgpipe::stages {
+
+namespace {
+int cv_interpolation(Interpolation i) {
+  switch (i) {
+    case Interpolation::nearest: return cv::INTER_NEAREST;
+    case Interpolation::area: return cv::INTER_AREA;
+    case Interpolation::cubic: return cv::INTER_CUBIC;
+    default: return cv::INTER_LINEAR;
+  }
+}
+}  // namespace
+
+Transform::Transform(const TransformConfig& cfg, bool normalize_on_cpu, StageStats& stats)
+    : cfg_(cfg), on_cpu_(normalize_on_cpu), stats_(stats) {}
+
+std::size_t Transform::frame_bytes() const noexcept {
+  const std::size_t pixels = static_cast<std::size_t>(cfg_.resize.width) * cfg_.resize.height * 3;
+  return on_cpu_ ? pixels * dtype_size(cfg_.dtype) : pixels;
+}
+
+kernels::NormalizeParams Transform::normalize_params() const noexcept {
+  kernels::NormalizeParams p;
+  p.batch = 1;
+  p.height = cfg_.resize.height;
+  p.width = cfg_.resize.width;
+  p.channels = 3;
+  p.layout = cfg_.layout;
+  p.dtype = cfg_.dtype;
+  p.swap_rb = cfg_.swap_rb;
+  p.scale = cfg_.normalize.scale;
+  // Config mean/std are in output channel order (R, G, B when swapping).
+  for (int c = 0; c < 3; ++c) {
+    p.mean[c] = cfg_.normalize.mean[c];
+    p.std[c] = cfg_.normalize.std[c];
+  }
+  return p;
+}
+
+void Transform::resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch) const {
+  const int W = cfg_.resize.width, H = cfg_.resize.height;
+  const int interp = cv_interpolation(cfg_.resize.interpolation);
+  switch (cfg_.resize.mode) {
+    case ResizeMode::stretch:
+      if (in.cols == W && in.rows == H) in.copyTo(out);
+      else cv::resize(in, out, cv::Size(W, H), 0, 0, interp);
+      break;
+    case ResizeMode::letterbox: {
+      out.create(H, W, CV_8UC3);
+      const double s = std::min(static_cast<double>(W) / in.cols, static_cast<double>(H) / in.rows);
+      const int nw = std::clamp(static_cast<int>(std::lround(in.cols * s)), 1, W);
+      const int nh = std::clamp(static_cast<int>(std::lround(in.rows * s)), 1, H);
+      const int x0 = (W - nw) / 2, y0 = (H - nh) / 2;
+      const cv::Scalar pad = cv::Scalar::all(cfg_.resize.pad_value);
+      // Pad only the borders: the image area is written by resize.
+      if (y0 > 0) out.rowRange(0, y0).setTo(pad);
+      if (y0 + nh < H) out.rowRange(y0 + nh, H).setTo(pad);
+      if (x0 > 0) out(cv::Rect(0, y0, x0, nh)).setTo(pad);
+      if (x0 + nw < W) out(cv::Rect(x0 + nw, y0, W - x0 - nw, nh)).setTo(pad);
+      cv::Mat roi = out(cv::Rect(x0, y0, nw, nh));
+      if (nw == in.cols && nh == in.rows) in.copyTo(roi);
+      else cv::resize(in, roi, roi.size(), 0, 0, interp);
+      break;
+    }
+    case ResizeMode::center_crop: {
+      // As cv::dnn::blobFromImage(crop=true): scale so the image covers the
+      // target, then cut the centre.
+      const float f = std::max(static_cast<float>(W) / in.cols, static_cast<float>(H) / in.rows);
+      cv::resize(in, scratch, cv::Size(), f, f, interp);
+      const cv::Rect crop(static_cast<int>(0.5 * (scratch.cols - W)), static_cast<int>(0.5 * (scratch.rows - H)), W, H);
+      scratch(crop).copyTo(out);
+      break;
+    }
+  }
+}
+
+Work* Transform::operator()(Work* w) const {
+  if (w->flush || !w->error.empty()) return w;
+  BusyTimer t(stats_);
+  try {
+    resize(w->decoded, w->resized, w->scratch);
+  } catch (const cv::Exception& e) {
+    w->error = std::string("resize failed: ") + e.what();
+    return w;
+  }
+  if (on_cpu_) {
+    kernels::NormalizeParams p = normalize_params();
+    w->tensor.resize(frame_bytes());
+    p.src = w->resized.ptr<std::uint8_t>();
+    p.src_pitch = w->resized.step[0];
+    p.dst = w->tensor.data();
+    kernels::normalize_image_ref(p);
+    w->frame_data = w->tensor.data();
+  } else {
+    w->frame_data = w->resized.ptr<std::uint8_t>();
+  }
+  w->frame_bytes = frame_bytes();
+  ++stats_.items;
+  stats_.bytes += w->frame_bytes;
+  return w;
+}
+
+}  // namespace imgpipe::stages

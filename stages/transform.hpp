@@ -1,0 +1,36 @@
+// Transform stage (parallel, cached memory): resize to the target size
+// (stretch, letterbox or center_crop, OpenCV interpolation), then, when
+// normalisation runs on the CPU, the fused u8 -> float32/float16/uint8
+// conversion with per-channel mean/std, BGR->RGB and NCHW/NHWC layout in one
+// pass (the normalise kernel's CPU twin). When normalisation runs on the GPU
+// the frame stays u8 HWC BGR and the kernel does the rest.
+#pragma once
+
+#include "imgpipe/config.hpp"
+#include "kernels/normalize.hpp"
+#include "stage.hpp"
+
+namespace imgpipe::stages {
+
+class Transform {
+ public:
+  Transform(const TransformConfig& cfg, bool normalize_on_cpu, StageStats& stats);
+  Work* operator()(Work* w) const;
+
+  // Resize `in` (u8, 3 channels) to the target into `out` (continuous);
+  // `scratch` is an intermediate buffer for center_crop.
+  void resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch) const;
+
+  // Bytes of one frame as the pack stage copies it.
+  std::size_t frame_bytes() const noexcept;
+  // The normalise parameters for one image (src/dst left empty).
+  kernels::NormalizeParams normalize_params() const noexcept;
+  bool normalize_on_cpu() const noexcept { return on_cpu_; }
+
+ private:
+  TransformConfig cfg_;
+  bool on_cpu_;
+  StageStats& stats_;
+};
+
+}  // namespace imgpipe::stages
