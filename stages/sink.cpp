@@ -58,13 +58,14 @@ void Sink::operator()(Work* w) {
   db.ready = b.ready.get();
 
   BatchRecord rec{b.index, static_cast<std::uint64_t>(b.count), 0};
-  const auto t0 = std::chrono::steady_clock::now();
   if (cfg_.type == SinkType::discard) {
     if (stream_.device() >= 0) {
       std::uint64_t sum = 0;
       kernels::checksum_gpu(db.data, db.bytes, static_cast<std::uint64_t*>(b.d_checksum.get()), stream_.get());
       gpu::copy_d2h_async(&sum, b.d_checksum.get(), sizeof sum, stream_);
-      stream_.synchronize();  // also the batch's final synchronise
+      const auto t0 = std::chrono::steady_clock::now();
+      stream_.synchronize();  // waits for the batch's copy and kernels too
+      stats_.add_wait(std::chrono::steady_clock::now() - t0);
       rec.checksum = sum;
     } else {
       rec.checksum = kernels::checksum_ref(db.data, db.bytes);
@@ -72,7 +73,9 @@ void Sink::operator()(Work* w) {
   } else {
     host_copy_.resize(db.bytes);
     gpu::copy_d2h_async(host_copy_.data(), db.data, db.bytes, stream_);
+    const auto t0 = std::chrono::steady_clock::now();
     stream_.synchronize();
+    stats_.add_wait(std::chrono::steady_clock::now() - t0);
     write_npy((std::filesystem::path(cfg_.dir) / fmt::format("batch_{:06d}.npy", b.index)).string(),
               host_copy_.data(), db.bytes, db.dtype, db.shape);
     for (int i = 0; i < b.count; ++i) {
@@ -86,7 +89,6 @@ void Sink::operator()(Work* w) {
     if (!manifest_) throw Error("sink: write to manifest.jsonl failed (disk full?)");
     rec.checksum = kernels::checksum_ref(host_copy_.data(), db.bytes);
   }
-  stats_.add_wait(std::chrono::steady_clock::now() - t0);
   // The copy has finished (we synchronised): its device time is known.
   const double copy_ms = gpu::Event::elapsed_ms(b.copy_start, b.copy_end);
   transfer_s_ += copy_ms * 1e-3;

@@ -182,6 +182,7 @@ DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : bytes_(bytes), devic
 #endif
   p_ = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!p_) throw std::bad_alloc();
+  std::memset(p_, 0, bytes);  // fault the pages in now, not on the hot path
 }
 DeviceBuffer::~DeviceBuffer() { reset(); }
 void DeviceBuffer::reset() noexcept {

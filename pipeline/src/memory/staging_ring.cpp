@@ -51,6 +51,7 @@ StagingRing::StagingRing(int device, int slots, std::size_t slot_bytes, StagingM
         s->released = gpu::Event(device, false);
         if (memory_ == StagingMemory::pageable) {
           s->host = Allocation<PageableResource>(s->pageable, slot_bytes, 4096);
+          std::memset(s->host.get(), 0, slot_bytes);  // fault the pages in now, not on the hot path
         } else {
           s->pinned = PinnedResource(memory_ == StagingMemory::write_combined ? PinnedResource::write_combined
                                                                                : PinnedResource::none);

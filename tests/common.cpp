@@ -1,0 +1,75 @@
+#include "common.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <sys/wait.h>
+
+#include "imgpipe/gpu.hpp"
+
+namespace fs = std::filesystem;
+
+namespace imgpipe::test {
+
+fs::path sample_dir() { return fs::path(IMGPIPE_SOURCE_DIR) / "samples" / "data"; }
+
+std::vector<fs::path> sample_images() {
+  std::vector<fs::path> v;
+  for (const auto& e : fs::directory_iterator(sample_dir())) {
+    const auto ext = e.path().extension();
+    if (ext == ".jpg" || ext == ".png") v.push_back(e.path());
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TempDir::TempDir() {
+  std::random_device rd;
+  path_ = fs::temp_directory_path() / ("imgpipe_test_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
+  fs::create_directories(path_);
+}
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
+  fs::remove_all(path_, ec);
+}
+
+bool have_gpu() { return gpu::device_count() > 0; }
+
+std::vector<DeviceSelection> test_devices() {
+  std::vector<DeviceSelection> v{DeviceSelection::parse("cpu")};
+  if (have_gpu()) v.push_back(DeviceSelection::parse("0"));
+  return v;
+}
+
+std::vector<unsigned char> read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + p.string());
+  return std::vector<unsigned char>(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_bytes(const fs::path& p, const std::vector<unsigned char>& b) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+int run_cli(const std::string& args, std::string* out) {
+  const std::string cmd = std::string(IMGPIPE_CLI) + " " + args + " 2>&1";
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) throw std::runtime_error("popen failed");
+  std::string text;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) text.append(buf.data(), n);
+  const int status = ::pclose(f);
+  if (out) *out = text;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace imgpipe::test
