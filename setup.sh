@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# imgpipe set-up: installs the build dependencies (Debian 12 / Ubuntu 24.04
+# packages), configures and builds, then runs what you asked for.
+#
+#   ./setup.sh run    build, then run imgpipe on configs/pipeline.yaml (samples/data)
+#   ./setup.sh test   build, then run the whole test suite (ctest)
+#   ./setup.sh build  build only
+#
+# Environment: PRESET (CMake preset, default "default"; see CMakePresets.json),
+# SKIP_APT=1 (dependencies already installed), JOBS (parallel build jobs).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+what=${1:-build}
+case "$what" in run|test|build) ;; *) echo "usage: $0 run|test|build" >&2; exit 2 ;; esac
+preset=${PRESET:-default}
+
+packages=(build-essential cmake ninja-build pkg-config
+          libopencv-dev libtbb-dev libyaml-cpp-dev doctest-dev libcli11-dev
+          libspdlog-dev libfmt-dev nlohmann-json3-dev)
+if [ "${SKIP_APT:-0}" != 1 ]; then
+  missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    echo "setup: installing ${missing[*]}"
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+# nvcc is used when found (PATH or /usr/local/cuda/bin): the CUDA backend is
+# built; without it the host backend alone (see README).
+cmake --preset "$preset"
+cmake --build --preset "$preset" ${JOBS:+-j "$JOBS"}
+
+builddir=build
+[ "$preset" = default ] || builddir="build-$preset"
+
+case "$what" in
+  run)
+    "$builddir/pipeline/imgpipe" --config configs/pipeline.yaml --report "$builddir/report.json"
+    echo "setup: JSON report in $builddir/report.json"
+    ;;
+  test)
+    ctest --test-dir "$builddir" --output-on-failure ${JOBS:+-j "$JOBS"}
+    ;;
+esac
