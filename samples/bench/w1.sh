@@ -5,22 +5,23 @@
 #
 #   samples/bench/w1.sh PHOTOS_DIR WORKDIR [RUNS]
 # Env: IMGPIPE (command to run imgpipe, default build/pipeline/imgpipe),
-#      MAKE_CORPUS (default build/samples/imgpipe_make_corpus), EXTRA (more imgpipe args).
+#      CONFIG (default configs/w1.yaml), MAKE_CORPUS (default build/samples/imgpipe_make_corpus), EXTRA (more imgpipe args).
 set -euo pipefail
 photos=$1; work=$2; runs=${3:-5}
 imgpipe=${IMGPIPE:-build/pipeline/imgpipe}
 make_corpus=${MAKE_CORPUS:-build/samples/imgpipe_make_corpus}
 here=$(cd "$(dirname "$0")/../.." && pwd)
+config=${CONFIG:-$here/configs/w1.yaml}
 mkdir -p "$work"
 if [ ! -f "$work/w1/img_00511.jpg" ]; then
   $make_corpus --from "$photos" --out "$work/w1" --count 512 --width 1920 --height 1080 --quality 90 --seed 1
 fi
 cat "$work"/w1/*.jpg > /dev/null   # page cache warm
 echo "corpus: $(ls "$work/w1" | wc -l) images, $(du -sh "$work/w1" | cut -f1)"
-$imgpipe --config "$here/configs/w1.yaml" --input "$work/w1" --quiet ${EXTRA:-} >/dev/null  # warm-up run
+$imgpipe --config "$config" --input "$work/w1" --quiet ${EXTRA:-} >/dev/null  # warm-up run
 rates=()
 for i in $(seq 1 "$runs"); do
-  $imgpipe --config "$here/configs/w1.yaml" --input "$work/w1" --quiet --report "$work/w1_run$i.json" ${EXTRA:-}
+  $imgpipe --config "$config" --input "$work/w1" --quiet --report "$work/w1_run$i.json" ${EXTRA:-}
   r=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['images_per_s'])" "$work/w1_run$i.json")
   rates+=("$r")
 done
