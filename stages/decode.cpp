@@ -79,6 +79,10 @@ bool jpeg_has_eoi(std::span<const unsigned char> b) noexcept {
 }
 
 std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out) const {
+  // `out` is a pooled Mat that may hold the previous image: cv::imdecode
+  // leaves its destination untouched when no decoder accepts the data or the
+  // header cannot be read, so a failure would pass for that old image.
+  out.release();
   const ImageHeader h = sniff_header(bytes);
   if (h.width > 0 && h.height > 0 && h.width * h.height > cfg_.max_pixels)
     return fmt::format("image of {}x{} ({} pixels) exceeds decode.max_pixels ({})", h.width, h.height,

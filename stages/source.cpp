@@ -81,7 +81,12 @@ class Collector {
       const bool is_link = e.is_symlink(sec);
       const fs::file_status st = e.status(sec);  // follows file symlinks
       if (sec) {
-        if (wanted(e.path())) fail(e.path().string(), "cannot stat: " + sec.message());
+        // libstdc++ reports a missing symlink target as an error (ENOENT), not
+        // as a not_found status.
+        if (wanted(e.path()))
+          fail(e.path().string(), is_link && sec == std::errc::no_such_file_or_directory
+                                      ? std::string("dangling symbolic link")
+                                      : "cannot stat: " + sec.message());
         continue;
       }
       if (fs::is_directory(st)) {

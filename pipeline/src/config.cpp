@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -30,6 +31,18 @@ class Section {
   Section(const YAML::Node& node, std::string path) : node_(node), path_(std::move(path)) {
     if (node_ && !node_.IsNull() && !node_.IsMap())
       throw ConfigError(path_, line_of(node_), "expected a mapping of keys");
+    // yaml-cpp keeps both entries of a repeated key and lookups see only the
+    // first: reject the repeat rather than silently ignore it.
+    if (node_ && node_.IsMap()) {
+      std::map<std::string, int> first_line;
+      for (const auto& kv : node_) {
+        const std::string k = kv.first.Scalar();
+        const auto [it, inserted] = first_line.emplace(k, line_of(kv.first));
+        if (!inserted)
+          throw ConfigError(key(k), line_of(kv.first),
+                            "duplicate key (first given on line " + std::to_string(it->second) + ")");
+      }
+    }
   }
 
   std::string key(const std::string& name) const { return path_.empty() ? name : path_ + "." + name; }

@@ -11,6 +11,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "imgpipe/bench_memory.hpp"
 #include "imgpipe/pipeline.hpp"
 
 namespace {
@@ -19,7 +20,8 @@ std::atomic<imgpipe::Pipeline*> g_pipeline{nullptr};
 volatile std::sig_atomic_t g_signals = 0;
 
 extern "C" void on_signal(int) {
-  if (++g_signals > 1) _exit(130);  // second Ctrl-C: leave now
+  g_signals = g_signals + 1;
+  if (g_signals > 1) _exit(130);  // second Ctrl-C: leave now
   if (imgpipe::Pipeline* p = g_pipeline.load()) p->request_stop();
 }
 
@@ -63,11 +65,31 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   validate->add_option("--input,-i", inputs, "input paths (replace input.paths)");
 
+  // ---- bench-memory: every host memory kind measured on this machine (memory layer)
+  CLI::App* bench = app.add_subcommand("bench-memory", "measure every host memory kind on this machine");
+  imgpipe::BenchMemoryOptions bench_opts;
+  std::string bench_sizes;
+  bench->add_option("--json", bench_opts.json_path, "write the results (the calibration object) to this JSON file");
+  bench->add_flag("--workloads", bench_opts.workloads, "also compare the policy's kinds with default pinned on 3 workloads");
+  bench->add_option("--sizes", bench_sizes, "copy sizes, e.g. 1M,16M,256M (binary units; a bare number is MiB)");
+  bench->add_option("--iterations", bench_opts.iterations, "runs per figure (medians)")->check(CLI::PositiveNumber);
+  // ---- end bench-memory
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
+  }
+
+  if (*bench) {  // bench-memory
+    try {
+      if (!bench_sizes.empty()) bench_opts.sizes = imgpipe::parse_byte_sizes(bench_sizes);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "imgpipe: --sizes: " << e.what() << "\n";
+      return 2;
+    }
+    return imgpipe::run_bench_memory(bench_opts, std::cout);
   }
 
   if (*validate) {

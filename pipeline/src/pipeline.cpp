@@ -185,7 +185,18 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
 
   const int threads = cfg.decode.threads > 0 ? cfg.decode.threads
                                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int tokens = cfg.pipeline.max_tokens > 0 ? cfg.pipeline.max_tokens : std::max(4, 2 * threads);
+  const int wanted_tokens = cfg.pipeline.max_tokens > 0 ? cfg.pipeline.max_tokens : std::max(4, 2 * threads);
+  // The packer reuses a staging slot, with its BatchSlot (device buffers,
+  // metadata), `slots` batches later, and StagingRing::acquire() only waits
+  // for the slot's release event, which the sink records once the batch and
+  // its callback are done. The item that completes batch k stays in flight
+  // until then, so with at most (slots - 1) x batch.size + 1 tokens the packer
+  // cannot start batch k + slots before the sink has released batch k.
+  const std::int64_t safe_tokens = static_cast<std::int64_t>(cfg.staging.slots - 1) * cfg.batch.size + 1;
+  const int tokens = static_cast<int>(std::min<std::int64_t>(wanted_tokens, safe_tokens));
+  if (tokens < wanted_tokens)
+    spdlog::info("frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more",
+                 tokens, cfg.staging.slots, cfg.batch.size);
 
   stages::StageStats st_source("source"), st_read("read", true), st_decode("decode", true),
       st_transform("transform", true), st_pack("pack"), st_transfer("transfer"), st_gpu("gpu_ops"), st_sink("sink");

@@ -1,0 +1,96 @@
+#include "input_order.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "imgpipe/error.hpp"
+
+namespace imgpipe::stages {
+
+namespace {
+
+std::optional<long long> env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  long long x = 0;
+  const char* end = v + std::char_traits<char>::length(v);
+  auto [p, ec] = std::from_chars(v, end, x);
+  if (ec != std::errc() || p != end) throw Error(std::string("environment variable ") + name + "='" + v + "' is not an integer");
+  return x;
+}
+
+std::optional<ShardSpec> pair(const char* rank_var, const char* size_var, const char* origin) {
+  const auto r = env_int(rank_var);
+  const auto s = env_int(size_var);
+  if (!r && !s) return std::nullopt;
+  if (!r || !s) throw Error(std::string("environment sets only one of ") + rank_var + " and " + size_var);
+  if (*s < 1 || *r < 0 || *r >= *s)
+    throw Error(std::string("environment ") + rank_var + "=" + std::to_string(*r) + ", " + size_var + "=" +
+                std::to_string(*s) + ": need 0 <= rank < size");
+  return ShardSpec{static_cast<int>(*r), static_cast<int>(*s), origin};
+}
+
+}  // namespace
+
+std::optional<ShardSpec> shard_from_environment() {
+  if (auto s = pair("RANK", "WORLD_SIZE", "RANK/WORLD_SIZE")) return s;
+  if (auto s = pair("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_*")) return s;
+  if (auto s = pair("SLURM_PROCID", "SLURM_NTASKS", "SLURM_*")) return s;
+  if (auto s = pair("PMI_RANK", "PMI_SIZE", "PMI_*")) return s;
+  return std::nullopt;
+}
+
+std::optional<int> local_rank_from_environment() {
+  for (const char* v : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"}) {
+    if (auto x = env_int(v)) {
+      if (*x < 0) throw Error(std::string("environment variable ") + v + " is negative");
+      return static_cast<int>(*x);
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> read_input_list(const std::string& list_file) {
+  std::ifstream in(list_file);
+  if (!in) throw Error("input.list: cannot read '" + list_file + "'");
+  const std::filesystem::path base = std::filesystem::path(list_file).parent_path();
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    std::size_t b = line.find_first_not_of(" \t");
+    if (b == std::string::npos || line[b] == '#') continue;
+    std::filesystem::path p(line.substr(b));
+    out.push_back(p.is_absolute() || base.empty() ? p.string() : (base / p).string());
+  }
+  return out;
+}
+
+std::vector<InputItem> order_inputs(std::vector<InputItem> items, int loop, std::optional<std::uint64_t> seed,
+                                    const ShardSpec& shard) {
+  if (loop < 1) loop = 1;
+  std::vector<InputItem> all;
+  all.reserve(items.size() * static_cast<std::size_t>(loop));
+  for (int l = 0; l < loop; ++l) all.insert(all.end(), items.begin(), items.end());
+  if (seed) {
+    std::mt19937_64 rng(*seed);
+    for (std::size_t i = all.size(); i > 1; --i) {
+      // Uniform j in [0, i) by rejection: identical on every platform.
+      const std::uint64_t bound = i, limit = UINT64_MAX - UINT64_MAX % bound;
+      std::uint64_t x;
+      do x = rng(); while (x >= limit);
+      std::swap(all[i - 1], all[x % bound]);
+    }
+  }
+  if (shard.world_size <= 1) return all;
+  std::vector<InputItem> mine;
+  mine.reserve(all.size() / shard.world_size + 1);
+  for (std::size_t i = static_cast<std::size_t>(shard.rank); i < all.size(); i += shard.world_size)
+    mine.push_back(std::move(all[i]));
+  return mine;
+}
+
+}  // namespace imgpipe::stages

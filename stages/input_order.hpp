@@ -1,0 +1,42 @@
+// The order of the input list after discovery: repeat (input.loop), shuffle
+// with a seed (input.shuffle), then take this process's shard (input.shard or
+// the launcher's environment). Deterministic on every platform: the shuffle is
+// our own Fisher-Yates over a std::mt19937_64 (std::shuffle's algorithm is
+// implementation-defined), so every rank computes the same permutation and
+// the shards are disjoint and cover the input.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stage.hpp"
+
+namespace imgpipe::stages {
+
+struct ShardSpec {
+  int rank = 0;
+  int world_size = 1;
+  std::string origin = "default";  // "config", "RANK/WORLD_SIZE", "OMPI_COMM_WORLD_*", "SLURM_*", "PMI_*"
+};
+
+// From the variables standard launchers set (torchrun, mpirun, srun), in that
+// order of precedence; nullopt when none is set. Throws imgpipe::Error when a
+// variable is set but malformed or inconsistent (rank >= size).
+std::optional<ShardSpec> shard_from_environment();
+
+// LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK or SLURM_LOCALID; nullopt when none.
+std::optional<int> local_rank_from_environment();
+
+// Reads input.list: one path per line; blank lines and lines starting with #
+// are ignored; relative paths resolve against the list file's folder.
+// Throws imgpipe::Error naming the file when it cannot be read.
+std::vector<std::string> read_input_list(const std::string& list_file);
+
+// loop >= 1 copies of the list, shuffled when seed is set, then every item
+// i with i % world_size == rank.
+std::vector<InputItem> order_inputs(std::vector<InputItem> items, int loop, std::optional<std::uint64_t> shuffle_seed,
+                                    const ShardSpec& shard);
+
+}  // namespace imgpipe::stages

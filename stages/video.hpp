@@ -1,0 +1,91 @@
+// Video inputs: each video file is decoded in order by its own reader thread
+// (OpenCV VideoCapture, FFmpeg backend) into a small bounded queue; up to
+// `ahead` files decode at once, so several videos decode in parallel while
+// the pipeline's source stage takes their frames in input order.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+namespace imgpipe::stages {
+
+struct VideoOptions {
+  std::int64_t start = 0;       // first frame index delivered
+  std::int64_t stride = 1;      // deliver every stride-th frame from start
+  std::int64_t max_frames = 0;  // per file; 0 = all
+};
+
+// True when the file name has one of the video extensions OpenCV's FFmpeg
+// backend reads (.avi .mp4 .mkv .mov .webm .m4v .mpg .mpeg .wmv .flv .ts .3gp .ogv), case-insensitive.
+bool is_video_path(const std::string& path);
+
+// Decodes one file on a background thread. Frames keep their buffers: the
+// caller swaps its spent Mat in, so steady state allocates nothing.
+class VideoReader {
+ public:
+  VideoReader(std::string path, VideoOptions opts, std::size_t depth = 4);
+  ~VideoReader();
+  VideoReader(const VideoReader&) = delete;
+  VideoReader& operator=(const VideoReader&) = delete;
+
+  // Blocks for the next frame: swaps it into `frame` (the caller's previous
+  // buffer is recycled) and sets its index. Returns false at the end of the
+  // file or stream; then error() says whether it ended early.
+  bool next(cv::Mat& frame, std::int64_t& index);
+
+  // Empty when the file ended normally. Otherwise the reason ("cannot open",
+  // "no frames", "stream broke ..."), with the frame index where decoding
+  // stopped in stopped_at().
+  const std::string& error() const noexcept { return error_; }
+  std::int64_t stopped_at() const noexcept { return stopped_at_; }
+  const std::string& path() const noexcept { return path_; }
+  void stop() noexcept;
+
+ private:
+  void run();
+  std::string path_;
+  VideoOptions opts_;
+  std::size_t depth_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::pair<cv::Mat, std::int64_t>> ready_;
+  std::vector<cv::Mat> spare_;
+  bool finished_ = false;
+  bool stop_ = false;
+  std::string error_;
+  std::int64_t stopped_at_ = -1;
+  std::thread thread_;
+};
+
+// Opens readers for the video entries of the input list ahead of their use.
+class VideoPrefetcher {
+ public:
+  // `is_video[i]` marks the input items that are videos.
+  VideoPrefetcher(std::vector<std::string> paths, std::vector<bool> is_video, VideoOptions opts, int ahead);
+  ~VideoPrefetcher();
+  // The reader of item i (a video), started now if not already; also starts
+  // the readers of the next videos up to `ahead` open files.
+  VideoReader& reader(std::size_t i);
+  // Item i is finished: its reader is closed.
+  void release(std::size_t i);
+  void stop_all() noexcept;
+
+ private:
+  std::vector<std::string> paths_;
+  std::vector<bool> is_video_;
+  VideoOptions opts_;
+  int ahead_;
+  std::size_t next_to_open_ = 0;
+  std::map<std::size_t, std::unique_ptr<VideoReader>> open_;
+};
+
+}  // namespace imgpipe::stages

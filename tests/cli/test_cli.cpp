@@ -1,0 +1,219 @@
+// The imgpipe command line: exit codes, messages and the JSON report.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common.hpp"
+#include "imgpipe/gpu.hpp"
+#include "imgpipe/pipeline.hpp"
+
+namespace fs = std::filesystem;
+using imgpipe::test::run_cli;
+using imgpipe::test::TempDir;
+
+namespace {
+
+const std::string kConfig = IMGPIPE_SOURCE_DIR "/configs/pipeline.yaml";
+
+std::string q(const fs::path& p) {
+  std::string s(1, '\'');
+  s += p.string();
+  s += '\'';
+  return s;
+}
+
+bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+// A folder with the first `n` sample images.
+void copy_samples(const fs::path& dir, std::size_t n) {
+  const auto samples = imgpipe::test::sample_images();
+  for (std::size_t i = 0; i < n; ++i) fs::copy_file(samples.at(i), dir / samples[i].filename());
+}
+
+// A small, fast config (every other key at its default) written to `path`.
+void write_config(const fs::path& path, const std::string& extra = "") {
+  std::ofstream(path) << "transform:\n  resize: {width: 64, height: 48}\nbatch:\n  size: 2\n" << extra;
+}
+
+}  // namespace
+
+TEST_CASE("cli: --version and --help exit 0") {
+  std::string out;
+  CHECK(run_cli("--version", &out) == 0);
+  CHECK(contains(out, std::string("imgpipe ") + imgpipe::version()));
+  CHECK(run_cli("--help", &out) == 0);
+  CHECK(contains(out, "--config"));
+  CHECK(contains(out, "--input"));
+  CHECK(contains(out, "--report"));
+  CHECK(contains(out, "--device"));
+  CHECK(contains(out, "validate"));
+}
+
+TEST_CASE("cli: validate accepts the shipped config") {
+  std::string out;
+  CHECK(run_cli("validate --config " + q(kConfig), &out) == 0);
+  CHECK(contains(out, "config OK"));
+}
+
+TEST_CASE("cli: validate rejects a bad config with exit 2, naming the key and the line") {
+  TempDir d;
+  {
+    std::ofstream(d / "bad.yaml") << "batch:\n  size: 4\ntransform:\n  resize:\n    widht: 3\n";
+  }
+  std::string out;
+  CHECK(run_cli("validate --config " + q(d / "bad.yaml"), &out) == 2);
+  CAPTURE(out);
+  CHECK(contains(out, "transform.resize.widht"));
+  CHECK(contains(out, "line 5"));
+  CHECK(contains(out, "unknown key"));
+  // Out of range, same treatment.
+  {
+    std::ofstream(d / "range.yaml") << "staging:\n  slots: 1\n";
+  }
+  CHECK(run_cli("validate --config " + q(d / "range.yaml"), &out) == 2);
+  CHECK(contains(out, "staging.slots"));
+  CHECK(contains(out, "line 2"));
+  // A run with a bad config does not start either.
+  CHECK(run_cli("--config " + q(d / "bad.yaml"), &out) == 2);
+  CHECK(contains(out, "transform.resize.widht"));
+  // A config file that does not exist.
+  CHECK(run_cli("validate --config " + q(d / "nope.yaml"), &out) == 2);
+}
+
+TEST_CASE("cli: usage errors exit 2") {
+  TempDir d;
+  copy_samples(d.path(), 1);
+  std::string out;
+  CHECK(run_cli("", &out) == 2);
+  CHECK(contains(out, "--config is required"));
+  CHECK(run_cli("--input " + q(d.path()), &out) == 2);
+  CHECK(contains(out, "--config is required"));
+  CHECK(run_cli("--config " + q(kConfig) + " --no-such-flag", &out) == 2);
+  CHECK(run_cli("validate", &out) == 2);  // validate needs --config
+}
+
+TEST_CASE("cli: a run writes the JSON report") {
+  TempDir d;
+  const fs::path in = d / "in";
+  fs::create_directories(in);
+  copy_samples(in, 3);
+  const fs::path report = d / "r.json";
+  std::string out;
+  // The shipped config: 640x640, ImageNet normalisation, batches of 32.
+  const int rc = run_cli("--config " + q(kConfig) + " --input " + q(in) + " --report " + q(report), &out);
+  CAPTURE(out);
+  REQUIRE(rc == 0);
+  CHECK(contains(out, "bottleneck"));  // the table on stderr
+  REQUIRE(fs::exists(report));
+  std::ifstream f(report);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  CAPTURE(j.dump(2));
+
+  REQUIRE(j.contains("backend"));
+  const std::string backend = j["backend"].get<std::string>();
+  if (imgpipe::test::have_gpu()) CHECK(backend.rfind("cuda:0", 0) == 0);
+  else CHECK(backend == "host");
+  CHECK(j["version"] == imgpipe::version());
+  CHECK(j["interrupted"] == false);
+  CHECK(j["images_per_s"].get<double>() > 0);
+
+  REQUIRE(j["stages"].is_array());
+  std::set<std::string> names;
+  for (const auto& s : j["stages"]) {
+    CAPTURE(s.dump());
+    REQUIRE(s.contains("name"));
+    names.insert(s["name"].get<std::string>());
+    CHECK(s["items"].is_number_unsigned());
+    CHECK(s["busy_s"].get<double>() >= 0);
+    CHECK(s["items_per_s"].get<double>() >= 0);
+    CHECK(s["mb_per_s"].get<double>() >= 0);
+  }
+  CHECK(names == std::set<std::string>{"source", "read", "decode", "transform", "pack", "transfer", "gpu_ops", "sink"});
+  for (const auto& s : j["stages"]) {
+    const std::string n = s["name"];
+    if (n == "decode" || n == "read" || n == "pack") CHECK(s["items"] == 3);
+    if (n == "sink") CHECK(s["items"] == 1);  // one batch of 3
+  }
+  CHECK(names.count(j["bottleneck"].get<std::string>()) == 1);
+
+  const auto& inputs = j["inputs"];
+  CHECK(inputs["discovered"] == 3);
+  CHECK(inputs["delivered"] == 3);
+  CHECK(inputs["failed"] == 0);
+  REQUIRE(inputs["failures"].is_array());
+  CHECK(inputs["failures"].empty());
+
+  REQUIRE(j["memory"].is_object());
+  CHECK(j["memory"]["slots"] == 2);
+  CHECK(j["memory"]["staging_kind"].is_string());
+  CHECK(j["memory"]["staging_bytes"].get<std::uint64_t>() == 2ull * 32 * 640 * 640 * 3 *
+                                                               (imgpipe::test::have_gpu() ? 1 : 4));
+
+  const auto& t = j["transfer"];
+  REQUIRE(t.is_object());
+  // Three 640x640x3 frames: u8 to the GPU (normalised there), float32 on the host backend.
+  CHECK(t["bytes"].get<std::uint64_t>() == 3ull * 640 * 640 * 3 * (imgpipe::test::have_gpu() ? 1 : 4));
+  CHECK(t["gb_per_s"].get<double>() >= 0);
+  CHECK(t["mode"].is_string());
+  CHECK_FALSE(t["mode"].get<std::string>().empty());
+}
+
+TEST_CASE("cli: a bad input is skipped (exit 0) under on_error: skip and fails the run (exit 1) under fail") {
+  TempDir d;
+  const fs::path in = d / "in";
+  fs::create_directories(in);
+  copy_samples(in, 2);
+  {
+    std::ofstream(in / "broken.jpg") << "not a JPEG at all";
+  }
+  const std::string bad = (in / "broken.jpg").string();
+  write_config(d / "skip.yaml");
+  write_config(d / "fail.yaml", "input:\n  on_error: fail\n");
+  const fs::path report = d / "r.json";
+  std::string out;
+  CHECK(run_cli("--config " + q(d / "skip.yaml") + " --input " + q(in) + " --report " + q(report), &out) == 0);
+  CAPTURE(out);
+  CHECK(contains(out, bad));
+  std::ifstream f(report);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  CHECK(j["inputs"]["discovered"] == 3);
+  CHECK(j["inputs"]["delivered"] == 2);
+  CHECK(j["inputs"]["failed"] == 1);
+  REQUIRE(j["inputs"]["failures"].size() == 1);
+  CHECK(j["inputs"]["failures"][0]["path"] == bad);
+  CHECK_FALSE(j["inputs"]["failures"][0]["reason"].get<std::string>().empty());
+
+  CHECK(run_cli("-q --config " + q(d / "fail.yaml") + " --input " + q(in), &out) == 1);
+  CHECK(contains(out, bad));
+  CHECK(contains(out, "run failed"));
+}
+
+TEST_CASE("cli: --device picks the backend; an absent GPU exits 1, a malformed value exits 2") {
+  TempDir d;
+  copy_samples(d.path(), 1);
+  write_config(d / "c.yaml");
+  std::string out;
+  // An ordinal this machine does not have (7 unless it has 8 or more GPUs).
+  const int absent = std::max(7, imgpipe::gpu::device_count());
+  CHECK(run_cli("-q --device " + std::to_string(absent) + " --config " + q(d / "c.yaml") + " --input " + q(d.path()),
+                &out) == 1);
+  CAPTURE(out);
+  CHECK(contains(out, "GPU " + std::to_string(absent) + " requested"));
+  if (!imgpipe::test::have_gpu()) CHECK(contains(out, "no CUDA device"));
+  CHECK(run_cli("-q --device bogus --config " + q(d / "c.yaml") + " --input " + q(d.path()), &out) == 2);
+  CHECK(contains(out, "--device"));
+  CHECK(contains(out, "bogus"));
+  CHECK(run_cli("-q --device -1 --config " + q(d / "c.yaml") + " --input " + q(d.path()), &out) == 2);
+  // cpu always works.
+  const fs::path report = d / "r.json";
+  CHECK(run_cli("-q --device cpu --config " + q(d / "c.yaml") + " --input " + q(d.path()) + " --report " + q(report),
+                &out) == 0);
+  std::ifstream f(report);
+  CHECK(nlohmann::json::parse(f)["backend"] == "host");
+}

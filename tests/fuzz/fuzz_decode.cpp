@@ -1,0 +1,31 @@
+// libFuzzer target: the decode stage on arbitrary bytes either decodes an
+// image or returns a reason; never crashes, hangs or leaks. The header
+// sniffer and the JPEG end-of-image check see the same bytes.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <span>
+
+#include <opencv2/core.hpp>
+
+#include "stages/decode.hpp"
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  cv::setNumThreads(1);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static imgpipe::stages::StageStats stats("decode", true);
+  imgpipe::DecodeConfig cfg;
+  cfg.max_pixels = 4'000'000;  // keep each input cheap, as a service would
+  const imgpipe::stages::Decode decode(cfg, stats);
+  const std::span<const unsigned char> bytes(data, size);
+  (void)imgpipe::stages::sniff_header(bytes);
+  (void)imgpipe::stages::jpeg_has_eoi(bytes);
+  cv::Mat out;
+  const std::string reason = decode.decode(bytes, out);
+  if (reason.empty() && (out.empty() || out.type() != CV_8UC3)) std::abort();
+  if (!reason.empty() && reason.size() > 4096) std::abort();
+  return 0;
+}

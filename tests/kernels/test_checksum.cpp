@@ -1,0 +1,64 @@
+// Checksum twins. References: hand-computed sums of the documented formula
+// (sum of 32-bit little-endian words w_i * (2i + 1) mod 2^64, last partial
+// word zero-padded); GPU twin vs CPU twin: exactly equal (integer arithmetic)
+// for every size 0..4 mod 4 and unaligned start.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernel_test_util.hpp"
+#include "kernels/checksum.hpp"
+
+namespace test = imgpipe::test;
+using imgpipe::kernels::checksum_ref;
+
+TEST_CASE("checksum: hand-computed values") {
+  const std::uint8_t a[] = {1, 0, 0, 0, 2, 0, 0, 0};
+  CHECK(checksum_ref(a, 8) == 1u * 1 + 2u * 3);
+  const std::uint8_t b[] = {1, 2, 3};
+  CHECK(checksum_ref(b, 3) == 0x030201u);
+  const std::uint8_t c[] = {0, 0, 0, 0, 9};
+  CHECK(checksum_ref(c, 5) == 27u);
+  CHECK(checksum_ref(nullptr, 0) == 0u);
+  // Wraps modulo 2^64: 0xffffffff * (2 * 1 + 1) + 0xffffffff * 1.
+  const std::uint8_t d[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  CHECK(checksum_ref(d, 8) == 0xffffffffull * 4);
+}
+
+TEST_CASE("checksum: sensitive to order and to every byte") {
+  std::vector<std::uint8_t> v(4096);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(i * 37 + 11);
+  const std::uint64_t base = checksum_ref(v.data(), v.size());
+  std::vector<std::uint8_t> w = v;
+  std::swap(w[0], w[4]);  // swap two words' low bytes
+  CHECK(checksum_ref(w.data(), w.size()) != base);
+  for (std::size_t i : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{4095}}) {
+    w = v;
+    w[i] ^= 0x10;
+    CHECK(checksum_ref(w.data(), w.size()) != base);
+  }
+}
+
+TEST_CASE("checksum: GPU twin equals the CPU twin") {
+  if (!test::have_gpu()) {
+    MESSAGE("no CUDA device: GPU twin not run");
+    return;
+  }
+  imgpipe::gpu::Stream s(0);
+  std::vector<std::uint8_t> data((64u << 20) + 16);
+  cv::RNG rng(42);
+  rng.fill(data, cv::RNG::UNIFORM, 0, 256);
+  const test::DeviceCopy d_data(data.data(), data.size(), s);
+  imgpipe::gpu::DeviceBuffer d_sum(0, sizeof(std::uint64_t));
+  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{5},
+                            std::size_t{1023}, std::size_t{1} << 20, (std::size_t{1} << 20) + 3, std::size_t{64} << 20})
+    for (std::size_t offset : {0, 1, 2, 3}) {
+      imgpipe::kernels::checksum_gpu(d_data.get() + offset, bytes, static_cast<std::uint64_t*>(d_sum.get()), s.get());
+      const std::vector<std::uint8_t> h = test::download(d_sum, sizeof(std::uint64_t), s);
+      std::uint64_t got;
+      std::memcpy(&got, h.data(), sizeof got);
+      INFO("bytes " << bytes << " offset " << offset);
+      CHECK(got == checksum_ref(data.data() + offset, bytes));
+    }
+}

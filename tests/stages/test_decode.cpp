@@ -1,0 +1,290 @@
+// Decode stage: OpenCV decode of real images, header sniffing, truncated and
+// corrupt files, the max_pixels guard.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "common.hpp"
+#include "stages/decode.hpp"
+
+using imgpipe::DecodeConfig;
+using imgpipe::stages::Decode;
+using imgpipe::stages::jpeg_has_eoi;
+using imgpipe::stages::sniff_header;
+using imgpipe::stages::StageStats;
+using Bytes = std::vector<unsigned char>;
+
+namespace {
+
+bool same_image(const cv::Mat& a, const cv::Mat& b) {
+  if (a.size() != b.size() || a.type() != b.type()) return false;
+  return cv::norm(a, b, cv::NORM_INF) == 0;
+}
+
+std::string decode(const Bytes& bytes, cv::Mat& out, DecodeConfig cfg = {}) {
+  StageStats stats("decode", true);
+  Decode d(cfg, stats);
+  return d.decode(bytes, out);
+}
+
+Bytes first_jpeg() {
+  for (const auto& p : imgpipe::test::sample_images())
+    if (p.extension() == ".jpg") return imgpipe::test::read_bytes(p);
+  throw std::runtime_error("no sample JPEG");
+}
+
+Bytes first_png() {
+  for (const auto& p : imgpipe::test::sample_images())
+    if (p.extension() == ".png") return imgpipe::test::read_bytes(p);
+  throw std::runtime_error("no sample PNG");
+}
+
+std::uint32_t crc32(const unsigned char* p, std::size_t n) {
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return c ^ 0xFFFFFFFFu;
+}
+
+void put_be32(Bytes& b, std::uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<unsigned char>(v >> s));
+}
+
+// A PNG whose IHDR (valid CRC) claims width x height, followed by garbage.
+Bytes crafted_png(std::uint32_t width, std::uint32_t height) {
+  Bytes b{0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+  put_be32(b, 13);
+  const std::size_t type_at = b.size();
+  for (char c : {'I', 'H', 'D', 'R'}) b.push_back(static_cast<unsigned char>(c));
+  put_be32(b, width);
+  put_be32(b, height);
+  for (unsigned char c : {8, 2, 0, 0, 0}) b.push_back(c);  // 8-bit RGB, no interlace
+  put_be32(b, crc32(b.data() + type_at, b.size() - type_at));
+  std::mt19937 rng(1);
+  for (int i = 0; i < 200; ++i) b.push_back(static_cast<unsigned char>(rng()));
+  return b;
+}
+
+// Offset of the first SOF0..SOF2 marker of a JPEG.
+std::size_t find_sof(const Bytes& b) {
+  for (std::size_t i = 2; i + 1 < b.size(); ++i)
+    if (b[i] == 0xFF && (b[i + 1] == 0xC0 || b[i + 1] == 0xC1 || b[i + 1] == 0xC2)) return i;
+  throw std::runtime_error("no SOF marker");
+}
+
+}  // namespace
+
+TEST_CASE("decode: every sample decodes exactly as cv::imread") {
+  const auto images = imgpipe::test::sample_images();
+  REQUIRE(images.size() == 20);
+  for (const auto& p : images) {
+    CAPTURE(p);
+    cv::Mat out;
+    CHECK(decode(imgpipe::test::read_bytes(p), out).empty());
+    const cv::Mat ref = cv::imread(p.string(), cv::IMREAD_COLOR);
+    REQUIRE_FALSE(ref.empty());
+    CHECK(out.type() == CV_8UC3);
+    CHECK(out.cols == 640);
+    CHECK(out.rows == 480);
+    CHECK(same_image(out, ref));
+  }
+}
+
+TEST_CASE("decode: grey, alpha and 16-bit PNGs become 8-bit BGR") {
+  cv::Mat bgr(9, 7, CV_8UC3);
+  cv::randu(bgr, 0, 256);
+  cv::Mat gray, bgra, wide;
+  cv::cvtColor(bgr, gray, cv::COLOR_BGR2GRAY);
+  cv::cvtColor(bgr, bgra, cv::COLOR_BGR2BGRA);
+  bgr.convertTo(wide, CV_16UC3, 257.0);
+  for (const cv::Mat* m : {&gray, &bgra, &wide}) {
+    Bytes png;
+    REQUIRE(cv::imencode(".png", *m, png));
+    cv::Mat out;
+    CHECK(decode(png, out).empty());
+    CHECK(out.type() == CV_8UC3);
+    CHECK(out.size() == bgr.size());
+    CHECK(same_image(out, cv::imdecode(png, cv::IMREAD_COLOR)));
+  }
+}
+
+TEST_CASE("decode: sniff_header reads format and size of JPEG and PNG") {
+  const auto jpg = sniff_header(first_jpeg());
+  CHECK(jpg.format == "jpeg");
+  CHECK(jpg.width == 640);
+  CHECK(jpg.height == 480);
+  const auto png = sniff_header(first_png());
+  CHECK(png.format == "png");
+  CHECK(png.width == 640);
+  CHECK(png.height == 480);
+  // Odd sizes, both orientations, from freshly encoded images.
+  for (const auto& size : {cv::Size(1, 1), cv::Size(37, 1001), cv::Size(1001, 37)}) {
+    cv::Mat m(size, CV_8UC3, cv::Scalar(10, 20, 30));
+    for (const char* ext : {".jpg", ".png"}) {
+      CAPTURE(ext);
+      Bytes b;
+      REQUIRE(cv::imencode(ext, m, b));
+      const auto h = sniff_header(b);
+      CHECK(h.width == size.width);
+      CHECK(h.height == size.height);
+    }
+  }
+  const auto crafted = sniff_header(crafted_png(100000, 100000));
+  CHECK(crafted.format == "png");
+  CHECK(crafted.width == 100000);
+  CHECK(crafted.height == 100000);
+  // Unknown or too short: no format, no size; never throws.
+  CHECK(sniff_header(Bytes{}).format.empty());
+  CHECK(sniff_header(Bytes{0xFF, 0xD8}).format.empty());
+  const Bytes text{'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd'};
+  CHECK(sniff_header(text).format.empty());
+  CHECK(sniff_header(text).width == 0);
+  const Bytes jpeg_start{0xFF, 0xD8, 0xFF, 0xE0, 0x00};
+  CHECK(sniff_header(jpeg_start).format == "jpeg");
+  CHECK(sniff_header(jpeg_start).width == 0);
+}
+
+TEST_CASE("decode: images larger than max_pixels are rejected from the header") {
+  cv::Mat out;
+  // A PNG header claiming 100000 x 100000 (1e10 pixels) with garbage after it.
+  const std::string err = decode(crafted_png(100000, 100000), out);
+  CHECK(err.find("max_pixels") != std::string::npos);
+  CHECK(err.find("100000x100000") != std::string::npos);
+  CHECK(out.empty());
+  // A real JPEG whose SOF is patched to claim 65535 x 65535.
+  Bytes jpg = first_jpeg();
+  const std::size_t sof = find_sof(jpg);
+  for (int k = 5; k < 9; ++k) jpg[sof + k] = 0xFF;
+  CHECK(sniff_header(jpg).width == 65535);
+  CHECK(decode(jpg, out).find("max_pixels") != std::string::npos);
+  // The limit is inclusive and configurable.
+  DecodeConfig cfg;
+  cfg.max_pixels = 640 * 480;
+  CHECK(decode(first_jpeg(), out, cfg).empty());
+  cfg.max_pixels = 640 * 480 - 1;
+  CHECK(decode(first_jpeg(), out, cfg).find("max_pixels") != std::string::npos);
+  CHECK(decode(first_png(), out, cfg).find("max_pixels") != std::string::npos);
+}
+
+TEST_CASE("decode: truncated JPEGs are reported as truncated unless accept_truncated") {
+  const Bytes full = first_jpeg();
+  const std::size_t n = full.size();
+  REQUIRE(n > 4000);
+  for (std::size_t cut : {std::size_t{3}, std::size_t{4}, std::size_t{20}, std::size_t{300}, std::size_t{700},
+                          n / 4, n / 2, n - 100, n - 2, n - 1}) {
+    CAPTURE(cut);
+    const Bytes part(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(cut));
+    CHECK_FALSE(jpeg_has_eoi(part));
+    cv::Mat out;
+    const std::string err = decode(part, out);
+    CHECK(err.find("truncated") != std::string::npos);
+    CHECK(out.empty());
+  }
+  // Accepted: a file cut in the scan decodes to a full-size (partly grey) image.
+  DecodeConfig accept;
+  accept.accept_truncated = true;
+  for (std::size_t cut : {n / 2, n - 2}) {
+    CAPTURE(cut);
+    const Bytes part(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(cut));
+    cv::Mat out;
+    CHECK(decode(part, out, accept).empty());
+    CHECK(out.cols == 640);
+    CHECK(out.rows == 480);
+  }
+  // Accepted but cut in the headers: OpenCV cannot decode it, and says so.
+  cv::Mat out;
+  const std::string err = decode(Bytes(full.begin(), full.begin() + 20), out, accept);
+  CHECK_FALSE(err.empty());
+  CHECK(err.find("truncated") == std::string::npos);
+}
+
+TEST_CASE("decode: jpeg_has_eoi tolerates trailing data and ignores an EOI before the first scan") {
+  const Bytes full = first_jpeg();
+  CHECK(jpeg_has_eoi(full));
+  Bytes junk = full;
+  for (char c : std::string("trailing junk appended by a camera \xFF\x00\x12")) junk.push_back(static_cast<unsigned char>(c));
+  CHECK(jpeg_has_eoi(junk));
+  cv::Mat out;
+  CHECK(decode(junk, out).empty());
+  Bytes padded = full;
+  padded.insert(padded.end(), 4096, 0x00);
+  CHECK(jpeg_has_eoi(padded));
+  // An APP1 segment (an EXIF thumbnail) holding a complete tiny JPEG, so an
+  // FF D9 before the scan: it must not make a truncated file look complete.
+  Bytes with_thumb(full.begin(), full.begin() + 2);
+  const Bytes thumb{0xFF, 0xD8, 0xFF, 0xD9};
+  with_thumb.insert(with_thumb.end(), {0xFF, 0xE1, 0x00, static_cast<unsigned char>(2 + thumb.size())});
+  with_thumb.insert(with_thumb.end(), thumb.begin(), thumb.end());
+  with_thumb.insert(with_thumb.end(), full.begin() + 2, full.end());
+  CHECK(jpeg_has_eoi(with_thumb));
+  CHECK(decode(with_thumb, out).empty());
+  CHECK(same_image(out, cv::imdecode(full, cv::IMREAD_COLOR)));
+  const Bytes cut_thumb(with_thumb.begin(), with_thumb.begin() + static_cast<std::ptrdiff_t>(with_thumb.size() / 2));
+  CHECK_FALSE(jpeg_has_eoi(cut_thumb));
+  CHECK(decode(cut_thumb, out).find("truncated") != std::string::npos);
+  // Not JPEG at all.
+  CHECK_FALSE(jpeg_has_eoi(Bytes{}));
+  CHECK_FALSE(jpeg_has_eoi(Bytes{0xFF, 0xD9}));
+}
+
+TEST_CASE("decode: garbage and corrupt files are reported, never thrown") {
+  cv::Mat out;
+  const Bytes text{'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e', '\n'};
+  CHECK(decode(text, out) == "not a recognised image format");
+  CHECK(out.empty());
+  std::mt19937 rng(42);
+  Bytes noise(5000);
+  for (auto& b : noise) b = static_cast<unsigned char>(rng());
+  noise[0] = 0x00;  // not an accidental magic number
+  CHECK_FALSE(decode(noise, out).empty());
+  CHECK(out.empty());
+  // JPEG magic followed by noise, with an EOI at the end.
+  Bytes fake{0xFF, 0xD8, 0xFF, 0xE0};
+  fake.insert(fake.end(), noise.begin(), noise.end());
+  fake.push_back(0xFF);
+  fake.push_back(0xD9);
+  CHECK_FALSE(decode(fake, out).empty());
+  CHECK(out.empty());
+  // A PNG cut in half.
+  const Bytes png = first_png();
+  const Bytes half(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(png.size() / 2));
+  const std::string err = decode(half, out);
+  CHECK_FALSE(err.empty());
+  CHECK(err.find("png") != std::string::npos);
+  // The crafted PNG with a plausible size but garbage data.
+  CHECK_FALSE(decode(crafted_png(16, 16), out).empty());
+}
+
+TEST_CASE("decode: a failed decode never leaves the previous image in a reused output Mat") {
+  // The pipeline reuses each work item's Mat from image to image.
+  const Bytes good = first_jpeg();
+  cv::Mat out;
+  REQUIRE(decode(good, out).empty());
+  REQUIRE_FALSE(out.empty());
+  const Bytes text{'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e'};
+  CHECK(decode(text, out) == "not a recognised image format");
+  CHECK(out.empty());
+  REQUIRE(decode(good, out).empty());
+  // JPEG magic, a broken header: OpenCV's header read fails.
+  Bytes fake{0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 'J', 'F', 'I', 'F', 0x00};
+  fake.insert(fake.end(), 100, 0x00);
+  fake.insert(fake.end(), {0xFF, 0xDA, 0x00, 0x02, 0x12, 0x34, 0xFF, 0xD9});
+  CHECK_FALSE(decode(fake, out).empty());
+  CHECK(out.empty());
+  REQUIRE(decode(good, out).empty());
+  CHECK_FALSE(decode(crafted_png(16, 16), out).empty());
+  CHECK(out.empty());
+  // And a good image after a failure decodes normally.
+  CHECK(decode(first_png(), out).empty());
+  CHECK(out.cols == 640);
+}
