@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -16,7 +17,17 @@ namespace fs = std::filesystem;
 
 namespace imgpipe::test {
 
-fs::path sample_dir() { return fs::path(IMGPIPE_SOURCE_DIR) / "samples" / "data"; }
+fs::path source_dir() {
+  const char* e = std::getenv("IMGPIPE_SOURCE_DIR");
+  return e && *e ? fs::path(e) : fs::path(IMGPIPE_SOURCE_DIR);
+}
+
+std::string cli_path() {
+  const char* e = std::getenv("IMGPIPE_CLI");
+  return e && *e ? std::string(e) : std::string(IMGPIPE_CLI);
+}
+
+fs::path sample_dir() { return source_dir() / "samples" / "data"; }
 
 std::vector<fs::path> sample_images() {
   std::vector<fs::path> v;
@@ -60,7 +71,7 @@ void write_bytes(const fs::path& p, const std::vector<unsigned char>& b) {
 }
 
 int run_cli(const std::string& args, std::string* out) {
-  const std::string cmd = std::string(IMGPIPE_CLI) + " " + args + " 2>&1";
+  const std::string cmd = cli_path() + " " + args + " 2>&1";
   FILE* f = ::popen(cmd.c_str(), "r");
   if (!f) throw std::runtime_error("popen failed");
   std::string text;

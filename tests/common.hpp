@@ -9,6 +9,12 @@
 
 namespace imgpipe::test {
 
+// The source tree (IMGPIPE_SOURCE_DIR in the environment, else the tree the
+// tests were built from) and the imgpipe CLI (IMGPIPE_CLI, else the built one):
+// the environment lets a bundled test binary run on another machine.
+std::filesystem::path source_dir();
+std::string cli_path();
+
 // The shipped sample images (samples/data), sorted.
 std::filesystem::path sample_dir();
 std::vector<std::filesystem::path> sample_images();

@@ -19,7 +19,7 @@ using imgpipe::test::TempDir;
 
 namespace {
 
-const std::string kConfig = IMGPIPE_SOURCE_DIR "/configs/pipeline.yaml";
+const std::string kConfig = (imgpipe::test::source_dir() / "configs" / "pipeline.yaml").string();
 
 std::string q(const fs::path& p) {
   std::string s(1, '\'');

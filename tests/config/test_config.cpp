@@ -15,7 +15,7 @@ using imgpipe::ConfigError;
 
 namespace {
 
-const std::string kDefaultYaml = IMGPIPE_SOURCE_DIR "/configs/pipeline.yaml";
+const std::string kDefaultYaml = (imgpipe::test::source_dir() / "configs" / "pipeline.yaml").string();
 
 // Field-by-field equality, one CHECK per field so a failure names the field.
 void check_same(const Config& a, const Config& b, bool compare_paths) {
