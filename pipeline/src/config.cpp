@@ -178,6 +178,40 @@ Config parse(const YAML::Node& root) {
     s.read("recursive", c.input.recursive);
     s.read("extensions", c.input.extensions);
     s.read_enum("on_error", c.input.on_error, {{"skip", OnError::skip}, {"fail", OnError::fail}});
+    s.read("list", c.input.list);
+    s.read_int("loop", c.input.loop, 1, 1000000);
+    {
+      Section sh = s.child("shuffle");
+      YAML::Node seed = sh.get("seed");
+      if (seed && !seed.IsNull()) c.input.shuffle_seed = Section::convert<std::uint64_t>(seed, "input.shuffle.seed");
+      sh.finish();
+    }
+    {
+      Section sh = s.child("shard");
+      sh.read_int("rank", c.input.shard.rank, 0, 1 << 20);
+      sh.read_int("world_size", c.input.shard.world_size, 1, 1 << 20);
+      const bool has_rank = c.input.shard.rank >= 0, has_size = c.input.shard.world_size > 0;
+      if (has_rank != has_size)
+        throw ConfigError(s.key("shard"), line_of(s.get("shard")), "give both rank and world_size (or neither)");
+      if (has_rank && c.input.shard.rank >= c.input.shard.world_size)
+        throw ConfigError(s.key("shard.rank"), line_of(sh.get("rank")),
+                          "must be < world_size (" + std::to_string(c.input.shard.world_size) + ")");
+      sh.finish();
+    }
+    {
+      Section v = s.child("video");
+      auto read64 = [&](const char* k, std::int64_t& out, long long lo) {
+        YAML::Node n = v.get(k);
+        if (!n || n.IsNull()) return;
+        const long long x = Section::convert<long long>(n, v.key(k));
+        if (x < lo) throw ConfigError(v.key(k), line_of(n), "must be >= " + std::to_string(lo));
+        out = x;
+      };
+      read64("start", c.input.video.start, 0);
+      read64("stride", c.input.video.stride, 1);
+      read64("max_frames", c.input.video.max_frames, 0);
+      v.finish();
+    }
     s.finish();
   }
   {
@@ -193,6 +227,8 @@ Config parse(const YAML::Node& root) {
       }
     }
     s.read("accept_truncated", c.decode.accept_truncated);
+    s.read_enum("reduced", c.decode.reduced, {{"auto", true}, {"off", false}});
+    s.read("exif_orientation", c.decode.exif_orientation);
     YAML::Node mp = s.get("max_pixels");
     if (mp && !mp.IsNull()) {
       c.decode.max_pixels = Section::convert<long long>(mp, "decode.max_pixels");
@@ -213,6 +249,8 @@ Config parse(const YAML::Node& root) {
                   {{"linear", Interpolation::linear}, {"nearest", Interpolation::nearest},
                    {"area", Interpolation::area}, {"cubic", Interpolation::cubic}});
       r.read_int("pad_value", c.transform.resize.pad_value, 0, 255);
+      r.read_enum("where", c.transform.resize.where,
+                  {{"cpu", Where::cpu}, {"gpu", Where::gpu}, {"auto", Where::automatic}});
       r.finish();
     }
     {
@@ -251,16 +289,41 @@ Config parse(const YAML::Node& root) {
     s.read_enum("memory", c.staging.memory,
                 {{"write_combined", StagingMemory::write_combined}, {"pinned", StagingMemory::pinned},
                  {"pageable", StagingMemory::pageable}});
+    s.read_enum("transfer", c.staging.transfer,
+                {{"copy", Transfer::copy}, {"zero_copy", Transfer::zero_copy}, {"pageable", Transfer::pageable}});
     s.finish();
   }
   {
+    Section s = top.child("memory");
+    s.read_int("pinned_budget_mb", c.memory.pinned_budget_mb, 0, 1 << 24);
+    s.read("fallback", c.memory.fallback);
+    s.read("track", c.memory.track);
+    s.finish();
+  }
+  top.read_enum("dispatch", c.dispatch,
+                {{"round_robin", Dispatch::round_robin}, {"least_loaded", Dispatch::least_loaded}});
+  {
     YAML::Node d = top.get("devices");
     if (d && !d.IsNull()) {
-      if (!d.IsScalar()) throw ConfigError("devices", line_of(d), "expected auto, cpu or a GPU ordinal");
-      try {
-        c.devices = DeviceSelection::parse(d.Scalar());
-      } catch (const ConfigError& e) {
-        throw ConfigError("devices", line_of(d), e.reason());
+      if (d.IsSequence()) {
+        c.devices.kind = DeviceSelection::Kind::list;
+        if (d.size() == 0) throw ConfigError("devices", line_of(d), "the list of GPU ordinals is empty");
+        for (std::size_t i = 0; i < d.size(); ++i) {
+          const std::string k = "devices[" + std::to_string(i) + "]";
+          const long long v = Section::convert<long long>(d[i], k);
+          if (v < 0 || v > 1024) throw ConfigError(k, line_of(d[i]), "a GPU ordinal must be 0..1024");
+          for (int seen : c.devices.ordinals)
+            if (seen == v) throw ConfigError(k, line_of(d[i]), "GPU " + std::to_string(v) + " is listed twice");
+          c.devices.ordinals.push_back(static_cast<int>(v));
+        }
+      } else if (!d.IsScalar()) {
+        throw ConfigError("devices", line_of(d), "expected auto, cpu, all, a GPU ordinal or a list of ordinals");
+      } else {
+        try {
+          c.devices = DeviceSelection::parse(d.Scalar());
+        } catch (const ConfigError& e) {
+          throw ConfigError("devices", line_of(d), e.reason());
+        }
       }
     }
   }
@@ -305,17 +368,31 @@ DeviceSelection DeviceSelection::parse(const std::string& text) {
     d.kind = Kind::cpu;
     return d;
   }
+  if (text == "all") {
+    d.kind = Kind::all;
+    return d;
+  }
   int v = -1;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || p != text.data() + text.size() || v < 0)
-    throw ConfigError("devices", 0, "expected auto, cpu or a GPU ordinal >= 0, got '" + text + "'");
+    throw ConfigError("devices", 0, "expected auto, cpu, all or a GPU ordinal >= 0, got '" + text + "'");
   d.kind = Kind::ordinal;
   d.ordinal = v;
   return d;
 }
 
 std::string DeviceSelection::to_string() const {
-  return kind == Kind::automatic ? "auto" : kind == Kind::cpu ? "cpu" : std::to_string(ordinal);
+  switch (kind) {
+    case Kind::automatic: return "auto";
+    case Kind::cpu: return "cpu";
+    case Kind::all: return "all";
+    case Kind::ordinal: return std::to_string(ordinal);
+    default: {
+      std::string s = "[";
+      for (std::size_t i = 0; i < ordinals.size(); ++i) s += (i ? ", " : "") + std::to_string(ordinals[i]);
+      return s + "]";
+    }
+  }
 }
 
 Config Config::from_yaml_file(const std::filesystem::path& file) {
@@ -350,6 +427,21 @@ void Config::validate() const {
                         "must start with a dot, like .jpg (got '" + e + "')");
   }
   if (sink.type == SinkType::dump && sink.dir.empty()) throw ConfigError("sink.dir", 0, "must not be empty");
+  if (input.loop < 1) throw ConfigError("input.loop", 0, "must be >= 1");
+  if (input.video.stride < 1) throw ConfigError("input.video.stride", 0, "must be >= 1");
+  if ((input.shard.rank >= 0) != (input.shard.world_size > 0))
+    throw ConfigError("input.shard", 0, "give both rank and world_size (or neither)");
+  if (input.shard.rank >= 0 && input.shard.rank >= input.shard.world_size)
+    throw ConfigError("input.shard.rank", 0, "must be < world_size");
+  if (transform.resize.where == Where::gpu) {
+    if (transform.resize.interpolation != Interpolation::linear &&
+        transform.resize.interpolation != Interpolation::nearest)
+      throw ConfigError("transform.resize.where", 0,
+                        "gpu resize supports interpolation linear and nearest only (area and cubic run on the cpu)");
+    if (transform.normalize.where == Where::cpu)
+      throw ConfigError("transform.resize.where", 0,
+                        "gpu resize needs normalize.where gpu or auto (the GPU resizes, then normalises)");
+  }
   const std::int64_t batch_bytes = static_cast<std::int64_t>(batch.size) * transform.resize.width *
                                    transform.resize.height * 3 * 4;
   if (batch_bytes > (std::int64_t{16} << 30))
@@ -372,6 +464,22 @@ std::string Config::to_yaml() const {
   e << YAML::Key << "extensions" << YAML::Value;
   seq(input.extensions);
   e << YAML::Key << "on_error" << YAML::Value << (input.on_error == OnError::skip ? "skip" : "fail");
+  e << YAML::Key << "list" << YAML::Value << input.list;
+  e << YAML::Key << "loop" << YAML::Value << input.loop;
+  e << YAML::Key << "shuffle" << YAML::Value << YAML::BeginMap;
+  if (input.shuffle_seed) e << YAML::Key << "seed" << YAML::Value << *input.shuffle_seed;
+  e << YAML::EndMap;
+  e << YAML::Key << "shard" << YAML::Value << YAML::BeginMap;
+  if (input.shard.rank >= 0) {
+    e << YAML::Key << "rank" << YAML::Value << input.shard.rank;
+    e << YAML::Key << "world_size" << YAML::Value << input.shard.world_size;
+  }
+  e << YAML::EndMap;
+  e << YAML::Key << "video" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "start" << YAML::Value << input.video.start;
+  e << YAML::Key << "stride" << YAML::Value << input.video.stride;
+  e << YAML::Key << "max_frames" << YAML::Value << input.video.max_frames;
+  e << YAML::EndMap;
   e << YAML::EndMap;
   e << YAML::Key << "decode" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "threads" << YAML::Value;
@@ -379,6 +487,8 @@ std::string Config::to_yaml() const {
   else e << decode.threads;
   e << YAML::Key << "accept_truncated" << YAML::Value << decode.accept_truncated;
   e << YAML::Key << "max_pixels" << YAML::Value << decode.max_pixels;
+  e << YAML::Key << "reduced" << YAML::Value << (decode.reduced ? "auto" : "off");
+  e << YAML::Key << "exif_orientation" << YAML::Value << decode.exif_orientation;
   e << YAML::EndMap;
   e << YAML::Key << "transform" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "resize" << YAML::Value << YAML::BeginMap;
@@ -389,6 +499,7 @@ std::string Config::to_yaml() const {
   e << YAML::Key << "mode" << YAML::Value << modes[static_cast<int>(transform.resize.mode)];
   e << YAML::Key << "interpolation" << YAML::Value << interps[static_cast<int>(transform.resize.interpolation)];
   e << YAML::Key << "pad_value" << YAML::Value << transform.resize.pad_value;
+  e << YAML::Key << "where" << YAML::Value << name(transform.resize.where);
   e << YAML::EndMap;
   e << YAML::Key << "normalize" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "mean" << YAML::Value;
@@ -410,8 +521,23 @@ std::string Config::to_yaml() const {
   e << YAML::Key << "staging" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "slots" << YAML::Value << staging.slots;
   e << YAML::Key << "memory" << YAML::Value << mems[static_cast<int>(staging.memory)];
+  const char* transfers[] = {"copy", "zero_copy", "pageable"};
+  e << YAML::Key << "transfer" << YAML::Value << transfers[static_cast<int>(staging.transfer)];
   e << YAML::EndMap;
-  e << YAML::Key << "devices" << YAML::Value << devices.to_string();
+  e << YAML::Key << "memory" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "pinned_budget_mb" << YAML::Value << memory.pinned_budget_mb;
+  e << YAML::Key << "fallback" << YAML::Value << memory.fallback;
+  e << YAML::Key << "track" << YAML::Value << memory.track;
+  e << YAML::EndMap;
+  e << YAML::Key << "dispatch" << YAML::Value << (dispatch == Dispatch::round_robin ? "round_robin" : "least_loaded");
+  e << YAML::Key << "devices" << YAML::Value;
+  if (devices.kind == DeviceSelection::Kind::list) {
+    e << YAML::Flow << YAML::BeginSeq;
+    for (int o : devices.ordinals) e << o;
+    e << YAML::EndSeq;
+  } else {
+    e << devices.to_string();
+  }
   e << YAML::Key << "sink" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "type" << YAML::Value << (sink.type == SinkType::discard ? "discard" : "dump");
   e << YAML::Key << "dir" << YAML::Value << sink.dir;

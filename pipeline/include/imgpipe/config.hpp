@@ -20,12 +20,33 @@ enum class ResizeMode : std::uint8_t { stretch, letterbox, center_crop };
 enum class Interpolation : std::uint8_t { linear, nearest, area, cubic };
 enum class StagingMemory : std::uint8_t { write_combined, pinned, pageable };
 enum class SinkType : std::uint8_t { discard, dump };
+enum class Transfer : std::uint8_t { copy, zero_copy, pageable };
+enum class Dispatch : std::uint8_t { round_robin, least_loaded };
+
+struct VideoConfig {
+  std::int64_t start = 0;       // first frame index delivered from each video
+  std::int64_t stride = 1;      // every stride-th frame from start
+  std::int64_t max_frames = 0;  // per video; 0 = all
+};
+
+// input.shard; rank -1 = from the launcher's environment (RANK/WORLD_SIZE,
+// OMPI_COMM_WORLD_*, SLURM_*), or the whole input when none is set.
+struct ShardConfig {
+  int rank = -1;
+  int world_size = 0;
+};
 
 struct InputConfig {
   std::vector<std::string> paths;  // files, folders or glob patterns (*, ?, [..] in the last component)
   bool recursive = true;
-  std::vector<std::string> extensions{".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"};
+  std::vector<std::string> extensions{".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff",
+                                      ".avi", ".mp4", ".mkv", ".mov", ".webm"};
   OnError on_error = OnError::skip;
+  std::string list;  // a file naming one input per line (added after paths)
+  int loop = 1;      // repeat the input list this many times
+  std::optional<std::uint64_t> shuffle_seed;  // input.shuffle: {seed: S}
+  ShardConfig shard;
+  VideoConfig video;
 };
 
 struct DecodeConfig {
@@ -34,6 +55,11 @@ struct DecodeConfig {
   bool accept_truncated = false;
   // Images whose header claims more pixels are rejected before decoding.
   std::int64_t max_pixels = 100'000'000;
+  // auto: decode JPEGs at 1/2, 1/4 or 1/8 scale in the DCT domain when the
+  // result still covers the resize target; off: always full size.
+  bool reduced = true;
+  // Rotate/flip by the EXIF orientation tag (false: keep the stored pixels).
+  bool exif_orientation = true;
 };
 
 struct ResizeConfig {
@@ -42,6 +68,10 @@ struct ResizeConfig {
   ResizeMode mode = ResizeMode::stretch;
   Interpolation interpolation = Interpolation::linear;
   int pad_value = 114;  // letterbox padding, 0..255
+  // cpu: resize in the transform stage; gpu: stage the decoded frames and
+  // resize (fused with normalise) on the GPU; auto: gpu with a CUDA device and
+  // linear/nearest interpolation, else cpu.
+  Where where = Where::automatic;
 };
 
 struct NormalizeConfig {
@@ -67,12 +97,21 @@ struct BatchConfig {
 struct StagingConfig {
   int slots = 2;
   StagingMemory memory = StagingMemory::write_combined;
+  Transfer transfer = Transfer::copy;
 };
 
-// devices: auto (first GPU, else host) | cpu | N (GPU ordinal)
+struct MemoryConfig {
+  int pinned_budget_mb = 0;  // page-locked staging bytes allowed; 0 = no limit
+  bool fallback = true;      // false: a failed pinned allocation is an error, not a step down the chain
+  bool track = false;        // record allocation sites; report leaks at shutdown
+};
+
+// devices: auto (first GPU, or LOCAL_RANK's GPU under a launcher; else host)
+// | cpu | all | N (GPU ordinal) | [N, M, ...]
 struct DeviceSelection {
-  enum class Kind : std::uint8_t { automatic, cpu, ordinal } kind = Kind::automatic;
+  enum class Kind : std::uint8_t { automatic, cpu, ordinal, all, list } kind = Kind::automatic;
   int ordinal = 0;
+  std::vector<int> ordinals;  // Kind::list
   static DeviceSelection parse(const std::string& text);  // throws ConfigError(key "devices")
   std::string to_string() const;
 };
@@ -93,6 +132,8 @@ struct Config {
   BatchConfig batch;
   StagingConfig staging;
   DeviceSelection devices;
+  Dispatch dispatch = Dispatch::round_robin;
+  MemoryConfig memory;
   SinkConfig sink;
   PipelineTuning pipeline;
 
