@@ -1,5 +1,8 @@
 #include "decode.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include <opencv2/imgcodecs.hpp>
 
 #include <fmt/format.h>
@@ -12,9 +15,41 @@ std::uint16_t be16(const unsigned char* p) { return static_cast<std::uint16_t>((
 }  // namespace
 
 namespace {
+// The Orientation tag (0x0112) of IFD0 of an APP1 Exif payload ("Exif\0\0"
+// then a TIFF structure); 1 when absent or malformed.
+int exif_orientation(const unsigned char* p, std::size_t n) noexcept {
+  if (n < 6 + 8 || std::memcmp(p, "Exif\0\0", 6) != 0) return 1;
+  const unsigned char* t = p + 6;  // TIFF header: byte order, 42, offset of IFD0
+  const std::size_t tn = n - 6;
+  bool le;
+  if (t[0] == 'I' && t[1] == 'I') le = true;
+  else if (t[0] == 'M' && t[1] == 'M') le = false;
+  else return 1;
+  auto u16 = [&](std::size_t o) -> std::uint32_t { return le ? t[o] | (t[o + 1] << 8) : (t[o] << 8) | t[o + 1]; };
+  auto u32 = [&](std::size_t o) -> std::uint32_t {
+    return le ? t[o] | (t[o + 1] << 8) | (t[o + 2] << 16) | (static_cast<std::uint32_t>(t[o + 3]) << 24)
+              : (static_cast<std::uint32_t>(t[o]) << 24) | (t[o + 1] << 16) | (t[o + 2] << 8) | t[o + 3];
+  };
+  if (u16(2) != 42) return 1;
+  const std::size_t ifd = u32(4);
+  if (ifd + 2 > tn) return 1;
+  const std::size_t count = u16(ifd);
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t e = ifd + 2 + 12 * k;
+    if (e + 12 > tn) return 1;
+    if (u16(e) != 0x0112) continue;
+    if (u16(e + 2) != 3 || u32(e + 4) != 1) return 1;  // SHORT, one value (in the entry)
+    const std::uint32_t v = u16(e + 8);
+    return v >= 1 && v <= 8 ? static_cast<int>(v) : 1;
+  }
+  return 1;
+}
+
 // Walks JPEG marker segments from SOI. Fills the frame size from the first
-// SOFn and returns the offset of the first start-of-scan (0 if none found).
+// SOFn and the orientation from the first APP1 Exif segment, and returns the
+// offset of the first start-of-scan (0 if none found).
 std::size_t walk_jpeg(std::span<const unsigned char> b, ImageHeader* h) noexcept {
+  bool exif_seen = false;
   const std::size_t n = b.size();
   std::size_t i = 2;
   while (i + 4 <= n) {
@@ -35,6 +70,10 @@ std::size_t walk_jpeg(std::span<const unsigned char> b, ImageHeader* h) noexcept
     if (sof && h && h->width == 0 && i + 9 <= n) {
       h->height = be16(&b[i + 5]);
       h->width = be16(&b[i + 7]);
+    }
+    if (m == 0xE1 && h && !exif_seen && i + 2 + len <= n && len >= 8 && std::memcmp(&b[i + 4], "Exif", 4) == 0) {
+      exif_seen = true;
+      h->orientation = exif_orientation(&b[i + 4], len - 2);
     }
     i += 2 + len;
   }
@@ -78,32 +117,79 @@ bool jpeg_has_eoi(std::span<const unsigned char> b) noexcept {
   return false;
 }
 
-std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out) const {
+int reduced_scale(std::int64_t w, std::int64_t h, const ResizeConfig& resize) noexcept {
+  if (w <= 0 || h <= 0) return 1;
+  const std::int64_t W = resize.width, H = resize.height;
+  for (const std::int64_t r : {8, 4, 2}) {
+    bool covers = false;
+    switch (resize.mode) {
+      case ResizeMode::stretch: covers = (w + r - 1) / r >= W && (h + r - 1) / r >= H; break;
+      // max(W/w, H/h) <= 1/r  <=>  W*r <= w and H*r <= h
+      case ResizeMode::center_crop: covers = W * r <= w && H * r <= h; break;
+      // min(W/w, H/h) <= 1/r  <=>  W*r <= w or H*r <= h
+      case ResizeMode::letterbox: covers = W * r <= w || H * r <= h; break;
+    }
+    if (covers) return static_cast<int>(r);
+  }
+  return 1;
+}
+
+std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, int* scale) const {
   // `out` is a pooled Mat that may hold the previous image: cv::imdecode
   // leaves its destination untouched when no decoder accepts the data or the
   // header cannot be read, so a failure would pass for that old image.
   out.release();
+  if (scale) *scale = 1;
   const ImageHeader h = sniff_header(bytes);
   if (h.width > 0 && h.height > 0 && h.width * h.height > cfg_.max_pixels)
     return fmt::format("image of {}x{} ({} pixels) exceeds decode.max_pixels ({})", h.width, h.height,
                        h.width * h.height, cfg_.max_pixels);
   if (h.format == "jpeg" && !cfg_.accept_truncated && !jpeg_has_eoi(bytes))
     return "corrupt JPEG: truncated (no end-of-image marker)";
+  const int orient = cfg_.exif_orientation ? 0 : cv::IMREAD_IGNORE_ORIENTATION;
+  int flags = cv::IMREAD_COLOR | orient;
+  int r = 1;
+  if (h.format == "jpeg" && cfg_.reduced) {
+    // Orientations 5..8 transpose the image: the target applies to the turned one.
+    const bool turned = cfg_.exif_orientation && h.orientation >= 5;
+    r = reduced_scale(turned ? h.height : h.width, turned ? h.width : h.height, resize_);
+    if (r == 2) flags = cv::IMREAD_REDUCED_COLOR_2 | orient;
+    else if (r == 4) flags = cv::IMREAD_REDUCED_COLOR_4 | orient;
+    else if (r == 8) flags = cv::IMREAD_REDUCED_COLOR_8 | orient;
+  }
+  // PNG and TIFF may hold 16-bit samples: decode them as they are and scale
+  // here, the same way for every format (see decode.hpp).
+  const bool wide = h.format == "png" || h.format == "tiff";
+  if (wide) flags |= cv::IMREAD_ANYDEPTH;
   try {
     // cv::Mat header over the pooled bytes: no copy.
     const cv::Mat buf(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<unsigned char*>(bytes.data()));
-    cv::imdecode(buf, cv::IMREAD_COLOR, &out);
+    cv::imdecode(buf, flags, &out);
+    if (wide && !out.empty() && out.depth() != CV_8U) {
+      if (out.depth() == CV_16U) {
+        out.convertTo(out, CV_8U, 1.0 / 257.0);  // rounds; v / 257 is never halfway
+      } else {
+        // Float or 32-bit samples: OpenCV's own conversion to 8 bits.
+        out.release();
+        cv::imdecode(buf, cv::IMREAD_COLOR | orient, &out);
+      }
+    }
   } catch (const cv::Exception& e) {
     out.release();
     return std::string("decode failed: ") + e.what();
   }
   if (out.empty())
     return h.format.empty() ? "not a recognised image format" : "corrupt " + h.format + ": OpenCV could not decode it";
+  if (out.type() != CV_8UC3) {
+    out.release();
+    return "decode produced an unexpected pixel format";
+  }
+  if (scale) *scale = r;
   return {};
 }
 
 Work* Decode::operator()(Work* w) const {
-  if (w->flush || !w->error.empty()) return w;
+  if (w->flush || w->predecoded || !w->error.empty()) return w;
   BusyTimer t(stats_);
   w->error = decode(w->bytes, w->decoded);
   ++stats_.items;

@@ -1,9 +1,23 @@
-// Decode stage (parallel): OpenCV imdecode into the work item's pooled Mat
-// (BGR u8, EXIF orientation applied). Before decoding it reads the image
-// header: images that claim more than decode.max_pixels are rejected without
-// allocating, and JPEGs without an end-of-image marker are reported as
-// truncated (OpenCV would return a partly grey image without an error)
-// unless decode.accept_truncated.
+// Decode stage (parallel): OpenCV imdecode into the work item's pooled Mat.
+// Every image comes out as 3-channel BGR u8, whatever it was stored as:
+//  - JPEG, PNG, BMP, WebP, TIFF (whatever the OpenCV build reads);
+//  - grey becomes B = G = R; an alpha channel is dropped (not composited);
+//  - CMYK JPEGs (Adobe, inverted as Photoshop writes them) become BGR;
+//  - 16-bit PNG and TIFF become 8-bit as round(v / 257), the inverse of the
+//    usual 8 -> 16 bit expansion (v * 257), for every format and channel count
+//    (OpenCV alone truncates v >> 8 for PNG and grey TIFF but rounds colour TIFF);
+//  - the EXIF orientation of a JPEG is applied unless decode.exif_orientation
+//    is false.
+// Before decoding it reads the image header: images that claim more than
+// decode.max_pixels are rejected without allocating, and JPEGs without an
+// end-of-image marker are reported as truncated (OpenCV would return a partly
+// grey image without an error) unless decode.accept_truncated.
+//
+// Reduced decode (decode.reduced: auto): a JPEG is decoded at 1/2, 1/4 or 1/8
+// scale in the DCT domain (libjpeg's scaled IDCT, cv::IMREAD_REDUCED_COLOR_r,
+// several times faster) when the reduced image still covers what the
+// transform's resize takes from it; see reduced_scale(). Video frames (Work
+// items marked `predecoded` by the source stage) pass through untouched.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +31,23 @@ namespace imgpipe::stages {
 
 struct ImageHeader {
   std::string format;  // "jpeg", "png", ...; empty when unknown
-  std::int64_t width = 0, height = 0;  // 0 when the header does not say
+  std::int64_t width = 0, height = 0;  // as stored; 0 when the header does not say
+  int orientation = 1;  // JPEG: the EXIF orientation tag (1..8; 1 when absent or invalid)
 };
 
-// Sniffs the format and, for JPEG and PNG, the dimensions. Never throws.
+// Sniffs the format and, for JPEG and PNG, the dimensions; for JPEG also the
+// EXIF orientation. Never throws.
 ImageHeader sniff_header(std::span<const unsigned char> bytes) noexcept;
+
+// The largest r in {8, 4, 2} for which an image of width x height (as
+// displayed, i.e. after orientation), decoded at ceil(width / r) x
+// ceil(height / r), still covers what `resize` takes from it, else 1:
+//   stretch:     ceil(width / r) >= W and ceil(height / r) >= H;
+//   center_crop: the cover scale max(W / width, H / height) <= 1 / r;
+//   letterbox:   the fit scale min(W / width, H / height) <= 1 / r.
+// So the transform never enlarges a reduced image where it would have shrunk
+// the full one. 1 when a dimension is unknown (<= 0).
+int reduced_scale(std::int64_t width, std::int64_t height, const ResizeConfig& resize) noexcept;
 
 // True when JPEG data ends with the EOI marker (FFD9), allowing trailing
 // padding bytes (00 or FF) after it.
@@ -29,13 +55,17 @@ bool jpeg_has_eoi(std::span<const unsigned char> bytes) noexcept;
 
 class Decode {
  public:
-  Decode(const DecodeConfig& cfg, StageStats& stats) : cfg_(cfg), stats_(stats) {}
+  // `transform` gives the resize target that reduced decode must cover.
+  Decode(const DecodeConfig& cfg, const TransformConfig& transform, StageStats& stats)
+      : cfg_(cfg), resize_(transform.resize), stats_(stats) {}
   Work* operator()(Work* w) const;
   // Decodes `bytes` into `out` (BGR u8); returns the reason on failure.
-  std::string decode(std::span<const unsigned char> bytes, cv::Mat& out) const;
+  // `scale`, when given, receives the reduction used (1, 2, 4 or 8).
+  std::string decode(std::span<const unsigned char> bytes, cv::Mat& out, int* scale = nullptr) const;
 
  private:
   DecodeConfig cfg_;
+  ResizeConfig resize_;
   StageStats& stats_;
 };
 

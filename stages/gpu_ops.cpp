@@ -6,17 +6,36 @@ Work* GpuOps::operator()(Work* w) const {
   if (!w->batch) return w;
   BusyTimer t(stats_);
   BatchSlot& b = *w->batch;
-  if (normalize_) {
+  DeviceBuffers& buf = b.buffers();
+  const gpu::Stream& stream = b.dev->stream;
+  const bool on_gpu = stream.device() >= 0;
+  if (work_ == Op::normalize) {
     kernels::NormalizeParams p = params_;
     p.batch = b.count;
-    p.src = static_cast<const std::uint8_t*>(b.d_input.get());
+    p.src = static_cast<const std::uint8_t*>(b.staged);
     p.src_pitch = 0;
-    p.dst = b.d_output.get();
-    if (stream_.device() >= 0) kernels::normalize_gpu(p, stream_.get());
+    p.dst = buf.d_output.get();
+    if (on_gpu) kernels::normalize_gpu(p, stream.get());
     else kernels::normalize_ref(p, /*parallel=*/true);
     stats_.bytes += kernels::output_bytes(p);
+  } else if (work_ == Op::resize_normalize) {
+    kernels::FusedParams f;
+    f.in = resize_;
+    f.in.src = static_cast<const std::uint8_t*>(b.staged);
+    f.in.images = b.images.data();
+    f.in.batch = b.count;
+    f.dst = buf.d_output.get();
+    f.layout = params_.layout;
+    f.dtype = params_.dtype;
+    f.swap_rb = params_.swap_rb;
+    f.scale = params_.scale;
+    f.mean = params_.mean;
+    f.std = params_.std;
+    if (on_gpu) kernels::fused_gpu(f, stream.get());
+    else kernels::fused_ref(f, /*parallel=*/true);
+    stats_.bytes += kernels::output_bytes(f);
   }
-  b.ready.record(stream_);
+  buf.ready.record(stream);
   ++stats_.items;
   return w;
 }

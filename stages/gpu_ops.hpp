@@ -1,10 +1,12 @@
-// GPU ops stage (serial, in order): when normalisation runs on the GPU,
-// enqueues the normalise kernel (u8 HWC batch -> configured layout/dtype)
-// on the stream after the copy; on the host backend runs its CPU twin over
-// the batch in parallel. Records the batch's ready event either way.
+// GPU ops stage (serial, in order): enqueues the batch's kernels on its
+// device's stream after the copy — the fused resize + normalise kernel when
+// the GPU resizes, the normalise kernel when only normalisation runs there —
+// or on the host backend runs their CPU twins over the batch in parallel.
+// Records the batch's ready event either way.
 #pragma once
 
 #include "batch_slot.hpp"
+#include "kernels/fused.hpp"
 #include "kernels/normalize.hpp"
 #include "stage.hpp"
 
@@ -12,15 +14,17 @@ namespace imgpipe::stages {
 
 class GpuOps {
  public:
-  // `params` describes one image (src/dst/batch filled per batch).
-  GpuOps(const kernels::NormalizeParams& params, bool normalize_here, const gpu::Stream& stream, StageStats& stats)
-      : params_(params), normalize_(normalize_here), stream_(stream), stats_(stats) {}
+  enum class Op { none, normalize, resize_normalize };
+  // `params` describes one image at the target size (src/dst/batch filled per
+  // batch); `fused` the resize (fit, interpolation, pad) for resize_normalize.
+  GpuOps(const kernels::NormalizeParams& params, const kernels::ResizeBatch& resize, Op work, StageStats& stats)
+      : params_(params), resize_(resize), work_(work), stats_(stats) {}
   Work* operator()(Work* w) const;
 
  private:
   kernels::NormalizeParams params_;
-  bool normalize_;
-  const gpu::Stream& stream_;
+  kernels::ResizeBatch resize_;
+  Op work_;
   StageStats& stats_;
 };
 

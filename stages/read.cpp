@@ -54,7 +54,7 @@ std::string Read::read_file(const std::string& path, std::vector<unsigned char>&
 }
 
 Work* Read::operator()(Work* w) const {
-  if (w->flush || !w->error.empty()) return w;
+  if (w->flush || w->predecoded || !w->error.empty()) return w;
   BusyTimer t(stats_);
   if (!w->input->error.empty()) {
     w->error = w->input->error;

@@ -10,9 +10,9 @@
 
 namespace imgpipe::stages {
 
-Sink::Sink(const SinkConfig& cfg, memory::StagingRing& ring, const gpu::Stream& stream, const BatchCallback& callback,
-           StageStats& stats, StageStats& transfer_stats)
-    : cfg_(cfg), ring_(ring), stream_(stream), callback_(callback), stats_(stats), transfer_stats_(transfer_stats) {
+Sink::Sink(const SinkConfig& cfg, memory::StagingRing& ring, const BatchCallback& callback, StageStats& stats,
+           StageStats& transfer_stats)
+    : cfg_(cfg), ring_(ring), callback_(callback), stats_(stats), transfer_stats_(transfer_stats) {
   if (cfg_.type == SinkType::dump) {
     std::error_code ec;
     std::filesystem::create_directories(cfg_.dir, ec);
@@ -49,22 +49,28 @@ void Sink::operator()(Work* w) {
   if (!w->batch) return;
   BusyTimer t(stats_);
   BatchSlot& b = *w->batch;
+  DeviceBuffers& buf = b.buffers();
+  const gpu::Stream& stream = b.dev->stream;
   DeviceBatch& db = b.batch;
-  db.data = const_cast<void*>(b.output());
+  // The tensor: the kernels' output, else what was staged (copied, or the
+  // mapped slot itself in zero-copy mode).
+  db.data = buf.d_output.get() ? buf.d_output.get() : const_cast<void*>(b.staged);
+  db.device = b.dev->device;
+  db.stream = stream.get();
   db.shape[0] = b.count;
   db.bytes = static_cast<std::size_t>(b.count) * b.out_sample_bytes;
   db.index = b.index;
   db.samples.assign(b.samples.begin(), b.samples.begin() + b.count);
-  db.ready = b.ready.get();
+  db.ready = buf.ready.get();
 
   BatchRecord rec{b.index, static_cast<std::uint64_t>(b.count), 0};
   if (cfg_.type == SinkType::discard) {
-    if (stream_.device() >= 0) {
+    if (stream.device() >= 0) {
       std::uint64_t sum = 0;
-      kernels::checksum_gpu(db.data, db.bytes, static_cast<std::uint64_t*>(b.d_checksum.get()), stream_.get());
-      gpu::copy_d2h_async(&sum, b.d_checksum.get(), sizeof sum, stream_);
+      kernels::checksum_gpu(db.data, db.bytes, static_cast<std::uint64_t*>(buf.d_checksum.get()), stream.get());
+      gpu::copy_d2h_async(&sum, buf.d_checksum.get(), sizeof sum, stream);
       const auto t0 = std::chrono::steady_clock::now();
-      stream_.synchronize();  // waits for the batch's copy and kernels too
+      stream.synchronize();  // waits for the batch's copy and kernels too
       stats_.add_wait(std::chrono::steady_clock::now() - t0);
       rec.checksum = sum;
     } else {
@@ -72,9 +78,9 @@ void Sink::operator()(Work* w) {
     }
   } else {
     host_copy_.resize(db.bytes);
-    gpu::copy_d2h_async(host_copy_.data(), db.data, db.bytes, stream_);
+    gpu::copy_d2h_async(host_copy_.data(), db.data, db.bytes, stream);
     const auto t0 = std::chrono::steady_clock::now();
-    stream_.synchronize();
+    stream.synchronize();
     stats_.add_wait(std::chrono::steady_clock::now() - t0);
     write_npy((std::filesystem::path(cfg_.dir) / fmt::format("batch_{:06d}.npy", b.index)).string(),
               host_copy_.data(), db.bytes, db.dtype, db.shape);
@@ -90,12 +96,25 @@ void Sink::operator()(Work* w) {
     rec.checksum = kernels::checksum_ref(host_copy_.data(), db.bytes);
   }
   // The copy has finished (we synchronised): its device time is known.
-  const double copy_ms = gpu::Event::elapsed_ms(b.copy_start, b.copy_end);
+  const double copy_ms = ring_.zero_copy() ? 0.0 : gpu::Event::elapsed_ms(buf.copy_start, buf.copy_end);
   transfer_s_ += copy_ms * 1e-3;
   transfer_stats_.device_ns += static_cast<std::int64_t>(copy_ms * 1e6);
+  b.dev->copy_s += copy_ms * 1e-3;
+  b.dev->bytes += b.staged_bytes;
+  ++b.dev->batches;
 
-  if (callback_) callback_(db);
-  ring_.release(b.slot, stream_);
+  // Whatever happens in the callback, the slot goes back to the ring.
+  auto release = [&] {
+    --b.dev->in_flight;
+    ring_.release(b.slot, stream);
+  };
+  try {
+    if (callback_) callback_(db);
+  } catch (...) {
+    release();
+    throw;
+  }
+  release();
   records_.push_back(rec);
   delivered_ += b.count;
   ++stats_.items;

@@ -22,8 +22,8 @@ namespace imgpipe::stages {
 
 class Sink {
  public:
-  Sink(const SinkConfig& cfg, memory::StagingRing& ring, const gpu::Stream& stream, const BatchCallback& callback,
-       StageStats& stats, StageStats& transfer_stats);
+  Sink(const SinkConfig& cfg, memory::StagingRing& ring, const BatchCallback& callback, StageStats& stats,
+       StageStats& transfer_stats);
   void operator()(Work* w);
 
   std::uint64_t delivered() const noexcept { return delivered_; }
@@ -37,7 +37,6 @@ class Sink {
  private:
   SinkConfig cfg_;
   memory::StagingRing& ring_;
-  const gpu::Stream& stream_;
   const BatchCallback& callback_;
   StageStats& stats_;
   StageStats& transfer_stats_;

@@ -2,6 +2,8 @@
 
 #include <glob.h>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -46,14 +48,14 @@ class Collector {
  private:
   bool wanted(const fs::path& p) const { return exts_.count(lower(p.extension().string())) > 0; }
 
-  void fail(const std::string& path, const std::string& reason) { items_.push_back({path, -1, reason}); }
+  void fail(const std::string& path, const std::string& reason) { items_.push_back({path, -1, reason, false}); }
 
   void add_file(const fs::path& p) {
     std::error_code ec;
     fs::path key = fs::weakly_canonical(p, ec);
     if (ec) key = p.lexically_normal();
     if (!seen_.insert(key.string()).second) return;
-    items_.push_back({p.string(), -1, {}});
+    items_.push_back({p.string(), -1, {}, false});
   }
 
   void add_dir(const fs::path& dir, bool top) {
@@ -126,6 +128,58 @@ std::vector<InputItem> discover_inputs(const InputConfig& cfg) {
     }
   }
   return c.take();
+}
+
+InputList build_input_list(const InputConfig& cfg) {
+  InputConfig all = cfg;
+  if (!cfg.list.empty())
+    for (auto& p : read_input_list(cfg.list)) all.paths.push_back(std::move(p));
+  std::vector<InputItem> items = discover_inputs(all);
+  for (auto& it : items) it.video = it.error.empty() && is_video_path(it.path);
+  ShardSpec shard;
+  if (cfg.shard.rank >= 0) shard = ShardSpec{cfg.shard.rank, cfg.shard.world_size, "config"};
+  else if (auto env = shard_from_environment()) shard = *env;
+  InputList out;
+  out.items = order_inputs(std::move(items), cfg.loop, cfg.shuffle_seed, shard);
+  out.shard = std::move(shard);
+  return out;
+}
+
+Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, int video_ahead, StageStats& stats,
+               const std::atomic<bool>& stop)
+    : items_(items), stats_(stats), stop_(stop) {
+  if (std::any_of(items.begin(), items.end(), [](const InputItem& i) { return i.video; })) {
+    videos_ = std::make_unique<VideoPrefetcher>(items, VideoOptions{video.start, video.stride, video.max_frames},
+                                                video_ahead);
+    videos_->prefetch(0);  // the first videos decode while the pipeline starts
+  }
+}
+
+Source::~Source() = default;  // the prefetcher stops and joins its readers
+
+Source::Step Source::video_step() {
+  VideoReader& r = videos_->reader(next_);
+  in_video_ = true;
+  if (r.next(frame_, frame_index_)) return Step::frame;
+  if (!r.error().empty()) {
+    failure_ = r.error();
+    failure_frame_ = r.stopped_at();
+    return Step::failure;  // the caller emits it, then finish_video()
+  }
+  finish_video();
+  return Step::end;
+}
+
+void Source::finish_video() {
+  videos_->release(next_);
+  in_video_ = false;
+  ++next_;
+  videos_->prefetch(next_);
+}
+
+void Source::end_of_input() {
+  done_ = true;
+  if (videos_) videos_->stop_all();
 }
 
 }  // namespace imgpipe::stages

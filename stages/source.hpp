@@ -1,55 +1,128 @@
-// Source stage: turns input.paths (files, folders, glob patterns) into the
-// ordered input list. Order is stable: paths in config order; inside a folder,
-// entries sorted by name (byte order), recursively when input.recursive.
-// Folders contribute files whose extension is in input.extensions
-// (case-insensitive); files named explicitly are always taken. A path that
-// does not exist, or a folder that cannot be listed, becomes a failed item
-// with the reason. Duplicates (the same file reached twice) are delivered once.
+// Source stage: turns input.paths (files, folders, glob patterns) and
+// input.list into the ordered input list, then hands out its items, one work
+// item per image and one per video frame.
+//
+// Discovery order is stable: paths in config order, then the entries of
+// input.list; inside a folder, entries sorted by name (byte order),
+// recursively when input.recursive. Folders contribute files whose extension
+// is in input.extensions (case-insensitive); files named explicitly are always
+// taken. A path that does not exist, or a folder that cannot be listed,
+// becomes a failed item with the reason. Duplicates (the same file reached
+// twice) are delivered once. The list is then repeated (input.loop), shuffled
+// (input.shuffle) and sharded (input.shard or the launcher's environment): see
+// input_order.hpp.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "imgpipe/config.hpp"
+#include "input_order.hpp"
 #include "stage.hpp"
+#include "video.hpp"
 
 namespace imgpipe::stages {
 
+// Discovery of cfg.paths alone (no list file, loop, shuffle or shard). Items
+// are not marked as videos. Throws imgpipe::Error for a glob that cannot be
+// expanded.
 std::vector<InputItem> discover_inputs(const InputConfig& cfg);
 
+// The input list of this process and the shard it was cut with.
+struct InputList {
+  std::vector<InputItem> items;
+  ShardSpec shard;
+};
+
+// discover_inputs(paths + the entries of input.list), every good item with a
+// video extension marked `video`, then order_inputs() with input.loop,
+// input.shuffle and the shard of input.shard, else shard_from_environment(),
+// else the whole list. Throws imgpipe::Error when the list file cannot be read
+// or the launcher's environment is malformed.
+InputList build_input_list(const InputConfig& cfg);
+
 // The serial input filter: hands out pooled Work items in input order, then
-// one flush item. Stops early when `stop` becomes true.
+// one flush item. An image item becomes one Work that the read and decode
+// stages fill. A video item becomes one Work per delivered frame
+// (input.video's start, stride and max_frames), `predecoded` with the frame in
+// `decoded` and its index in `frame`; the frames come from a VideoPrefetcher
+// that decodes up to `video_ahead` upcoming video files at once on their own
+// threads. A video that cannot be opened, has no frames or breaks off becomes,
+// after the frames it did deliver, one failed Work whose `frame` is where it
+// stopped. Stops early when `stop` becomes true.
 class Source {
  public:
-  Source(const std::vector<InputItem>& items, StageStats& stats, const std::atomic<bool>& stop)
-      : items_(items), stats_(stats), stop_(stop) {}
+  Source(const std::vector<InputItem>& items, const VideoConfig& video, int video_ahead, StageStats& stats,
+         const std::atomic<bool>& stop);
+  ~Source();
+  Source(const Source&) = delete;
+  Source& operator=(const Source&) = delete;
+
   // Returns the next item to process, or nullptr at the end (after the flush
   // item). `acquire` supplies a pooled Work.
   template <typename Acquire>
   Work* next(Acquire&& acquire) {
     BusyTimer t(stats_);
     if (done_) return nullptr;
-    if (next_ >= items_.size() || stop_.load(std::memory_order_relaxed)) {
-      done_ = true;
+    for (;;) {
+      if (next_ >= items_.size() || stop_.load(std::memory_order_relaxed)) {
+        end_of_input();
+        Work* w = acquire();
+        w->reset_for(next_, nullptr);
+        w->flush = true;
+        return w;
+      }
+      const InputItem& in = items_[next_];
+      const Step step = in.video ? video_step() : Step::image;
+      if (step == Step::end) continue;  // the video is done: on to the next item
       Work* w = acquire();
-      w->reset_for(next_, nullptr);
-      w->flush = true;
+      w->reset_for(next_, &in);
+      if (step == Step::frame) {
+        w->predecoded = true;
+        w->frame = frame_index_;
+        std::swap(w->decoded, frame_);  // frame_ now holds the Work's spent buffer, recycled by the reader
+        stats_.bytes += w->decoded.total() * w->decoded.elemSize();
+      } else if (step == Step::failure) {
+        w->error = std::move(failure_);
+        w->frame = failure_frame_;
+        finish_video();
+      } else {
+        ++next_;
+        if (videos_) videos_->prefetch(next_);
+      }
+      ++emitted_;
+      ++stats_.items;
       return w;
     }
-    Work* w = acquire();
-    w->reset_for(next_, &items_[next_]);
-    ++next_;
-    ++stats_.items;
-    return w;
   }
-  std::size_t emitted() const noexcept { return next_; }
+
+  // Work items emitted: one per image, per video frame and per failed video.
+  std::uint64_t emitted() const noexcept { return emitted_; }
+  // Input items never started (0 unless stopped early).
+  std::size_t not_reached() const noexcept { return items_.size() - next_ - (in_video_ ? 1 : 0); }
+  // True when every item was handed out to its end (not stopped early).
+  bool complete() const noexcept { return next_ >= items_.size(); }
 
  private:
+  enum class Step { image, frame, failure, end };
+  Step video_step();    // the current video's next frame, its failure or its end
+  void finish_video();  // closes the current video's reader and moves to the next item
+  void end_of_input();
+
   const std::vector<InputItem>& items_;
   StageStats& stats_;
   const std::atomic<bool>& stop_;
-  std::size_t next_ = 0;
+  std::unique_ptr<VideoPrefetcher> videos_;  // null when the list has no video
+  std::size_t next_ = 0;    // the current item
+  bool in_video_ = false;   // next_ is a video whose reader has started
+  std::uint64_t emitted_ = 0;
   bool done_ = false;
+  cv::Mat frame_;           // the frame taken from the reader, or a spent buffer for it
+  std::int64_t frame_index_ = -1;
+  std::string failure_;
+  std::int64_t failure_frame_ = -1;
 };
 
 }  // namespace imgpipe::stages

@@ -5,12 +5,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <opencv2/core.hpp>
 
 #include "imgpipe/batch.hpp"
+#include "imgpipe/memory/staging_ring.hpp"
 
 namespace imgpipe::stages {
 
@@ -19,6 +21,7 @@ struct InputItem {
   std::string path;
   std::int64_t frame = -1;
   std::string error;  // non-empty: discovery already failed (missing path, unreadable directory)
+  bool video = false;  // a video file (is_video_path): the source stage decodes its frames
 };
 
 // Statistics of one stage, updated concurrently by its filter.
@@ -66,8 +69,13 @@ struct Work {
   cv::Mat resized;                  // transform: u8 HWC at the target size (continuous)
   cv::Mat scratch;                  // transform: intermediate (center_crop)
   std::vector<unsigned char> tensor;  // transform: normalised image (normalize.where: cpu)
-  const void* frame_data = nullptr;   // what pack copies: resized or tensor
+  const void* frame_data = nullptr;   // what pack copies: resized, tensor or (GPU resize) decoded
   std::size_t frame_bytes = 0;
+  int frame_width = 0, frame_height = 0;  // of frame_data (u8 HWC) when the GPU resizes
+  std::int64_t frame = -1;          // frame index within a video; -1 for still images
+  bool predecoded = false;          // source: a video frame, `decoded` already filled; read and decode pass it on
+  std::optional<memory::SlotWriter> dest;  // pack: where PackCopy writes the frame
+  std::size_t dest_offset = 0;
   std::string error;                // non-empty: this input failed, with the reason
   BatchSlot* batch = nullptr;       // set by pack when this item completes a batch
 
@@ -78,6 +86,11 @@ struct Work {
     bytes.clear();
     frame_data = nullptr;
     frame_bytes = 0;
+    frame_width = frame_height = 0;
+    frame = in ? in->frame : -1;
+    predecoded = false;
+    dest.reset();
+    dest_offset = 0;
     error.clear();
     batch = nullptr;
   }

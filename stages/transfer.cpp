@@ -6,12 +6,18 @@ Work* Transfer::operator()(Work* w) const {
   if (!w->batch) return w;
   BusyTimer t(stats_);
   BatchSlot& b = *w->batch;
-  const std::size_t bytes = static_cast<std::size_t>(b.count) * b.frame_bytes;
-  b.copy_start.record(stream_);
-  ring_.copy_to_device(b.slot, b.d_input.get(), bytes, stream_);
-  b.copy_end.record(stream_);
+  DeviceBuffers& buf = b.buffers();
+  const gpu::Stream& stream = b.dev->stream;
+  if (ring_.zero_copy()) {
+    b.staged = ring_.device_pointer(b.slot);
+  } else {
+    buf.copy_start.record(stream);
+    ring_.copy_to_device(b.slot, buf.d_input.get(), b.staged_bytes, stream);
+    buf.copy_end.record(stream);
+    b.staged = buf.d_input.get();
+    stats_.bytes += b.staged_bytes;
+  }
   ++stats_.items;
-  stats_.bytes += bytes;
   return w;
 }
 

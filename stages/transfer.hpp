@@ -1,6 +1,7 @@
-// Transfer stage (serial, in order): enqueues the host->device copy of a
-// packed slot on the pipeline's non-blocking stream, bracketed by timing
-// events (the report's transfer GB/s). On the host backend it is a memcpy.
+// Transfer stage (serial, in order): for a packed slot, enqueues the
+// host->device copy on its device's non-blocking stream, bracketed by timing
+// events (the report's transfer GB/s). In zero-copy mode there is no copy: the
+// kernels read the mapped slot in place. On the host backend it is a memcpy.
 #pragma once
 
 #include "batch_slot.hpp"
@@ -11,13 +12,11 @@ namespace imgpipe::stages {
 
 class Transfer {
  public:
-  Transfer(const memory::StagingRing& ring, const gpu::Stream& stream, StageStats& stats)
-      : ring_(ring), stream_(stream), stats_(stats) {}
+  Transfer(const memory::StagingRing& ring, StageStats& stats) : ring_(ring), stats_(stats) {}
   Work* operator()(Work* w) const;
 
  private:
   const memory::StagingRing& ring_;
-  const gpu::Stream& stream_;
   StageStats& stats_;
 };
 

@@ -18,11 +18,14 @@ int cv_interpolation(Interpolation i) {
 }
 }  // namespace
 
-Transform::Transform(const TransformConfig& cfg, bool normalize_on_cpu, StageStats& stats)
-    : cfg_(cfg), on_cpu_(normalize_on_cpu), stats_(stats) {}
+Transform::Transform(const TransformConfig& cfg, bool normalize_on_cpu, StageStats& stats, bool resize_on_gpu,
+                     std::size_t frame_budget)
+    : cfg_(cfg), on_cpu_(normalize_on_cpu && !resize_on_gpu), stats_(stats), resize_on_gpu_(resize_on_gpu),
+      frame_budget_(std::max(frame_budget, static_cast<std::size_t>(cfg.resize.width) * cfg.resize.height * 3)) {}
 
 std::size_t Transform::frame_bytes() const noexcept {
   const std::size_t pixels = static_cast<std::size_t>(cfg_.resize.width) * cfg_.resize.height * 3;
+  if (resize_on_gpu_) return frame_budget_;
   return on_cpu_ ? pixels * dtype_size(cfg_.dtype) : pixels;
 }
 
@@ -84,6 +87,18 @@ void Transform::resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch) const 
 Work* Transform::operator()(Work* w) const {
   if (w->flush || !w->error.empty()) return w;
   BusyTimer t(stats_);
+  if (resize_on_gpu_) {
+    const std::size_t bytes = w->decoded.total() * w->decoded.elemSize();
+    if (bytes <= frame_budget_ && w->decoded.isContinuous()) {
+      w->frame_data = w->decoded.ptr<std::uint8_t>();
+      w->frame_bytes = bytes;
+      w->frame_width = w->decoded.cols;
+      w->frame_height = w->decoded.rows;
+      ++stats_.items;
+      return w;  // the GPU resizes and normalises
+    }
+    ++cpu_resized_;  // too large for its share of the slot: resize it here
+  }
   try {
     resize(w->decoded, w->resized, w->scratch);
   } catch (const cv::Exception& e) {
@@ -101,7 +116,9 @@ Work* Transform::operator()(Work* w) const {
   } else {
     w->frame_data = w->resized.ptr<std::uint8_t>();
   }
-  w->frame_bytes = frame_bytes();
+  w->frame_bytes = on_cpu_ ? frame_bytes() : w->resized.total() * w->resized.elemSize();
+  w->frame_width = w->resized.cols;
+  w->frame_height = w->resized.rows;
   ++stats_.items;
   stats_.bytes += w->frame_bytes;
   return w;

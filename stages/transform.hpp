@@ -6,6 +6,8 @@
 // the frame stays u8 HWC BGR and the kernel does the rest.
 #pragma once
 
+#include <atomic>
+
 #include "imgpipe/config.hpp"
 #include "kernels/normalize.hpp"
 #include "stage.hpp"
@@ -14,15 +16,18 @@ namespace imgpipe::stages {
 
 class Transform {
  public:
-  Transform(const TransformConfig& cfg, bool normalize_on_cpu, StageStats& stats);
+  // resize_on_gpu: stage decoded frames of at most `frame_budget` bytes as they are.
+  Transform(const TransformConfig& cfg, bool normalize_on_cpu, StageStats& stats, bool resize_on_gpu = false,
+            std::size_t frame_budget = 0);
   Work* operator()(Work* w) const;
 
   // Resize `in` (u8, 3 channels) to the target into `out` (continuous);
   // `scratch` is an intermediate buffer for center_crop.
   void resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch) const;
 
-  // Bytes of one frame as the pack stage copies it.
+  // Bytes of one frame as the pack stage copies it (the most, when the GPU resizes).
   std::size_t frame_bytes() const noexcept;
+  std::uint64_t cpu_resized() const noexcept { return cpu_resized_.load(); }
   // The normalise parameters for one image (src/dst left empty).
   kernels::NormalizeParams normalize_params() const noexcept;
   bool normalize_on_cpu() const noexcept { return on_cpu_; }
@@ -31,6 +36,9 @@ class Transform {
   TransformConfig cfg_;
   bool on_cpu_;
   StageStats& stats_;
+  bool resize_on_gpu_;
+  std::size_t frame_budget_;
+  mutable std::atomic<std::uint64_t> cpu_resized_{0};
 };
 
 }  // namespace imgpipe::stages

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
 #include <opencv2/videoio.hpp>
+#include <opencv2/videoio/registry.hpp>
 
 namespace imgpipe::stages {
 
@@ -44,63 +46,74 @@ void VideoReader::run() {
     finished_ = true;
     cv_.notify_all();
   };
-  cv::VideoCapture cap;
+  std::int64_t index = 0;  // the next frame's index in the file
   try {
-    if (!cap.open(path_, cv::CAP_FFMPEG) && !cap.open(path_, cv::CAP_ANY)) {
-      finish("cannot open video (no backend could read it)", -1);
+    cv::VideoCapture cap;
+    // FFmpeg alone: the other backends (GStreamer, images) either cannot read
+    // what FFmpeg cannot or print errors for every file they reject.
+    const int api = cv::videoio_registry::hasBackend(cv::CAP_FFMPEG) ? cv::CAP_FFMPEG : cv::CAP_ANY;
+    if (!cap.open(path_, api)) {
+      finish("cannot open video (not a video file, or a container or codec FFmpeg cannot read)", 0);
       return;
     }
-  } catch (const cv::Exception& e) {
-    finish(std::string("cannot open video: ") + e.what(), -1);
-    return;
-  }
-  const double count_prop = cap.get(cv::CAP_PROP_FRAME_COUNT);
-  const std::int64_t expected = count_prop > 0 && count_prop < 1e12 ? static_cast<std::int64_t>(count_prop) : -1;
-  std::int64_t index = 0, delivered = 0;
-  cv::Mat frame;
-  for (;;) {
-    if (opts_.max_frames > 0 && delivered >= opts_.max_frames) break;
-    const bool wanted = index >= opts_.start && (index - opts_.start) % opts_.stride == 0;
-    {
-      std::unique_lock lk(m_);
-      cv_.wait(lk, [&] { return stop_ || ready_.size() < depth_; });
-      if (stop_) break;
-      if (wanted && !spare_.empty()) {
-        frame = std::move(spare_.back());
-        spare_.pop_back();
+    const double count_prop = cap.get(cv::CAP_PROP_FRAME_COUNT);
+    const double fps = cap.get(cv::CAP_PROP_FPS);
+    const std::int64_t expected = count_prop > 0 && count_prop < 1e12 ? static_cast<std::int64_t>(count_prop) : -1;
+    // How far into the declared frames the stream got: frames read, or the
+    // presentation time of the latest one, whichever says more.
+    std::int64_t covered = 0;
+    std::int64_t delivered = 0;
+    cv::Mat frame;
+    for (;;) {
+      if (opts_.max_frames > 0 && delivered >= opts_.max_frames) break;
+      const bool wanted = index >= opts_.start && (index - opts_.start) % opts_.stride == 0;
+      {
+        std::unique_lock lk(m_);
+        cv_.wait(lk, [&] { return stop_ || ready_.size() < depth_; });
+        if (stop_) break;
+        if (wanted && frame.empty() && !spare_.empty()) {
+          frame = std::move(spare_.back());
+          spare_.pop_back();
+        }
       }
-    }
-    bool ok;
-    try {
-      ok = wanted ? cap.read(frame) : cap.grab();  // grab() skips without converting the frame
-    } catch (const cv::Exception& e) {
-      finish(fmt::format("decode error at frame {}: {}", index, e.what()), index);
-      return;
-    }
-    if (!ok) {
-      if (index == 0) {
-        finish("opened but yielded no frames", 0);
-      } else if (expected > 0 && index < expected) {
-        finish(fmt::format("stream broke at frame {} of {} expected (corrupt or truncated)", index, expected), index);
-      } else {
-        finish({}, index);
-      }
-      return;
-    }
-    if (wanted) {
-      if (frame.channels() != 3 || frame.depth() != CV_8U) {
-        finish(fmt::format("unsupported frame format at frame {} ({} channels, depth {})", index, frame.channels(),
-                           frame.depth()),
-               index);
+      const bool ok = wanted ? cap.read(frame) : cap.grab();  // grab() skips without converting the frame
+      if (!ok) {
+        const std::int64_t tolerance = std::max<std::int64_t>(2, expected / 100);
+        if (index == 0)
+          finish("opened but yielded no frames", 0);
+        else if (expected > 0 && covered < expected - tolerance)
+          finish(fmt::format("stream broke at frame {} of {} declared (corrupt or truncated file)", index, expected),
+                 index);
+        else
+          finish({}, index);
         return;
       }
-      std::lock_guard lk(m_);
-      ready_.emplace_back(std::move(frame), index);
-      frame = cv::Mat();
-      ++delivered;
-      cv_.notify_all();
+      covered = std::max(covered, index + 1);
+      if (fps > 0) {
+        const double ms = cap.get(cv::CAP_PROP_POS_MSEC);
+        if (ms > 0) covered = std::max(covered, static_cast<std::int64_t>(std::llround(ms * fps / 1000.0)) + 1);
+      }
+      if (wanted) {
+        if (frame.type() != CV_8UC3) {
+          finish(fmt::format("unsupported frame format at frame {} ({} channels, depth {})", index, frame.channels(),
+                             frame.depth()),
+                 index);
+          return;
+        }
+        std::lock_guard lk(m_);
+        ready_.emplace_back(std::move(frame), index);
+        frame = cv::Mat();
+        ++delivered;
+        cv_.notify_all();
+      }
+      ++index;
     }
-    ++index;
+  } catch (const std::exception& e) {
+    finish(fmt::format("video decode error at frame {}: {}", index, e.what()), index);
+    return;
+  } catch (...) {
+    finish(fmt::format("video decode error at frame {}", index), index);
+    return;
   }
   finish({}, index);
 }
@@ -117,27 +130,31 @@ bool VideoReader::next(cv::Mat& out, std::int64_t& index) {
   return true;
 }
 
-VideoPrefetcher::VideoPrefetcher(std::vector<std::string> paths, std::vector<bool> is_video, VideoOptions opts,
-                                 int ahead)
-    : paths_(std::move(paths)), is_video_(std::move(is_video)), opts_(opts), ahead_(std::max(1, ahead)) {}
+VideoPrefetcher::VideoPrefetcher(const std::vector<InputItem>& items, VideoOptions opts, int ahead, std::size_t depth)
+    : items_(items), opts_(opts), ahead_(static_cast<std::size_t>(std::max(1, ahead))), depth_(depth) {}
 
 VideoPrefetcher::~VideoPrefetcher() { stop_all(); }
 
-VideoReader& VideoPrefetcher::reader(std::size_t i) {
-  if (next_to_open_ < i) next_to_open_ = i;
-  while (next_to_open_ < paths_.size() && static_cast<int>(open_.size()) < ahead_) {
-    if (is_video_[next_to_open_] && !open_.count(next_to_open_))
-      open_.emplace(next_to_open_, std::make_unique<VideoReader>(paths_[next_to_open_], opts_));
+void VideoPrefetcher::prefetch(std::size_t from) {
+  next_to_open_ = std::max(next_to_open_, from);
+  while (next_to_open_ < items_.size() && open_.size() < ahead_) {
+    if (items_[next_to_open_].video && !open_.count(next_to_open_))
+      open_.emplace(next_to_open_, std::make_unique<VideoReader>(items_[next_to_open_].path, opts_, depth_));
     ++next_to_open_;
   }
+}
+
+VideoReader& VideoPrefetcher::reader(std::size_t i) {
   auto it = open_.find(i);
-  if (it == open_.end()) it = open_.emplace(i, std::make_unique<VideoReader>(paths_[i], opts_)).first;
+  if (it == open_.end()) it = open_.emplace(i, std::make_unique<VideoReader>(items_[i].path, opts_, depth_)).first;
+  prefetch(i + 1);
   return *it->second;
 }
 
 void VideoPrefetcher::release(std::size_t i) { open_.erase(i); }
 
 void VideoPrefetcher::stop_all() noexcept {
+  // Ask every reader to stop first, then join them (the map's destructors).
   for (auto& [i, r] : open_) r->stop();
   open_.clear();
 }

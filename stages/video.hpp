@@ -16,6 +16,8 @@
 
 #include <opencv2/core.hpp>
 
+#include "stage.hpp"
+
 namespace imgpipe::stages {
 
 struct VideoOptions {
@@ -28,8 +30,10 @@ struct VideoOptions {
 // backend reads (.avi .mp4 .mkv .mov .webm .m4v .mpg .mpeg .wmv .flv .ts .3gp .ogv), case-insensitive.
 bool is_video_path(const std::string& path);
 
-// Decodes one file on a background thread. Frames keep their buffers: the
-// caller swaps its spent Mat in, so steady state allocates nothing.
+// Decodes one file on a background thread into a queue of at most `depth`
+// frames (BGR u8). Frames keep their buffers: the caller swaps its spent Mat
+// in, so steady state allocates nothing. Never throws from the thread: OpenCV
+// errors end the file with error() set.
 class VideoReader {
  public:
   VideoReader(std::string path, VideoOptions opts, std::size_t depth = 4);
@@ -42,9 +46,15 @@ class VideoReader {
   // file or stream; then error() says whether it ended early.
   bool next(cv::Mat& frame, std::int64_t& index);
 
-  // Empty when the file ended normally. Otherwise the reason ("cannot open",
-  // "no frames", "stream broke ..."), with the frame index where decoding
-  // stopped in stopped_at().
+  // Empty when the file ended normally. Otherwise the reason ("cannot open
+  // video ...", "opened but yielded no frames", "stream broke at frame k ..."),
+  // with the frame index where decoding stopped in stopped_at() (0 when the
+  // file could not be opened). Valid once next() has returned false.
+  //
+  // A stream "broke" when it ended before the frame count its container
+  // declares: the frames read, or the presentation time of the last one (AVI
+  // files may hold empty "repeat the last frame" chunks that count without
+  // being decoded), fall short of that count by more than max(2, 1%).
   const std::string& error() const noexcept { return error_; }
   std::int64_t stopped_at() const noexcept { return stopped_at_; }
   const std::string& path() const noexcept { return path_; }
@@ -66,24 +76,34 @@ class VideoReader {
   std::thread thread_;
 };
 
-// Opens readers for the video entries of the input list ahead of their use.
+// Starts the readers of the video items of an input list ahead of their
+// turn, so that up to `ahead` files decode at once (in input order), while the
+// source stage takes the frames of one file at a time. Not thread-safe: the
+// serial source stage owns it.
 class VideoPrefetcher {
  public:
-  // `is_video[i]` marks the input items that are videos.
-  VideoPrefetcher(std::vector<std::string> paths, std::vector<bool> is_video, VideoOptions opts, int ahead);
+  // `items` must outlive the prefetcher; items with `video` set are videos.
+  VideoPrefetcher(const std::vector<InputItem>& items, VideoOptions opts, int ahead, std::size_t depth = 4);
   ~VideoPrefetcher();
-  // The reader of item i (a video), started now if not already; also starts
-  // the readers of the next videos up to `ahead` open files.
+  VideoPrefetcher(const VideoPrefetcher&) = delete;
+  VideoPrefetcher& operator=(const VideoPrefetcher&) = delete;
+
+  // Starts readers for the next videos at or after item `from` while fewer
+  // than `ahead` are open.
+  void prefetch(std::size_t from);
+  // The reader of item i (a video), started now if it is not open yet; then
+  // prefetches from i.
   VideoReader& reader(std::size_t i);
-  // Item i is finished: its reader is closed.
+  // Item i is finished: its reader is stopped and closed.
   void release(std::size_t i);
   void stop_all() noexcept;
+  std::size_t open_readers() const noexcept { return open_.size(); }
 
  private:
-  std::vector<std::string> paths_;
-  std::vector<bool> is_video_;
+  const std::vector<InputItem>& items_;
   VideoOptions opts_;
-  int ahead_;
+  std::size_t ahead_;
+  std::size_t depth_;
   std::size_t next_to_open_ = 0;
   std::map<std::size_t, std::unique_ptr<VideoReader>> open_;
 };

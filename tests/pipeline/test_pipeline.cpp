@@ -159,6 +159,9 @@ Config base_config(int w, int h, int batch) {
   c.transform.resize.width = w;
   c.transform.resize.height = h;
   c.batch.size = batch;
+  // The references decode at full size; reduced decode has its own tests
+  // (tests/stages/test_decode_formats.cpp).
+  c.decode.reduced = false;
   return c;
 }
 

@@ -29,9 +29,11 @@ bool same_image(const cv::Mat& a, const cv::Mat& b) {
   return cv::norm(a, b, cv::NORM_INF) == 0;
 }
 
+// Decodes with the default transform (640x640 stretch: no reduced decode of
+// the 640x480 samples).
 std::string decode(const Bytes& bytes, cv::Mat& out, DecodeConfig cfg = {}) {
   StageStats stats("decode", true);
-  Decode d(cfg, stats);
+  Decode d(cfg, imgpipe::TransformConfig{}, stats);
   return d.decode(bytes, out);
 }
 

@@ -40,17 +40,32 @@ struct Report {
   std::string version;
   bool interrupted = false;
   double wall_s = 0;
-  double images_per_s = 0;  // delivered / wall_s, including the final synchronise
+  double setup_s = 0;     // device initialisation, discovery and allocation before the first input
+  double pipeline_s = 0;  // from the first input to the final synchronise
+  double images_per_s = 0;  // delivered / wall_s, including set-up and the final synchronise
+  double steady_images_per_s = 0;  // delivered / pipeline_s
   std::vector<StageReport> stages;
   std::string bottleneck;  // name of the stage with the highest utilization
   std::string normalize_where;  // "cpu" or "gpu", as resolved
+  std::string resize_where;     // "cpu" or "gpu", as resolved
+
+  // This process's part of the input list: items i with i % world_size == rank.
+  struct Shard {
+    int rank = 0;
+    int world_size = 1;
+    std::string origin = "default";  // "config", "RANK/WORLD_SIZE", "OMPI_COMM_WORLD_*", "SLURM_*", "PMI_*" or "default"
+  } shard;
 
   struct Inputs {
+    // Samples and failures handed out (one per image, video frame and failed
+    // video) plus the input items never reached: delivered + failed + dropped
+    // + not_processed.
     std::uint64_t discovered = 0;
     std::uint64_t delivered = 0;
     std::uint64_t failed = 0;
     std::uint64_t dropped = 0;      // batch.drop_last
-    std::uint64_t not_processed = 0;  // left when interrupted
+    std::uint64_t not_processed = 0;  // input items never reached when interrupted (a video counts once)
+    std::uint64_t cpu_resized = 0;    // GPU resize: frames too large for the slot, resized on the CPU
     std::vector<InputFailure> failures;
   } inputs;
 
@@ -58,6 +73,9 @@ struct Report {
     std::string staging_kind;  // effective kind after any fallback
     std::uint64_t staging_bytes = 0;
     std::uint64_t pinned_bytes = 0;
+    std::uint64_t pinned_peak = 0;
+    std::uint64_t pool_hits = 0;
+    std::uint64_t pool_misses = 0;
     std::uint64_t device_bytes = 0;
     int slots = 0;
     double slot_wait_s = 0;
@@ -71,6 +89,15 @@ struct Report {
     double seconds = 0;  // sum of the copies' own durations (CUDA events)
     double gb_per_s = 0;
   } transfer;
+
+  struct Device {
+    int device = -1;
+    std::uint64_t batches = 0;
+    std::uint64_t bytes = 0;
+    double copy_s = 0;
+    double gb_per_s = 0;
+  };
+  std::vector<Device> devices;  // per device: batches dispatched and transfer figures
 
   std::uint64_t batches = 0;
   std::vector<BatchRecord> batch_records;

@@ -2,11 +2,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
-
-#include "imgpipe/memory/resources.hpp"
 
 namespace imgpipe::memory {
 
@@ -19,17 +18,15 @@ std::string_view to_string(StagingMemory m) noexcept {
 }
 
 struct StagingRing::Slot {
-  PageableResource pageable;
-  PinnedResource pinned;
-  Allocation<PageableResource> host;
-  Allocation<PinnedResource> page_locked;
-  gpu::Event released;
-  unsigned char* data() const {
-    return static_cast<unsigned char*>(page_locked ? page_locked.get() : host.get());
-  }
+  PoolBlock block;
+  // One release event per device that has read the slot; acquire() waits for
+  // the last one recorded (streams of one device complete in order, and the
+  // slot's users are serialised by the pipeline).
+  std::map<int, gpu::Event> released;
+  gpu::Event* last = nullptr;
 };
 
-void SlotWriter::write(std::size_t offset, const void* src, std::size_t bytes) {
+void SlotWriter::write(std::size_t offset, const void* src, std::size_t bytes) const {
   if (offset > capacity_ || bytes > capacity_ - offset)
     throw std::out_of_range("staging slot write of " + std::to_string(bytes) + " bytes at offset " +
                             std::to_string(offset) + " passes the slot's end (" + std::to_string(capacity_) + ")");
@@ -38,41 +35,50 @@ void SlotWriter::write(std::size_t offset, const void* src, std::size_t bytes) {
   std::memcpy(p_ + offset, src, bytes);
 }
 
-StagingRing::StagingRing(int device, int slots, std::size_t slot_bytes, StagingMemory requested)
-    : slot_bytes_(slot_bytes), memory_(device < 0 ? StagingMemory::pageable : requested), device_(device) {
-  if (slots < 2) throw std::invalid_argument("StagingRing: at least 2 slots are needed");
-  if (slot_bytes == 0) throw std::invalid_argument("StagingRing: slot size is 0");
-  // Every slot is the same kind: on failure free what was made and walk the
-  // fallback chain write_combined -> pinned -> pageable.
-  for (;;) {
-    try {
-      for (int i = 0; i < slots; ++i) {
-        auto s = std::make_unique<Slot>();
-        s->released = gpu::Event(device, false);
-        if (memory_ == StagingMemory::pageable) {
-          s->host = Allocation<PageableResource>(s->pageable, slot_bytes, 4096);
-          std::memset(s->host.get(), 0, slot_bytes);  // fault the pages in now, not on the hot path
-        } else {
-          s->pinned = PinnedResource(memory_ == StagingMemory::write_combined ? PinnedResource::write_combined
-                                                                               : PinnedResource::none);
-          s->page_locked = Allocation<PinnedResource>(s->pinned, slot_bytes);
-        }
-        slots_.push_back(std::move(s));
-      }
-      return;
-    } catch (const std::exception& e) {
-      if (memory_ == StagingMemory::pageable) throw;
-      slots_.clear();
-      const StagingMemory next =
-          memory_ == StagingMemory::write_combined ? StagingMemory::pinned : StagingMemory::pageable;
-      ++fallbacks_;
-      fallback_reason_ = std::string(to_string(memory_)) + " staging allocation of " + std::to_string(slots) +
-                         " x " + std::to_string(slot_bytes) + " bytes failed (" + e.what() + "); using " +
-                         std::string(to_string(next));
-      spdlog::warn("{}", fallback_reason_);
-      memory_ = next;
-    }
+namespace {
+PoolOptions pool_options(const StagingOptions& o) {
+  PoolOptions p;
+  p.device = o.device;
+  p.budget_bytes = o.budget_bytes;
+  p.fallback = o.fallback;
+  p.track = o.track;
+  p.name = "staging";
+  if (o.device < 0 || o.transfer == Transfer::pageable || o.memory == StagingMemory::pageable) {
+    p.kind = MemoryKind::pageable;
+    return p;
   }
+  p.kind = o.memory == StagingMemory::write_combined ? MemoryKind::write_combined : MemoryKind::pinned;
+  if (o.portable) p.extra_flags |= PinnedResource::portable;
+  if (o.transfer == Transfer::zero_copy) p.extra_flags |= PinnedResource::mapped;
+  return p;
+}
+}  // namespace
+
+StagingRing::StagingRing(int device, int slots, std::size_t slot_bytes, StagingMemory requested)
+    : StagingRing(StagingOptions{device, slots, slot_bytes, requested}) {}
+
+StagingRing::StagingRing(const StagingOptions& o) : slot_bytes_(o.slot_bytes) {
+  if (o.slots < 2) throw std::invalid_argument("StagingRing: at least 2 slots are needed");
+  if (o.slot_bytes == 0) throw std::invalid_argument("StagingRing: slot size is 0");
+  pool_ = std::make_unique<PinnedPool>(pool_options(o));
+  for (int i = 0; i < o.slots; ++i) {
+    auto s = std::make_unique<Slot>();
+    s->block = pool_->allocate_block(o.slot_bytes, 4096);
+    // Fault every page in now, not on the hot path (a write: allowed for WC).
+    std::memset(s->block.host, 0, o.slot_bytes);
+    slots_.push_back(std::move(s));
+  }
+  // Every slot is asked for with the same kind; after a fallback they may
+  // differ (a budget reached halfway): the ring reports the least capable.
+  kind_ = slots_.front()->block.kind;
+  zero_copy_ = o.transfer == Transfer::zero_copy;
+  for (const auto& s : slots_) {
+    if (s->block.kind == MemoryKind::pageable) kind_ = MemoryKind::pageable;
+    if (!s->block.device) zero_copy_ = false;
+  }
+  if (o.transfer == Transfer::zero_copy && !zero_copy_)
+    spdlog::warn("staging.transfer zero_copy: the slots are not mapped ({}); copying instead",
+                 fallback_reason().empty() ? std::string("no CUDA device") : fallback_reason());
 }
 
 StagingRing::~StagingRing() {
@@ -81,31 +87,64 @@ StagingRing::~StagingRing() {
   } catch (...) {
     // A sticky CUDA error at shutdown: the memory is freed regardless.
   }
+  for (auto& s : slots_) pool_->deallocate(s->block.host);
 }
 
 SlotWriter StagingRing::acquire() {
   Slot& s = *slots_[next_];
   const auto t0 = std::chrono::steady_clock::now();
-  s.released.synchronize();
+  if (s.last) s.last->synchronize();
   wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-  SlotWriter w(s.data(), slot_bytes_, next_);
+  SlotWriter w(static_cast<unsigned char*>(s.block.host), slot_bytes_, next_);
   next_ = (next_ + 1) % slots();
   return w;
 }
 
 void StagingRing::copy_to_device(int slot, void* d_dst, std::size_t bytes, const gpu::Stream& stream) const {
   if (bytes > slot_bytes_) throw std::out_of_range("StagingRing::copy_to_device: more bytes than a slot holds");
-  gpu::copy_h2d_async(d_dst, slots_.at(slot)->data(), bytes, stream);
+  gpu::copy_h2d_async(d_dst, slots_.at(slot)->block.host, bytes, stream);
 }
 
-void StagingRing::release(int slot, const gpu::Stream& stream) { slots_.at(slot)->released.record(stream); }
+const void* StagingRing::device_pointer(int slot) const noexcept {
+  return zero_copy_ ? slots_.at(slot)->block.device : nullptr;
+}
+
+void StagingRing::release(int slot, const gpu::Stream& stream) {
+  Slot& s = *slots_.at(slot);
+  if (stream.device() < 0) {
+    s.last = nullptr;  // host work is done when it returns
+    return;
+  }
+  auto it = s.released.find(stream.device());
+  if (it == s.released.end()) it = s.released.emplace(stream.device(), gpu::Event(stream.device(), false)).first;
+  it->second.record(stream);
+  s.last = &it->second;
+}
 
 void StagingRing::drain() {
-  for (auto& s : slots_) s->released.synchronize();
+  for (auto& s : slots_)
+    if (s->last) s->last->synchronize();
 }
 
-std::size_t StagingRing::pinned_bytes() const noexcept {
-  return memory_ == StagingMemory::pageable ? 0 : slot_bytes_ * slots_.size();
+StagingMemory StagingRing::memory() const noexcept {
+  switch (kind_) {
+    case MemoryKind::pageable: return StagingMemory::pageable;
+    case MemoryKind::write_combined: return StagingMemory::write_combined;
+    default: return StagingMemory::pinned;
+  }
+}
+
+std::size_t StagingRing::pinned_bytes() const noexcept { return pool_->stats().pinned_bytes; }
+
+int StagingRing::fallbacks() const noexcept { return static_cast<int>(pool_->stats().fallbacks); }
+
+std::string StagingRing::fallback_reason() const {
+  std::string out;
+  for (const auto& f : pool_->fallbacks()) {
+    if (!out.empty()) out += "; ";
+    out += std::string(to_string(f.from)) + " -> " + std::string(to_string(f.to)) + ": " + f.reason;
+  }
+  return out;
 }
 
 }  // namespace imgpipe::memory

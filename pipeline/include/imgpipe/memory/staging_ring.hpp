@@ -1,13 +1,19 @@
 // The staging ring: N >= 2 host slots, each large enough for one batch, that
-// the pack stage fills and the transfer stage copies to the GPU. Slots are
-// write-combined pinned memory by default: the CPU only ever writes them,
-// sequentially and in bulk; the API has no way to read a slot back.
+// the pack stage fills and the transfer stage copies to the GPU (or, in
+// zero-copy mode, that kernels read in place). Slots are write-combined pinned
+// memory by default: the CPU only ever writes them, sequentially and in bulk;
+// the API has no way to read a slot back.
 //
-// Protocol (one packer thread, then one transfer thread, in ring order):
-//   SlotWriter w = ring.acquire();          // waits until slot w.slot() is free
-//   w.write(offset, src, bytes) ...          // fill it
-//   gpu::copy_h2d_async(d, ring.dma(w.slot()) ...) via transfer_from()
-//   ring.release(w.slot(), stream);          // event: slot is free once the copy is done
+// Slots come from a PinnedPool, allocated at construction (never on the hot
+// path) with the pool's fallback chain write_combined -> pinned ->
+// host_registered -> pageable, budget and leak tracking.
+//
+// Protocol (one packer thread; then the transfer/kernel/sink stages in order):
+//   SlotWriter w = ring.acquire();               // waits until slot w.slot() is free
+//   w.write(offset, src, bytes) ...               // fill it (may be split over threads,
+//                                                 //  disjoint ranges)
+//   ring.copy_to_device(w.slot(), d, n, stream)   // copy mode, or ring.device_pointer(slot)
+//   ring.release(w.slot(), stream);               // slot is free once stream's work is done
 #pragma once
 
 #include <atomic>
@@ -18,6 +24,7 @@
 
 #include "imgpipe/config.hpp"
 #include "imgpipe/gpu.hpp"
+#include "imgpipe/memory/pool.hpp"
 
 namespace imgpipe::memory {
 
@@ -27,8 +34,9 @@ class StagingRing;
 class SlotWriter {
  public:
   // Copies `bytes` from cached memory `src` into the slot at `offset`.
-  // Throws std::out_of_range if it would pass the slot's end.
-  void write(std::size_t offset, const void* src, std::size_t bytes);
+  // Throws std::out_of_range if it would pass the slot's end. Writers of
+  // disjoint ranges may run concurrently.
+  void write(std::size_t offset, const void* src, std::size_t bytes) const;
   std::size_t capacity() const noexcept { return capacity_; }
   int slot() const noexcept { return slot_; }
 
@@ -40,25 +48,38 @@ class SlotWriter {
   int slot_;
 };
 
+struct StagingOptions {
+  int device = -1;                // CUDA device whose context allocates; -1 = host backend
+  int slots = 2;
+  std::size_t slot_bytes = 0;
+  StagingMemory memory = StagingMemory::write_combined;
+  Transfer transfer = Transfer::copy;  // zero_copy maps the slots; pageable uses plain memory
+  bool portable = false;          // slots used by several GPUs
+  std::size_t budget_bytes = 0;   // page-locked bytes allowed; 0 = none
+  bool fallback = true;
+  bool track = false;
+};
+
 class StagingRing {
  public:
-  // Allocates every slot now (never on the hot path). With device -1 (host
-  // backend) slots are pageable memory. When a pinned kind cannot be
-  // allocated, falls back write_combined -> pinned -> pageable, logging the
-  // reason once; the effective kind is memory().
+  // Allocates every slot now. Throws std::invalid_argument (slots < 2, size 0),
+  // AllocationError (fallback off, or nothing in the chain worked).
+  explicit StagingRing(const StagingOptions& options);
   StagingRing(int device, int slots, std::size_t slot_bytes, StagingMemory requested);
   ~StagingRing();
   StagingRing(const StagingRing&) = delete;
   StagingRing& operator=(const StagingRing&) = delete;
 
-  // Next slot in ring order; blocks until the GPU has finished reading it
-  // (its release event). Time spent blocked is added to wait_seconds().
+  // Next slot in ring order; blocks until the work that read it last (its
+  // release) is done. Time spent blocked is added to wait_seconds().
   SlotWriter acquire();
 
   // Enqueue a host->device copy of the first `bytes` of `slot` on `stream`.
   void copy_to_device(int slot, void* d_dst, std::size_t bytes, const gpu::Stream& stream) const;
+  // The device address of a slot in zero-copy mode (mapped memory); nullptr otherwise.
+  const void* device_pointer(int slot) const noexcept;
 
-  // Records the slot's event on `stream` after the work that reads it.
+  // Records the slot's release on `stream` (any device) after the work that reads it.
   void release(int slot, const gpu::Stream& stream);
 
   // Waits for every slot's outstanding work (used at shutdown).
@@ -66,22 +87,26 @@ class StagingRing {
 
   int slots() const noexcept { return static_cast<int>(slots_.size()); }
   std::size_t slot_bytes() const noexcept { return slot_bytes_; }
-  StagingMemory memory() const noexcept { return memory_; }
+  // The effective kind, after any fallback (host_registered reads as pinned).
+  StagingMemory memory() const noexcept;
+  MemoryKind kind() const noexcept { return kind_; }
+  // True when kernels read the slots in place (zero_copy asked and mapped memory obtained).
+  bool zero_copy() const noexcept { return zero_copy_; }
   std::size_t pinned_bytes() const noexcept;
   double wait_seconds() const noexcept { return wait_ns_.load() * 1e-9; }
-  int fallbacks() const noexcept { return fallbacks_; }
-  const std::string& fallback_reason() const noexcept { return fallback_reason_; }
+  int fallbacks() const noexcept;
+  std::string fallback_reason() const;
+  const PinnedPool& pool() const noexcept { return *pool_; }
 
  private:
   struct Slot;
+  std::unique_ptr<PinnedPool> pool_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::size_t slot_bytes_;
-  StagingMemory memory_;
-  int device_;
+  MemoryKind kind_ = MemoryKind::pageable;
+  bool zero_copy_ = false;
   int next_ = 0;
   std::atomic<long long> wait_ns_{0};
-  int fallbacks_ = 0;
-  std::string fallback_reason_;
 };
 
 std::string_view to_string(StagingMemory m) noexcept;
