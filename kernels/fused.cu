@@ -1,9 +1,12 @@
-// GPU twin of fused_ref.cpp. Bilinear batches whose source spans fit take a
-// dedicated kernel (below); everything else goes through the resize family's
-// kernel (resize.cu), which writes normalised float32/float16 (or u8) in
-// NCHW/NHWC directly, without the u8 canvas. Both compute every canvas value
-// with resize_math.hpp's integer arithmetic, shared with the CPU twin, and
-// normalise through a per-block table built with normalize.cu's operations.
+// GPU twin of fused_ref.cpp. Bilinear batches whose strip spans fit the
+// shared-memory budget (below: downscales up to about 7x for 3 channels) take
+// a dedicated kernel; everything else (nearest, larger downscales) goes
+// through the resize family's kernel (resize.cu), which writes normalised
+// float32/float16 (or u8) in NCHW/NHWC directly, without the u8 canvas. Both
+// compute every canvas value with resize_math.hpp's integer arithmetic,
+// shared with the CPU twin, and normalise through a per-block table of the
+// C x 256 values built with normalize.cu's operations (__fmul_rn, __fsub_rn,
+// __fdiv_rn), so the hot loop has no division.
 //
 // The bilinear kernel. The grid is one wave of blocks; each block owns a
 // 128-column strip of the canvas and an equal contiguous share (to within a
@@ -14,14 +17,18 @@
 // or C such stores (NHWC). For each row the warp first stages the two source
 // rows' byte span that its 128 columns need (taps are monotonic, so it is one
 // contiguous span per row) into its own shared-memory buffer with coalesced,
-// 16-byte aligned loads, then every lane reads its taps from there. Chunks
-// that would leave the image (its first bytes, when pixel (0, 0) is not
-// 16-byte aligned, and its last) are read byte by byte, so no byte outside
-// [pixel (0,0), end of last row] is read. Column taps are computed once per
-// image a warp meets; a 2C-byte tap pair is read from shared memory as three
-// (C = 1: two) 32-bit words and funnel-shifted into place. When the two taps
-// are one pixel (edge clamp), w1 is 0 (resize_math.hpp's clamp sets f = 0), so
-// the second pixel's bytes, whatever they are, contribute nothing.
+// 16-byte aligned asynchronous copies, then every lane reads its taps from
+// there. Chunks that would leave the image (its first bytes, when pixel (0, 0)
+// is not 16-byte aligned, and its last) are read byte by byte, so no byte
+// outside [pixel (0,0), end of last row] is read. Column taps are computed
+// once per image a warp meets; a 2C-byte tap pair is read from shared memory
+// as three (C = 1: two) 32-bit words and funnel-shifted into place. When the
+// two taps are one pixel (edge clamp), w1 is 0 (resize_math.hpp's clamp sets
+// f = 0), so the second pixel's bytes, whatever they are, contribute nothing.
+// The arithmetic is resize_math.hpp's in fewer instructions (the kernel is
+// issue-bound): the horizontal pass p0 * w0 + p1 * w1 is one dp2a (16-bit
+// weights times bytes, exact), and vlinear()'s ((h >> 4) * b) >> 16 is the
+// high word of (h >> 4) * (b << 16).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -29,8 +36,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 #include "cuda_check.hpp"
@@ -43,7 +48,6 @@ namespace {
 
 using detail::linear_tap;
 using detail::LinearTap;
-using detail::vlinear;
 
 constexpr int kThreads = 256;       // 8 warps
 constexpr int kWarps = kThreads / 32;
@@ -51,6 +55,10 @@ constexpr int kPix = 4;             // consecutive columns per lane
 constexpr int kTileW = 32 * kPix;   // 128 columns per strip
 constexpr int kMaxImages = 32;      // images per launch (kernel-argument array)
 constexpr int kMaxSmem = 48 * 1024;  // dynamic shared memory per block (no opt-in needed)
+// 47-56 registers, no spills (ptxas -v), 32 warps per SM. On the H200 benchmark
+// (32 x 1920x1080 -> 640x640) 4 blocks per SM ran faster than 6 or 8 (which
+// also spill): the kernel is issue-bound, not latency-bound.
+constexpr int kMinBlocks = 4;
 
 struct ImageArg {
   const unsigned char* src;  // pixel (0, 0)
@@ -74,7 +82,6 @@ struct Args {
   int pad;
   int swap_rb;
   int vec;     // W % 4 == 0 and dst aligned: vector stores
-  int cs;      // streaming (evict-first) stores
   float scale;
   float mean[4];
   float stdv[4];
@@ -99,32 +106,32 @@ __device__ __forceinline__ unsigned bits16(T v) {
 
 // Four consecutive output values at p (aligned to 4 elements) in one store.
 template <typename OutT>
-__device__ __forceinline__ void store4(OutT* p, OutT v0, OutT v1, OutT v2, OutT v3, bool cs) {
+__device__ __forceinline__ void store4(OutT* p, OutT v0, OutT v1, OutT v2, OutT v3) {
   if constexpr (std::is_same_v<OutT, float>) {
-    const float4 v = make_float4(v0, v1, v2, v3);
-    if (cs) __stcs(reinterpret_cast<float4*>(p), v);
-    else *reinterpret_cast<float4*>(p) = v;
+    *reinterpret_cast<float4*>(p) = make_float4(v0, v1, v2, v3);
   } else if constexpr (std::is_same_v<OutT, __half>) {
     uint2 v;
     v.x = bits16(v0) | (bits16(v1) << 16);
     v.y = bits16(v2) | (bits16(v3) << 16);
-    if (cs) __stcs(reinterpret_cast<uint2*>(p), v);
-    else *reinterpret_cast<uint2*>(p) = v;
+    *reinterpret_cast<uint2*>(p) = v;
   } else {
-    const unsigned v = static_cast<unsigned>(v0) | (static_cast<unsigned>(v1) << 8) |
-                       (static_cast<unsigned>(v2) << 16) | (static_cast<unsigned>(v3) << 24);
-    if (cs) __stcs(reinterpret_cast<unsigned*>(p), v);
-    else *reinterpret_cast<unsigned*>(p) = v;
+    *reinterpret_cast<unsigned*>(p) = static_cast<unsigned>(v0) | (static_cast<unsigned>(v1) << 8) |
+                                      (static_cast<unsigned>(v2) << 16) | (static_cast<unsigned>(v3) << 24);
   }
 }
 
 // Copies the 16 bytes of an image at image offset o (16-byte aligned in
-// memory) to dst (shared memory): one asynchronous copy when the chunk lies
-// inside [0, size), else the bytes inside it one by one (the others 0).
+// memory) to dst (shared memory): one asynchronous copy (sm_80+; a vector
+// load before) when the chunk lies inside [0, size), else the bytes inside it
+// one by one (the others 0).
 __device__ __forceinline__ void stage_chunk(unsigned char* dst, const unsigned char* src, int o, int size) {
   if (o >= 0 && o + 16 <= size) {
+#if __CUDA_ARCH__ >= 800
     const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
     asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src + o) : "memory");
+#else
+    *reinterpret_cast<uint4*>(dst) = __ldg(reinterpret_cast<const uint4*>(src + o));
+#endif
     return;
   }
   unsigned w[4] = {0, 0, 0, 0};
@@ -136,7 +143,12 @@ __device__ __forceinline__ void stage_chunk(unsigned char* dst, const unsigned c
   *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-__device__ __forceinline__ void stage_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+// Waits for this thread's stage_chunk() copies.
+__device__ __forceinline__ void stage_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
 
 // Bytes [p, p + 2C) of a staged row (shared memory, 4-byte aligned base) as
 // two words: bytes 0..3 in lo, 4..7 in hi.
@@ -150,12 +162,23 @@ __device__ __forceinline__ void tap_bytes(const unsigned char* buf, int p, unsig
   else hi = 0;
 }
 
+// Horizontal pass of channel c of a tap pair (bytes c and C + c of lo:hi):
+// p0 * w0 + p1 * w1 as one 16 x 8-bit dot product (wts = w0 | w1 << 16).
 template <int C>
-__device__ __forceinline__ int byte_at(unsigned lo, unsigned hi, int k) {
-  return static_cast<int>(((k < 4 ? lo : hi) >> (8 * (k & 3))) & 0xffu);
+__device__ __forceinline__ unsigned hpass(unsigned lo, unsigned hi, unsigned wts, int c) {
+  unsigned pair;
+  if constexpr (C == 1) pair = lo;  // bytes 0 and 1
+  else pair = __byte_perm(lo, hi, static_cast<unsigned>(c | ((C + c) << 4)));
+  return __dp2a_lo(wts, pair, 0u);
 }
 
-template <int C, typename OutT, bool kNchw, int kMinBlocks>
+// vlinear() with the row weights pre-shifted (B = b << 16): for h, b >= 0,
+// ((h >> 4) * b) >> 16 is the high word of (h >> 4) * (b << 16) ((h >> 4) * b < 2^27).
+__device__ __forceinline__ int vpass(unsigned h0, unsigned h1, unsigned B0, unsigned B1) {
+  return static_cast<int>((__umulhi(h0 >> 4, B0) + __umulhi(h1 >> 4, B1) + 2u) >> 2);
+}
+
+template <int C, typename OutT, bool kNchw>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_linear_kernel(const __grid_constant__ Args a) {
   constexpr bool kU8 = std::is_same_v<OutT, unsigned char>;
   constexpr int kTableBytes = kU8 ? 0 : ((C * 256 * static_cast<int>(sizeof(OutT)) + 15) & ~15);
@@ -182,7 +205,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_linear_kernel(cons
   const int xs = strip * kTileW;     // first column of the strip
   const int xl = xs + kPix * lane;   // this lane's first column
   const bool swap = a.swap_rb != 0;
-  const bool cs = a.cs != 0;
   const bool full = a.vec != 0 && xl + kPix <= W;  // vector stores for this lane
 
   int current = -1;
@@ -219,11 +241,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_linear_kernel(cons
     const unsigned char* const src = im.src;
     const int ry = Y - im.y0;
     const bool row_in = ry >= 0 && ry < im.rh;
-    int b0 = 0, b1 = 0, mis0 = 0, mis1 = 0;
+    unsigned B0 = 0, B1 = 0;  // row weights << 16
+    int mis0 = 0, mis1 = 0;
     if (row_in) {
       const LinearTap t = linear_tap(ry, im.scale_y, im.sh, false);
-      b0 = t.w0;
-      b1 = t.w1;
+      B0 = static_cast<unsigned>(t.w0) << 16;
+      B1 = static_cast<unsigned>(t.w1) << 16;
       // Stage both rows' spans: chunk k of row i is the aligned 16 bytes at g_i - mis_i + 16 k.
       const int g0 = t.s0 * im.pitch + lo, g1 = t.s1 * im.pitch + lo;
       mis0 = static_cast<int>((reinterpret_cast<std::uintptr_t>(src) + static_cast<unsigned>(g0)) & 15u);
@@ -253,13 +276,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_linear_kernel(cons
         unsigned l0, h0, l1, h1;
         tap_bytes<C>(buf0, mis0 + off[j], l0, h0);
         tap_bytes<C>(buf1, mis1 + off[j], l1, h1);
-        const int w0 = static_cast<int>(wts[j] & 0xffffu), w1 = static_cast<int>(wts[j] >> 16);
 #pragma unroll
-        for (int c = 0; c < C; ++c) {
-          const int p00 = byte_at<C>(l0, h0, c), p01 = byte_at<C>(l0, h0, C + c);
-          const int p10 = byte_at<C>(l1, h1, c), p11 = byte_at<C>(l1, h1, C + c);
-          v[c] = vlinear(p00 * w0 + p01 * w1, p10 * w0 + p11 * w1, b0, b1);
-        }
+        for (int c = 0; c < C; ++c) v[c] = vpass(hpass<C>(l0, h0, wts[j], c), hpass<C>(l1, h1, wts[j], c), B0, B1);
       }
       if constexpr (C >= 3) {
         if (swap) {
@@ -285,7 +303,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_linear_kernel(cons
       OutT* const p = dst + Y * W + xl;
       if (full) {
 #pragma unroll
-        for (int c = 0; c < C; ++c) store4(p + c * plane, value(0, c), value(1, c), value(2, c), value(3, c), cs);
+        for (int c = 0; c < C; ++c) store4(p + c * plane, value(0, c), value(1, c), value(2, c), value(3, c));
       } else {
 #pragma unroll
         for (int j = 0; j < kPix; ++j)
@@ -300,7 +318,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_linear_kernel(cons
 #pragma unroll
         for (int q = 0; q < C; ++q)
           store4(p + 4 * q, value((4 * q) / C, (4 * q) % C), value((4 * q + 1) / C, (4 * q + 1) % C),
-                 value((4 * q + 2) / C, (4 * q + 2) % C), value((4 * q + 3) / C, (4 * q + 3) % C), cs);
+                 value((4 * q + 2) / C, (4 * q + 2) % C), value((4 * q + 3) / C, (4 * q + 3) % C));
       } else {
 #pragma unroll
         for (int j = 0; j < kPix; ++j)
@@ -347,9 +365,9 @@ int blocks_per_sm(Kernel k, int smem) {
   return n;
 }
 
-template <int C, typename OutT, bool kNchw, int kMinBlocks>
+template <int C, typename OutT, bool kNchw>
 void launch(Args& a, int smem, cudaStream_t s) {
-  auto* k = fused_linear_kernel<C, OutT, kNchw, kMinBlocks>;
+  auto* k = fused_linear_kernel<C, OutT, kNchw>;
   const int resident = sm_count(current_device()) * blocks_per_sm(k, smem);
   // One wave: as many blocks as fit at once, each strip's rows split evenly
   // (to within a row) over its blocks, at least 8 rows (one per warp) each.
@@ -359,32 +377,10 @@ void launch(Args& a, int smem, cudaStream_t s) {
   k<<<grid, kThreads, static_cast<std::size_t>(smem), s>>>(a);
 }
 
-// Experiment knob (temporary): IMGPIPE_FUSED_VARIANT = old | b4 | b6 | b8, and IMGPIPE_FUSED_CS=1.
-int variant() {
-  static const int v = [] {
-    const char* e = std::getenv("IMGPIPE_FUSED_VARIANT");
-    if (!e) return 4;
-    if (std::strcmp(e, "old") == 0) return 0;
-    if (std::strcmp(e, "b8") == 0) return 8;
-    if (std::strcmp(e, "b6") == 0) return 6;
-    return 4;
-  }();
-  return v;
-}
-
-template <int C, typename OutT, bool kNchw>
-void launch_v(Args& a, int smem, cudaStream_t s) {
-  switch (variant()) {
-    case 8: launch<C, OutT, kNchw, 8>(a, smem, s); break;
-    case 6: launch<C, OutT, kNchw, 6>(a, smem, s); break;
-    default: launch<C, OutT, kNchw, 4>(a, smem, s); break;
-  }
-}
-
 template <int C, typename OutT>
 void launch_l(Args& a, Layout l, int smem, cudaStream_t s) {
-  if (l == Layout::nchw) launch_v<C, OutT, true>(a, smem, s);
-  else launch_v<C, OutT, false>(a, smem, s);
+  if (l == Layout::nchw) launch<C, OutT, true>(a, smem, s);
+  else launch<C, OutT, false>(a, smem, s);
 }
 
 template <typename OutT>
@@ -405,8 +401,6 @@ bool fused_linear_gpu(const FusedParams& p, cudaStream_t stream) {
   const int elem = static_cast<int>(dtype_size(p.dtype));
   const int table = p.dtype == DType::uint8 ? 0 : (C * 256 * elem + 15) & ~15;
 
-  // Plans first: every launch of the call must be able to take this path.
-  detail::ImagePlan plans[kMaxImages];
   Args a{};
   a.dst = p.dst;
   a.W = W;
@@ -416,19 +410,13 @@ bool fused_linear_gpu(const FusedParams& p, cudaStream_t stream) {
   a.pad = b.pad_value;
   a.swap_rb = p.swap_rb ? 1 : 0;
   a.vec = W % 4 == 0 && reinterpret_cast<std::uintptr_t>(p.dst) % (4 * static_cast<std::uintptr_t>(elem)) == 0;
-  static const bool cs = [] {
-    const char* e = std::getenv("IMGPIPE_FUSED_CS");
-    return e && e[0] == '1';
-  }();
-  a.cs = cs ? 1 : 0;
   a.scale = p.scale;
   for (int c = 0; c < 4; ++c) {
     a.mean[c] = p.mean[c];
     a.stdv[c] = p.std[c];
   }
-  if (variant() == 0) return false;
-
-  // The largest strip span of a row over the batch's images: over 128
+  // Every launch of the call must be able to take this path: the largest
+  // strip span of a row over the batch's images decides. Over 128
   // consecutive columns tap 0 moves by at most floor(127 * scale) + 1 pixels
   // (one more for float rounding) and tap 1 is tap 0 + 1: 127 * scale + 4 pixels.
   int span_bytes = 0;
@@ -445,9 +433,8 @@ bool fused_linear_gpu(const FusedParams& p, cudaStream_t stream) {
 
   for (int first = 0; first < b.batch; first += kMaxImages) {
     const int n = std::min(kMaxImages, b.batch - first);
-    for (int k = 0; k < n; ++k) plans[k] = detail::plan_image(b, first + k);
     for (int k = 0; k < n; ++k) {
-      const detail::ImagePlan& q = plans[k];
+      const detail::ImagePlan q = detail::plan_image(b, first + k);
       ImageArg& g = a.img[k];
       g.src = q.src;
       g.size = static_cast<int>(static_cast<std::size_t>(q.sh - 1) * q.pitch + static_cast<std::size_t>(q.sw) * C);
