@@ -50,3 +50,10 @@ void spin_gpu(std::uint32_t, CUstream_st*) {
 }
 
 }  // namespace imgpipe::kernels
+
+#include "trap.hpp"
+namespace imgpipe::kernels {
+void trap_gpu(CUstream_st*) {
+  throw std::logic_error("trap_gpu: imgpipe was built without CUDA (IMGPIPE_WITH_CUDA=off or no nvcc)");
+}
+}  // namespace imgpipe::kernels

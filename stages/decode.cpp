@@ -1,5 +1,7 @@
 #include "decode.hpp"
 
+#include "imgpipe/fault.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -191,6 +193,7 @@ std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, i
 Work* Decode::operator()(Work* w) const {
   if (w->flush || w->predecoded || !w->error.empty()) return w;
   BusyTimer t(stats_);
+  fault::check("decode", w->seq);
   w->error = decode(w->bytes, w->decoded);
   ++stats_.items;
   if (w->error.empty()) stats_.bytes += w->decoded.total() * w->decoded.elemSize();

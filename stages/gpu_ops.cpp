@@ -1,5 +1,8 @@
 #include "gpu_ops.hpp"
 
+#include "imgpipe/fault.hpp"
+#include "kernels/trap.hpp"
+
 namespace imgpipe::stages {
 
 Work* GpuOps::operator()(Work* w) const {
@@ -9,6 +12,8 @@ Work* GpuOps::operator()(Work* w) const {
   DeviceBuffers& buf = b.buffers();
   const gpu::Stream& stream = b.dev->stream;
   const bool on_gpu = stream.device() >= 0;
+  fault::check("gpu_ops", b.index);
+  if (on_gpu && fault::trap(b.index)) kernels::trap_gpu(stream.get());
   if (work_ == Op::normalize) {
     kernels::NormalizeParams p = params_;
     p.batch = b.count;

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "imgpipe/fault.hpp"
+
 namespace imgpipe::stages {
 
 Pack::Pack(memory::StagingRing& ring, std::vector<std::unique_ptr<BatchSlot>>& slots,
@@ -40,6 +42,7 @@ Work* Pack::operator()(Work* w) {
     writer_.reset();
     return w;
   }
+  fault::check("pack", w->seq);
   if (!w->error.empty()) {
     failures_.push_back({w->input->path, w->frame, w->error});
     if (on_error_ == OnError::fail) throw InputError(w->input->path, w->frame, w->error);
@@ -83,6 +86,7 @@ Work* Pack::operator()(Work* w) {
 Work* PackCopy::operator()(Work* w) const {
   if (!w->dest) return w;
   BusyTimer t(stats_);
+  fault::check("pack_copy", w->seq);
   w->dest->write(w->dest_offset, w->frame_data, w->frame_bytes);
   w->dest.reset();
   ++stats_.items;

@@ -1,5 +1,7 @@
 #include "read.hpp"
 
+#include "imgpipe/fault.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,6 +58,7 @@ std::string Read::read_file(const std::string& path, std::vector<unsigned char>&
 Work* Read::operator()(Work* w) const {
   if (w->flush || w->predecoded || !w->error.empty()) return w;
   BusyTimer t(stats_);
+  fault::check("read", w->seq);
   if (!w->input->error.empty()) {
     w->error = w->input->error;
     return w;

@@ -1,4 +1,5 @@
 // Read stage (parallel): the file's bytes into the work item's pooled buffer.
+// Video frames (Work::predecoded, filled by the source stage) pass through.
 #pragma once
 
 #include "stage.hpp"

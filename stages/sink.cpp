@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "imgpipe/fault.hpp"
 #include "kernels/checksum.hpp"
 
 namespace imgpipe::stages {
@@ -49,6 +50,7 @@ void Sink::operator()(Work* w) {
   if (!w->batch) return;
   BusyTimer t(stats_);
   BatchSlot& b = *w->batch;
+  fault::check("sink", b.index);
   DeviceBuffers& buf = b.buffers();
   const gpu::Stream& stream = b.dev->stream;
   DeviceBatch& db = b.batch;

@@ -2,8 +2,6 @@
 
 #include <glob.h>
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <cctype>
 #include <filesystem>

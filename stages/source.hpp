@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "imgpipe/config.hpp"
+#include "imgpipe/fault.hpp"
 #include "input_order.hpp"
 #include "stage.hpp"
 #include "video.hpp"
@@ -74,6 +75,7 @@ class Source {
         w->flush = true;
         return w;
       }
+      fault::check("source", next_);
       const InputItem& in = items_[next_];
       const Step step = in.video ? video_step() : Step::image;
       if (step == Step::end) continue;  // the video is done: on to the next item

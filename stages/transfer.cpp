@@ -1,11 +1,14 @@
 #include "transfer.hpp"
 
+#include "imgpipe/fault.hpp"
+
 namespace imgpipe::stages {
 
 Work* Transfer::operator()(Work* w) const {
   if (!w->batch) return w;
   BusyTimer t(stats_);
   BatchSlot& b = *w->batch;
+  fault::check("transfer", b.index);
   DeviceBuffers& buf = b.buffers();
   const gpu::Stream& stream = b.dev->stream;
   if (ring_.zero_copy()) {

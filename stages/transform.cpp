@@ -5,6 +5,8 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include "imgpipe/fault.hpp"
+
 namespace imgpipe::stages {
 
 namespace {
@@ -87,6 +89,7 @@ void Transform::resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch) const 
 Work* Transform::operator()(Work* w) const {
   if (w->flush || !w->error.empty()) return w;
   BusyTimer t(stats_);
+  fault::check("transform", w->seq);
   if (resize_on_gpu_) {
     const std::size_t bytes = w->decoded.total() * w->decoded.elemSize();
     if (bytes <= frame_budget_ && w->decoded.isContinuous()) {

@@ -11,6 +11,9 @@
 #include <stdexcept>
 #include <sys/wait.h>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include "imgpipe/gpu.hpp"
 
 namespace fs = std::filesystem;
@@ -70,8 +73,8 @@ void write_bytes(const fs::path& p, const std::vector<unsigned char>& b) {
   if (!out) throw std::runtime_error("cannot write " + p.string());
 }
 
-int run_cli(const std::string& args, std::string* out) {
-  const std::string cmd = cli_path() + " " + args + " 2>&1";
+int run_cli(const std::string& args, std::string* out, const std::string& env) {
+  const std::string cmd = (env.empty() ? "" : env + " ") + cli_path() + " " + args + " 2>&1";
   FILE* f = ::popen(cmd.c_str(), "r");
   if (!f) throw std::runtime_error("popen failed");
   std::string text;
@@ -81,6 +84,40 @@ int run_cli(const std::string& args, std::string* out) {
   const int status = ::pclose(f);
   if (out) *out = text;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+fs::path opencv_data_dir() {
+  const fs::path d = "/usr/share/doc/opencv-doc/examples/data";
+  if (!fs::is_regular_file(d / "vtest.avi"))
+    throw std::runtime_error(d.string() +
+                             "/vtest.avi not found: install Debian's opencv-doc package "
+                             "(apt-get install opencv-doc; setup.sh does) for the video and image tests");
+  return d;
+}
+
+const std::vector<std::string>& launcher_variables() {
+  static const std::vector<std::string> v{"RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
+                                          "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID",
+                                          "SLURM_NTASKS", "SLURM_LOCALID", "PMI_RANK", "PMI_SIZE",
+                                          "MPI_LOCALRANKID"};
+  return v;
+}
+
+LogCapture::LogCapture() : old_(spdlog::default_logger()) {
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text_);
+  auto logger = std::make_shared<spdlog::logger>("capture", sink);
+  logger->set_level(spdlog::level::warn);
+  logger->set_pattern("%l: %v");
+  spdlog::set_default_logger(logger);
+}
+
+LogCapture::~LogCapture() { spdlog::set_default_logger(std::static_pointer_cast<spdlog::logger>(old_)); }
+
+int LogCapture::count(const std::string& needle) const {
+  const std::string t = text();
+  int n = 0;
+  for (auto pos = t.find(needle); pos != std::string::npos; pos = t.find(needle, pos + 1)) ++n;
+  return n;
 }
 
 }  // namespace imgpipe::test

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,7 +43,36 @@ bool have_gpu();
 std::vector<unsigned char> read_bytes(const std::filesystem::path& p);
 void write_bytes(const std::filesystem::path& p, const std::vector<unsigned char>& b);
 
-// Runs the imgpipe CLI with arguments; returns its exit code, output in *out (stdout+stderr).
-int run_cli(const std::string& args, std::string* out = nullptr);
+// Runs the imgpipe CLI with arguments through the shell; returns its exit
+// code, output in *out (stdout+stderr). `env` is prefixed to the command line
+// ("RANK=1 WORLD_SIZE=3").
+int run_cli(const std::string& args, std::string* out = nullptr, const std::string& env = "");
+
+// Real images and videos from Debian's opencv-doc package
+// (/usr/share/doc/opencv-doc/examples/data: vtest.avi, Megamind.avi,
+// basketball1.png, cards.png, ...). Throws std::runtime_error saying how to
+// install it when the folder is missing: the tests that use it fail, they do
+// not skip.
+std::filesystem::path opencv_data_dir();
+
+// The launchers' rank variables (RANK, WORLD_SIZE, OMPI_COMM_WORLD_*,
+// SLURM_*, PMI_*, LOCAL_RANK, ...): tests/main.cpp clears them so that a suite
+// started under srun or torchrun still sees the whole input.
+const std::vector<std::string>& launcher_variables();
+
+// Captures spdlog warnings (and worse) of the default logger while alive.
+class LogCapture {
+ public:
+  LogCapture();
+  ~LogCapture();
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  std::string text() const { return text_.str(); }
+  int count(const std::string& needle) const;
+
+ private:
+  std::shared_ptr<void> old_;  // the previous default logger
+  std::ostringstream text_;
+};
 
 }  // namespace imgpipe::test

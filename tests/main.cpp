@@ -2,8 +2,14 @@
 #include <doctest/doctest.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+
+#include "common.hpp"
+
 int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::err);  // tests check failures through reports, not logs
+  // A suite started by a launcher (srun, torchrun) must not shard its inputs.
+  for (const auto& v : imgpipe::test::launcher_variables()) ::unsetenv(v.c_str());
   doctest::Context ctx(argc, argv);
   return ctx.run();
 }

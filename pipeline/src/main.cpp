@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "imgpipe/bench_memory.hpp"
+#include "imgpipe/fault.hpp"
 #include "imgpipe/pipeline.hpp"
 
 namespace {
@@ -108,6 +109,12 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  try {
+    imgpipe::fault::from_environment();  // IMGPIPE_FAULT=stage:k, for tests and drills
+  } catch (const imgpipe::Error& e) {
+    std::cerr << "imgpipe: " << e.what() << "\n";
+    return 2;
+  }
   imgpipe::RunOptions opts;
   std::optional<imgpipe::Pipeline> pipeline;
   try {

@@ -134,7 +134,8 @@ TEST_CASE("cli: a run writes the JSON report") {
     CHECK(s["items_per_s"].get<double>() >= 0);
     CHECK(s["mb_per_s"].get<double>() >= 0);
   }
-  CHECK(names == std::set<std::string>{"source", "read", "decode", "transform", "pack", "transfer", "gpu_ops", "sink"});
+  CHECK(names == std::set<std::string>{"source", "read", "decode", "transform", "pack", "pack_copy", "transfer",
+                                       "gpu_ops", "sink"});
   for (const auto& s : j["stages"]) {
     const std::string n = s["name"];
     if (n == "decode" || n == "read" || n == "pack") CHECK(s["items"] == 3);
@@ -194,7 +195,7 @@ TEST_CASE("cli: a bad input is skipped (exit 0) under on_error: skip and fails t
   CHECK(contains(out, "run failed"));
 }
 
-TEST_CASE("cli: --device picks the backend; an absent GPU exits 1, a malformed value exits 2") {
+TEST_CASE("cli: --device picks the backend, an absent GPU exits 1, a malformed value exits 2") {
   TempDir d;
   copy_samples(d.path(), 1);
   write_config(d / "c.yaml");

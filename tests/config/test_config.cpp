@@ -98,11 +98,17 @@ TEST_CASE("config: the shipped pipeline.yaml states exactly the built-in default
   CHECK(def.staging.slots == 2);
   CHECK(def.staging.memory == imgpipe::StagingMemory::write_combined);
   CHECK(def.decode.max_pixels == 100'000'000);
-  CHECK(def.input.extensions ==
-        std::vector<std::string>{".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"});
+  CHECK(def.input.extensions == std::vector<std::string>{".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff",
+                                                         ".avi", ".mp4", ".mkv", ".mov", ".webm"});
+  CHECK(def.decode.reduced);
+  CHECK(def.decode.exif_orientation);
+  CHECK(def.input.loop == 1);
+  CHECK_FALSE(def.input.shuffle_seed.has_value());
+  CHECK(def.input.shard.rank == -1);
+  CHECK(def.input.video.stride == 1);
 }
 
-TEST_CASE("config: an empty document gives the defaults; values override them") {
+TEST_CASE("config: an empty document gives the defaults, values override them") {
   check_same(Config::from_yaml_string(""), Config{}, true);
   const Config c = Config::from_yaml_string(
       "input:\n"
@@ -243,7 +249,7 @@ TEST_CASE("config: bad enum values name the allowed values") {
   expect_error("sink:\n  type: file\n", "sink.type", 2, {"discard", "dump"});
 }
 
-TEST_CASE("config: devices accepts auto, cpu and ordinals; 'gpu' is not one of them") {
+TEST_CASE("config: devices accepts auto, cpu, all, ordinals and lists, 'gpu' is not one of them") {
   using Kind = imgpipe::DeviceSelection::Kind;
   CHECK(Config::from_yaml_string("devices: auto\n").devices.kind == Kind::automatic);
   CHECK(Config::from_yaml_string("devices: cpu\n").devices.kind == Kind::cpu);
@@ -252,7 +258,14 @@ TEST_CASE("config: devices accepts auto, cpu and ordinals; 'gpu' is not one of t
   CHECK(c.devices.ordinal == 3);
   expect_error("batch:\n  size: 2\ndevices: gpu\n", "devices", 3, {"'gpu'", "auto", "cpu"});
   expect_error("devices: -1\n", "devices", 1);
-  expect_error("devices: [0, 1]\n", "devices", 1);
+  // Several GPUs: all, or a list of distinct ordinals.
+  CHECK(Config::from_yaml_string("devices: all\n").devices.kind == imgpipe::DeviceSelection::Kind::all);
+  const Config two = Config::from_yaml_string("devices: [0, 1]\n");
+  CHECK(two.devices.kind == imgpipe::DeviceSelection::Kind::list);
+  CHECK(two.devices.ordinals == std::vector<int>{0, 1});
+  expect_error("devices: [0, 0]\n", "devices[1]", 1, {"twice"});
+  expect_error("devices: []\n", "devices", 1, {"empty"});
+  expect_error("devices: {a: 1}\n", "devices", 1);
   // The parser used by --device.
   CHECK_THROWS_AS(imgpipe::DeviceSelection::parse("gpu"), ConfigError);
   CHECK_THROWS_AS(imgpipe::DeviceSelection::parse("0x1"), ConfigError);
@@ -303,7 +316,7 @@ TEST_CASE("config: validate() checks structs built in code") {
   CHECK_THROWS_AS(imgpipe::Pipeline{c}, ConfigError);
 }
 
-TEST_CASE("config: from_yaml_file names the file; a missing file is a ConfigError") {
+TEST_CASE("config: from_yaml_file names the file, a missing file is a ConfigError") {
   imgpipe::test::TempDir dir;
   const auto path = dir / "bad.yaml";
   {

@@ -79,7 +79,7 @@ void check_against_opencv(const cv::Mat& src, int dw, int dh, Interp interp, con
 
 }  // namespace
 
-TEST_CASE("resize: CPU twin matches cv::resize on random images (exact; +-1 with IPP/HAL)") {
+TEST_CASE("resize: CPU twin matches cv::resize on random images (exact, +-1 with IPP/HAL)") {
   std::uint64_t seed = 1;
   for (Interp interp : {Interp::linear, Interp::nearest})
     for (int c : {1, 3, 4})

@@ -19,32 +19,10 @@
 using namespace imgpipe;
 using namespace imgpipe::memory;
 
+using imgpipe::test::LogCapture;
+
 namespace {
 constexpr std::size_t MiB = std::size_t{1} << 20;
-
-// Captures spdlog warnings of the default logger while alive.
-class LogCapture {
- public:
-  LogCapture() : old_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text_);
-    auto logger = std::make_shared<spdlog::logger>("capture", sink);
-    logger->set_level(spdlog::level::warn);
-    logger->set_pattern("%l: %v");
-    spdlog::set_default_logger(logger);
-  }
-  ~LogCapture() { spdlog::set_default_logger(old_); }
-  std::string text() const { return text_.str(); }
-  int count(const std::string& needle) const {
-    const std::string t = text();
-    int n = 0;
-    for (auto pos = t.find(needle); pos != std::string::npos; pos = t.find(needle, pos + 1)) ++n;
-    return n;
-  }
-
- private:
-  std::shared_ptr<spdlog::logger> old_;
-  std::ostringstream text_;
-};
 
 PoolOptions gpu_pool(MemoryKind kind) {
   PoolOptions o;

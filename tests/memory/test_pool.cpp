@@ -187,7 +187,7 @@ TEST_CASE("pool (GPU): reuse waits for the event of queued work") {
   }
 }
 
-TEST_CASE("pool (GPU): budget on page-locked bytes; mapped blocks have device pointers") {
+TEST_CASE("pool (GPU): budget on page-locked bytes, mapped blocks have device pointers") {
   if (!test::have_gpu()) return;
   PoolOptions o;
   o.kind = MemoryKind::mapped;

@@ -767,7 +767,7 @@ TEST_CASE("pipeline: request_stop() with drop_last still accounts for every inpu
   }
 }
 
-TEST_CASE("pipeline: an exception from the callback propagates; the pipeline runs again afterwards") {
+TEST_CASE("pipeline: an exception from the callback propagates, the pipeline runs again afterwards") {
   for (const auto& dev : imgpipe::test::test_devices()) {
     CAPTURE(dev_name(dev));
     Config cfg = base_config(32, 24, 4);
@@ -805,7 +805,7 @@ TEST_CASE("pipeline: an exception from the callback propagates; the pipeline run
   }
 }
 
-TEST_CASE("pipeline: no inputs is an error naming the paths; the report names every stage") {
+TEST_CASE("pipeline: no inputs is an error naming the paths, the report names every stage") {
   TempDir empty;
   Config cfg = base_config(32, 24, 4);
   cfg.input.paths = {empty.path().string()};
@@ -827,11 +827,13 @@ TEST_CASE("pipeline: no inputs is an error naming the paths; the report names ev
     std::vector<std::string> names;
     for (const auto& s : r.stages) names.push_back(s.name);
     CHECK(names ==
-          std::vector<std::string>{"source", "read", "decode", "transform", "pack", "transfer", "gpu_ops", "sink"});
+          std::vector<std::string>{"source", "read", "decode", "transform", "pack", "pack_copy", "transfer", "gpu_ops",
+                                   "sink"});
     for (const auto& s : r.stages) {
       CAPTURE(s.name);
       CHECK(s.busy_s >= 0);
-      if (s.name == "source" || s.name == "read" || s.name == "decode" || s.name == "transform" || s.name == "pack")
+      if (s.name == "source" || s.name == "read" || s.name == "decode" || s.name == "transform" || s.name == "pack" ||
+          s.name == "pack_copy")
         CHECK(s.items == 20);
       if (s.name == "transfer" || s.name == "gpu_ops" || s.name == "sink") CHECK(s.items == 5);
     }

@@ -78,7 +78,7 @@ TEST_CASE("source: a folder gives its images in byte order, filtered by extensio
   CHECK(good(discover_inputs(c), d.path()) == std::vector<std::string>{"B.JPG", "b.jpg", "j.gif"});
 }
 
-TEST_CASE("source: recursion on and off; depth-first in name order") {
+TEST_CASE("source: recursion on and off, depth-first in name order") {
   TempDir d;
   touch(d / "a.jpg");
   touch(d / "m" / "x.jpg");
@@ -119,7 +119,7 @@ TEST_CASE("source: glob patterns in the last component, filtered and sorted") {
   CHECK(none[0].error.find("no such file") != std::string::npos);
 }
 
-TEST_CASE("source: paths keep config order; the same file reached twice is delivered once") {
+TEST_CASE("source: paths keep config order, the same file reached twice is delivered once") {
   TempDir d;
   touch(d / "a.jpg");
   touch(d / "b.jpg");
@@ -185,7 +185,7 @@ TEST_CASE("source: an unreadable sub-folder (chmod 000)") {
   }
 }
 
-TEST_CASE("source: a dangling symlink is a failed item; file symlinks are followed") {
+TEST_CASE("source: a dangling symlink is a failed item, file symlinks are followed") {
   TempDir d;
   touch(d / "real.png");
   fs::create_symlink(d / "gone.jpg", d / "broken.jpg");

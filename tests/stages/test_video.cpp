@@ -1,0 +1,304 @@
+// Video inputs on real files from Debian's opencv-doc package: the reader
+// thread (every frame, in order, equal to cv::VideoCapture's; start, stride,
+// max_frames; truncated, empty and fake files), the prefetcher, and the source
+// stage that turns images and videos into work items.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+#include <opencv2/videoio.hpp>
+
+#include "common.hpp"
+#include "stages/source.hpp"
+#include "stages/video.hpp"
+
+namespace fs = std::filesystem;
+using imgpipe::stages::InputItem;
+using imgpipe::stages::is_video_path;
+using imgpipe::stages::Source;
+using imgpipe::stages::StageStats;
+using imgpipe::stages::VideoOptions;
+using imgpipe::stages::VideoPrefetcher;
+using imgpipe::stages::VideoReader;
+using imgpipe::stages::Work;
+using imgpipe::test::TempDir;
+
+namespace {
+
+fs::path data(const std::string& name) { return imgpipe::test::opencv_data_dir() / name; }
+
+// A cheap fingerprint of a frame: its channel sums and one row in full
+// (neighbouring frames of these videos differ in both).
+std::uint64_t fingerprint(const cv::Mat& m) {
+  std::uint64_t h = 1469598103934665603ull ^ (static_cast<std::uint64_t>(m.cols) << 32) ^ static_cast<std::uint64_t>(m.rows);
+  const cv::Scalar sum = cv::sum(m);
+  for (int c = 0; c < 3; ++c) h = (h ^ static_cast<std::uint64_t>(sum[c])) * 1099511628211ull;
+  const auto* p = m.ptr<std::uint8_t>(m.rows / 2);
+  for (std::size_t x = 0; x < m.cols * m.elemSize(); ++x) h = (h ^ p[x]) * 1099511628211ull;
+  return h;
+}
+
+// Every frame of a file as cv::VideoCapture (FFmpeg) reads it: fingerprints.
+std::vector<std::uint64_t> direct_frames(const fs::path& p) {
+  cv::VideoCapture cap(p.string(), cv::CAP_FFMPEG);
+  REQUIRE(cap.isOpened());
+  std::vector<std::uint64_t> v;
+  cv::Mat f;
+  while (cap.read(f)) v.push_back(fingerprint(f));
+  return v;
+}
+
+struct Read {
+  std::vector<std::int64_t> index;
+  std::vector<std::uint64_t> print;
+  std::string error;
+  std::int64_t stopped_at = -1;
+};
+
+Read read_all(const fs::path& p, VideoOptions o = {}, std::size_t depth = 4) {
+  VideoReader r(p.string(), o, depth);
+  Read out;
+  cv::Mat f;
+  std::int64_t i = -1;
+  while (r.next(f, i)) {
+    REQUIRE(f.type() == CV_8UC3);
+    out.index.push_back(i);
+    out.print.push_back(fingerprint(f));
+  }
+  out.error = r.error();
+  out.stopped_at = r.stopped_at();
+  return out;
+}
+
+// A copy of `src` cut to `fraction` of its bytes.
+fs::path truncated_copy(const fs::path& src, const fs::path& dst, double fraction) {
+  const auto b = imgpipe::test::read_bytes(src);
+  imgpipe::test::write_bytes(dst, std::vector<unsigned char>(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(b.size() * fraction)));
+  return dst;
+}
+
+}  // namespace
+
+TEST_CASE("video: is_video_path knows the FFmpeg container extensions, case-insensitively") {
+  for (const char* p : {"a.avi", "b.MP4", "dir.x/c.mkv", "d.mov", "e.webm", "f.m4v", "g.mpg", "h.ts", "i.OGV"})
+    CHECK(is_video_path(p));
+  for (const char* p : {"a.jpg", "b.png", "mp4", "c.mp4.txt", "avi/readme", ""}) CHECK_FALSE(is_video_path(p));
+}
+
+TEST_CASE("video: the reader delivers every frame of vtest.avi in order, equal to cv::VideoCapture's") {
+  const fs::path p = data("vtest.avi");
+  const auto direct = direct_frames(p);
+  REQUIRE(direct.size() > 700);  // 795 in opencv-doc 4.6
+  const Read r = read_all(p);
+  CHECK(r.error.empty());
+  CHECK(r.index.size() == direct.size());
+  for (std::size_t i = 0; i < r.index.size(); ++i) {
+    REQUIRE(r.index[i] == static_cast<std::int64_t>(i));
+    REQUIRE(r.print[i] == direct[i]);
+  }
+}
+
+TEST_CASE("video: start, stride and max_frames pick the frames (a start past the end gives none, no error)") {
+  const fs::path p = data("Megamind.avi");
+  const auto direct = direct_frames(p);
+  REQUIRE(direct.size() == 270);
+  {
+    const Read r = read_all(p, VideoOptions{5, 7, 10});
+    CHECK(r.error.empty());
+    REQUIRE(r.index.size() == 10);
+    for (std::size_t k = 0; k < 10; ++k) {
+      CHECK(r.index[k] == 5 + 7 * static_cast<std::int64_t>(k));
+      CHECK(r.print[k] == direct[static_cast<std::size_t>(r.index[k])]);
+    }
+  }
+  {
+    const Read r = read_all(p, VideoOptions{250, 6, 0});  // 250, 256, 262, 268
+    CHECK(r.error.empty());
+    CHECK(r.index == std::vector<std::int64_t>{250, 256, 262, 268});
+  }
+  {
+    const Read r = read_all(p, VideoOptions{1000, 1, 0});
+    CHECK(r.error.empty());
+    CHECK(r.index.empty());
+  }
+}
+
+TEST_CASE("video: a truncated file delivers its good frames, then an error with the frame where it stopped") {
+  TempDir d;
+  for (const char* name : {"vtest.avi", "Megamind.avi"}) {
+    CAPTURE(name);
+    const fs::path cut = truncated_copy(data(name), d / name, 0.4);
+    const auto direct = direct_frames(data(name));
+    const Read r = read_all(cut);
+    CAPTURE(r.error);
+    REQUIRE_FALSE(r.error.empty());
+    CHECK(r.error.find("stream broke at frame " + std::to_string(r.stopped_at)) != std::string::npos);
+    CHECK(r.error.find("of " + std::to_string(direct.size()) + " declared") != std::string::npos);
+    CHECK(r.stopped_at == static_cast<std::int64_t>(r.index.size()));
+    // About 40% of the frames, each equal to the intact file's.
+    CHECK(r.index.size() > direct.size() / 4);
+    CHECK(r.index.size() < direct.size() / 2);
+    for (std::size_t i = 0; i + 1 < r.index.size(); ++i) CHECK(r.print[i] == direct[i]);  // the last may be cut
+  }
+}
+
+TEST_CASE("video: an AVI whose empty 'repeat' chunks count as frames is not reported as broken (tree.avi)") {
+  // tree.avi declares 444 frames but stores 68 images; the rest are empty
+  // chunks that repeat the previous frame. Its last frame is at 443 / fps.
+  const fs::path p = data("tree.avi");
+  const auto direct = direct_frames(p);
+  const Read r = read_all(p);
+  CHECK(r.error.empty());
+  CHECK(r.index.size() == direct.size());
+}
+
+TEST_CASE("video: files that are not videos, or empty, fail at frame 0 with the reason") {
+  TempDir d;
+  std::ofstream(d / "fake.mp4") << "this is a text file, not a video\n";
+  std::ofstream(d / "empty.avi");
+  for (const char* name : {"fake.mp4", "empty.avi", "missing.mkv"}) {
+    CAPTURE(name);
+    const Read r = read_all(d / name);
+    CHECK(r.index.empty());
+    CHECK(r.stopped_at == 0);
+    CHECK(r.error.find("cannot open video") != std::string::npos);
+  }
+}
+
+TEST_CASE("video: a reader destroyed mid-file, its queue full, stops and joins at once") {
+  for (std::size_t depth : {1, 4}) {
+    VideoReader r(data("vtest.avi").string(), {}, depth);
+    cv::Mat f;
+    std::int64_t i = -1;
+    REQUIRE(r.next(f, i));
+    CHECK(i == 0);
+  }  // destructor: stop() wakes the thread blocked on the full queue
+  CHECK(true);
+}
+
+TEST_CASE("video: the prefetcher opens up to `ahead` upcoming videos, in list order, skipping images") {
+  std::vector<InputItem> items{{data("Megamind.avi").string(), -1, {}, true},
+                               {"image.jpg", -1, {}, false},
+                               {data("tree.avi").string(), -1, {}, true},
+                               {data("vtest.avi").string(), -1, {}, true}};
+  VideoPrefetcher pf(items, {}, 2);
+  pf.prefetch(0);
+  CHECK(pf.open_readers() == 2);  // Megamind and tree
+  VideoReader& m = pf.reader(0);
+  cv::Mat f;
+  std::int64_t i = -1;
+  REQUIRE(m.next(f, i));
+  pf.release(0);
+  pf.prefetch(1);
+  CHECK(pf.open_readers() == 2);  // tree and vtest
+  VideoReader& t = pf.reader(2);
+  std::int64_t n = 0;
+  while (t.next(f, i)) ++n;
+  CHECK(n == 68);
+  pf.stop_all();
+  CHECK(pf.open_readers() == 0);
+}
+
+TEST_CASE("video: the source emits images, every frame of a video (predecoded), and one failure per broken video") {
+  TempDir d;
+  const fs::path cut = truncated_copy(data("Megamind.avi"), d / "cut.avi", 0.4);
+  std::ofstream(d / "fake.mp4") << "not a video";
+  std::vector<InputItem> items{{"a.jpg", -1, {}, false},
+                               {data("Megamind.avi").string(), -1, {}, true},
+                               {cut.string(), -1, {}, true},
+                               {"b.png", -1, {}, false},
+                               {(d / "fake.mp4").string(), -1, {}, true},
+                               {"missing.avi", -1, "no such file or directory", false}};
+  StageStats stats("source");
+  std::atomic<bool> stop{false};
+  imgpipe::VideoConfig vc;
+  vc.stride = 2;
+  Source src(items, vc, 2, stats, stop);
+  // One recycled Work, as a pool of one token would give.
+  Work w;
+  struct Seen {
+    std::uint64_t seq;
+    std::int64_t frame;
+    bool predecoded;
+    std::string error;
+  };
+  std::vector<Seen> seen;
+  for (;;) {
+    Work* x = src.next([&] { return &w; });
+    if (!x) break;
+    if (x->flush) continue;
+    if (x->predecoded) {
+      CHECK(x->decoded.type() == CV_8UC3);
+      CHECK(x->decoded.cols == 720);
+    }
+    seen.push_back({x->seq, x->frame, x->predecoded, x->error});
+  }
+  // a.jpg, 135 frames of Megamind (stride 2), the cut file's frames then its
+  // failure, b.png, fake.mp4's failure, missing.avi (read stage fails it).
+  REQUIRE(seen.size() > 140);
+  CHECK(seen[0].seq == 0);
+  CHECK_FALSE(seen[0].predecoded);
+  CHECK(seen[0].frame == -1);
+  std::size_t k = 1;
+  for (std::int64_t f = 0; f < 270; f += 2, ++k) {
+    REQUIRE(seen[k].seq == 1);
+    CHECK(seen[k].predecoded);
+    CHECK(seen[k].frame == f);
+  }
+  std::int64_t last = -2;
+  for (; seen[k].seq == 2 && seen[k].predecoded; ++k) {
+    CHECK(seen[k].frame == last + 2);
+    last = seen[k].frame;
+  }
+  CHECK(last > 80);
+  REQUIRE(seen[k].seq == 2);
+  CHECK(seen[k].error.find("stream broke") != std::string::npos);
+  CHECK(seen[k].frame > last);
+  CHECK(seen[k].frame <= last + 2);
+  ++k;
+  CHECK(seen[k].seq == 3);
+  CHECK_FALSE(seen[k].predecoded);
+  ++k;
+  CHECK(seen[k].seq == 4);
+  CHECK(seen[k].frame == 0);
+  CHECK(seen[k].error.find("cannot open video") != std::string::npos);
+  ++k;
+  CHECK(seen[k].seq == 5);
+  CHECK(seen[k].error.empty());  // discovery errors are set by the read stage
+  CHECK_FALSE(seen[k].predecoded);
+  CHECK(k + 1 == seen.size());
+  CHECK(src.emitted() == seen.size());
+  CHECK(stats.items == seen.size());
+  CHECK(src.not_reached() == 0);
+  CHECK(src.complete());
+}
+
+TEST_CASE("video: a stop mid-video ends the source: that video is not counted as not reached, later items are") {
+  std::vector<InputItem> items{{data("vtest.avi").string(), -1, {}, true},
+                               {"a.jpg", -1, {}, false},
+                               {data("Megamind.avi").string(), -1, {}, true}};
+  StageStats stats("source");
+  std::atomic<bool> stop{false};
+  Source src(items, {}, 2, stats, stop);
+  Work w;
+  int frames = 0;
+  for (;;) {
+    Work* x = src.next([&] { return &w; });
+    REQUIRE(x);
+    if (x->flush) break;
+    if (++frames == 10) stop = true;
+  }
+  CHECK(frames == 10);
+  CHECK(src.next([&] { return &w; }) == nullptr);
+  CHECK(src.emitted() == 10);
+  CHECK(src.not_reached() == 2);
+  CHECK_FALSE(src.complete());
+}
