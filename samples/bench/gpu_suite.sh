@@ -21,16 +21,20 @@ if has tests; then
   grep -E "test cases|assertions|ERROR|FATAL|real" "$out/tests.log" | head -30
 fi
 if has sanitize; then
-  echo "== compute-sanitizer"
-  k='resize*,letterbox*,center_crop*,fused*,normalize*,checksum*'
-  m='memory*,pool*,fallback*,staging*,memread*,HostBuffer*,host registration*,pipeline: copy*,pipeline: staging*'
-  for tool in memcheck racecheck synccheck initcheck; do
-    for set in kernels memory; do
-      f=$k; [ $set = memory ] && f=$m
-      [ $tool = initcheck ] && [ $set = memory ] && continue  # initcheck: kernels (pinned memory reads by copies are flagged by design)
-      timeout 280 compute-sanitizer --tool $tool --error-exitcode 9 $run bin/imgpipe_tests -tc="$f" > "$out/san_${tool}_$set.log" 2>&1
-      echo "$tool $set rc=$? $(grep -E 'ERROR SUMMARY|test cases' "$out/san_${tool}_$set.log" | tr '\n' ' ')"
-    done
+  echo "== compute-sanitizer (each tool on the kernel tests and on the memory/transfer tests)"
+  k='resize:*,letterbox:*,center_crop:*,fused:*,normalize:*,checksum:*'
+  m='memory resource*,pool*,fallback*,staging ring*,memread*,HostBuffer*,host registration*,pipeline: staging*'
+  t='pipeline: copy, zero_copy*'
+  : > "$out/sanitizer.log"
+  for spec in "memcheck:kernels:110" "racecheck:kernels:80" "initcheck:kernels:60" "memcheck:memory:80" \
+              "racecheck:memory:45" "synccheck:memory:45" "memcheck:transfer:90"; do
+    IFS=: read -r tool set limit <<< "$spec"
+    f=$k; [ "$set" = memory ] && f=$m; [ "$set" = transfer ] && f=$t
+    extra=""; [ "$tool" = memcheck ] && extra="--leak-check full"
+    timeout "$limit" compute-sanitizer --tool "$tool" $extra --error-exitcode 9 $run bin/imgpipe_tests -tc="$f" > /tmp/san.log 2>&1
+    rc=$?
+    { echo "=== $tool $set rc=$rc"; grep -E "ERROR SUMMARY|LEAK SUMMARY|test cases|Error|error" /tmp/san.log | head -20; } >> "$out/sanitizer.log"
+    echo "$tool $set rc=$rc $(grep -E 'ERROR SUMMARY|test cases' /tmp/san.log | tr '\n' ' ')"
   done
 fi
 if has kernels; then
@@ -43,9 +47,9 @@ fi
 if has w1; then
   echo "== W1"
   w=/tmp/w1work
-  IMGPIPE="$run bin/imgpipe" MAKE_CORPUS="$run bin/imgpipe_make_corpus" samples/bench/w1.sh "$photos" $w 5 > "$out/w1_default.log" 2>&1
-  grep -E "^W1|backend|transfer" "$out/w1_default.log"
-  for v in "resize_cpu:transform.resize.where=cpu" "normalize_cpu:transform.normalize.where=cpu" \
+  IMGPIPE="$run bin/imgpipe" MAKE_CORPUS="$run bin/imgpipe_make_corpus" samples/bench/w1.sh "$photos" $w 5 > /tmp/w1_default.log 2>&1
+  cat /tmp/w1_default.log >> "$out/w1.log"; grep -E "^W1|backend|transfer" /tmp/w1_default.log
+  for v in "resize_gpu:transform.resize.where=gpu" "normalize_cpu:transform.normalize.where=cpu" \
            "zero_copy:staging.transfer=zero_copy" "pageable:staging.transfer=pageable" "pinned:staging.memory=pinned"; do
     name=${v%%:*}; kv=${v#*:}; key=${kv%%=*}; val=${kv#*=}
     python3 - "$key" "$val" > /tmp/w1_$name.yaml <<'PY'
@@ -58,10 +62,12 @@ elif sect == "transform.normalize": text = text.replace("where: auto}", f"where:
 elif sect == "staging": text = text.replace("memory: write_combined}", f"memory: write_combined, {leaf}: {val}}}") if leaf != "memory" else text.replace("memory: write_combined", f"memory: {val}")
 print(text)
 PY
-    CONFIG=/tmp/w1_$name.yaml IMGPIPE="$run bin/imgpipe" samples/bench/w1.sh "$photos" $w 3 > "$out/w1_$name.log" 2>&1
-    echo "[$name] $(grep -E '^W1' "$out/w1_$name.log") | $(grep -E 'transfer ' "$out/w1_$name.log" | head -1)"
+    CONFIG=/tmp/w1_$name.yaml IMGPIPE="$run bin/imgpipe" samples/bench/w1.sh "$photos" $w 3 > /tmp/w1_$name.log 2>&1
+    { echo "=== $name"; cat /tmp/w1_$name.log; } >> "$out/w1.log"
+    echo "[$name] $(grep -E '^W1' /tmp/w1_$name.log) | $(grep -E 'transfer ' /tmp/w1_$name.log | head -1)"
   done
-  $run bin/imgpipe --config configs/w1.yaml --input $w/w1 --device cpu --report "$out/w1_host.json" 2>&1 | grep -E "^run|bottleneck" | head -3
+  $run bin/imgpipe --config configs/w1.yaml --input $w/w1 --device cpu 2>&1 | tee -a "$out/w1.log" | grep -E "^run|bottleneck" | head -3
+  $run bin/imgpipe --config configs/w1.yaml --input $w/w1 2>&1 | tee -a "$out/w1.log" | tail -14
 fi
 if has peers; then
   echo "== peers"; timeout 300 python3 samples/bench/peers.py /tmp/w1work/w1 --json "$out/peers.json" 2>&1 | tail -6
@@ -69,6 +75,6 @@ fi
 if has decode; then
   echo "== reduced decode"
   if [ -x .gpu/bin/imgpipe_bench_decode ]; then
-    timeout 200 $run bin/imgpipe_bench_decode /tmp/w1work/w1 2>&1 | tee "$out/bench_decode.txt" | tail -15
+    timeout 200 $run bin/imgpipe_bench_decode --dir /tmp/w1work/w1 --targets 640x360,320x320,224x224 2>&1 | tee "$out/bench_decode.txt" | tail -15
   fi
 fi

@@ -69,8 +69,8 @@ struct ResizeConfig {
   Interpolation interpolation = Interpolation::linear;
   int pad_value = 114;  // letterbox padding, 0..255
   // cpu: resize in the transform stage; gpu: stage the decoded frames and
-  // resize (fused with normalise) on the GPU; auto: gpu with a CUDA device and
-  // linear/nearest interpolation, else cpu.
+  // resize (fused with normalise) on the GPU; auto: cpu (measured faster on
+  // the H200 machine; see configs/pipeline.yaml).
   Where where = Where::automatic;
 };
 
