@@ -180,7 +180,13 @@ StageReport make_stage_report(const stages::StageStats& s, int concurrency, doub
 
 Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   const Config& cfg = impl_->config;
-  impl_->stop.store(false);
+  // A stop requested before or during this run applies to it (a signal can
+  // arrive while inputs are being discovered); the request is spent when the
+  // run ends, however it ends, so the next run starts afresh.
+  struct ClearStop {
+    std::atomic<bool>& stop;
+    ~ClearStop() { stop.store(false); }
+  } clear_stop{impl_->stop};
   const auto t_start = std::chrono::steady_clock::now();
 
   const std::vector<int> device_ids = select_devices(options.device.value_or(cfg.devices));

@@ -106,3 +106,17 @@ TEST_CASE("faults: a sticky CUDA error ends the run with a clear message and exi
     }
   }
 }
+
+TEST_CASE("faults: a stop requested before run() applies to that run only") {
+  Config c = fault_config();
+  c.devices = DeviceSelection::parse("cpu");
+  Pipeline p(c);
+  p.request_stop();  // e.g. a signal while inputs are still being discovered
+  const Report stopped = p.run();
+  CHECK(stopped.interrupted);
+  CHECK(stopped.inputs.delivered == 0);
+  CHECK(stopped.inputs.not_processed == test::sample_images().size());
+  const Report next = p.run();
+  CHECK_FALSE(next.interrupted);
+  CHECK(next.inputs.delivered == test::sample_images().size());
+}

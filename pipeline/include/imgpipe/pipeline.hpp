@@ -45,7 +45,8 @@ class Pipeline {
   // in-flight frames finish, and the report says interrupted.
   Report run(const BatchCallback& callback = {}, const RunOptions& options = {});
 
-  // Thread- and async-signal-safe: asks a running run() to stop soon.
+  // Thread- and async-signal-safe: asks the current (or the next) run() to
+  // stop soon; the request is spent when that run returns.
   void request_stop() noexcept;
 
   const Config& config() const noexcept;

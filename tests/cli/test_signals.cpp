@@ -1,0 +1,76 @@
+// SIGINT/SIGTERM: the CLI stops within a second, prints the report marked
+// interrupted, writes the JSON report with full accounting, exits 130.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common.hpp"
+
+extern char** environ;
+
+namespace {
+
+// Starts `sh -c cmd`, returns its pid.
+pid_t spawn_shell(const std::string& cmd) {
+  pid_t pid = 0;
+  const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
+  REQUIRE(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char* const*>(argv), environ) == 0);
+  return pid;
+}
+
+}  // namespace
+
+TEST_CASE("cli: SIGINT and SIGTERM stop a long run within a second, report it interrupted, exit 130") {
+  using clock = std::chrono::steady_clock;
+  for (int sig : {SIGINT, SIGTERM}) {
+    CAPTURE(sig);
+    imgpipe::test::TempDir d;
+    const auto cfg = d / "long.yaml";
+    std::ofstream(cfg) << "input: {paths: [" << imgpipe::test::sample_dir().string() << "], loop: 100000}\n"
+                       << "transform: {resize: {width: 32, height: 24}}\nbatch: {size: 8}\ndevices: cpu\n";
+    const auto report = d / "r.json";
+    const auto log = d / "log.txt";
+    // exec: the signal goes to imgpipe itself, not to a shell around it.
+    const pid_t pid = spawn_shell("exec " + imgpipe::test::cli_path() + " --config " + cfg.string() + " --report " +
+                                  report.string() + " >" + log.string() + " 2>&1");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // well into a ~2 000 000-image run
+    REQUIRE(::kill(pid, sig) == 0);
+    const auto t0 = clock::now();
+    int status = 0;
+    pid_t done = 0;
+    while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 && clock::now() - t0 < std::chrono::seconds(10))
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (done == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      FAIL("imgpipe did not stop within 10 s of the signal");
+    }
+    const double stop_s = std::chrono::duration<double>(clock::now() - t0).count();
+    CHECK(stop_s < 1.0);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 130);
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    CAPTURE(text);
+    CHECK(text.find("INTERRUPTED") != std::string::npos);
+    std::ifstream rj(report);
+    REQUIRE(rj);
+    const auto j = nlohmann::json::parse(rj);
+    CHECK(j["interrupted"] == true);
+    const auto& i = j["inputs"];
+    CHECK(i["delivered"].get<std::uint64_t>() > 0);
+    CHECK(i["not_processed"].get<std::uint64_t>() > 0);
+    CHECK(i["discovered"].get<std::uint64_t>() ==
+          i["delivered"].get<std::uint64_t>() + i["failed"].get<std::uint64_t>() +
+              i["dropped"].get<std::uint64_t>() + i["not_processed"].get<std::uint64_t>());
+  }
+}
