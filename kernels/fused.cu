@@ -42,9 +42,16 @@
 #include "fused.hpp"
 #include "resize_math.hpp"
 #include "resize_plan.hpp"
+#include "device_common.cuh"
 
 namespace imgpipe::kernels {
 namespace {
+using detail::bits16;
+using detail::convert;
+using detail::current_device;
+using detail::ImageArg;
+using detail::sm_count;
+using detail::store4;
 
 using detail::linear_tap;
 using detail::LinearTap;
@@ -59,16 +66,6 @@ constexpr int kMaxSmem = 48 * 1024;  // dynamic shared memory per block (no opt-
 // (32 x 1920x1080 -> 640x640) 4 blocks per SM ran faster than 6 or 8 (which
 // also spill): the kernel is issue-bound, not latency-bound.
 constexpr int kMinBlocks = 4;
-
-struct ImageArg {
-  const unsigned char* src;  // pixel (0, 0)
-  int size;                  // bytes from pixel (0, 0) to the end of the last row (< 1 GiB, validated)
-  int pitch;
-  double scale_x, scale_y;
-  int sw, sh;
-  int x0, y0, rw, rh;
-  int index;  // position in the output batch
-};
 
 struct Args {
   ImageArg img[kMaxImages];
@@ -91,33 +88,6 @@ static_assert(sizeof(Args) <= 4000, "kernel arguments must stay under 4 KiB");
 // normalize_value(): three IEEE float32 operations rounded to nearest, as in normalize.cu.
 __device__ __forceinline__ float normalized(int v, float scale, float mean, float stdv) {
   return __fdiv_rn(__fsub_rn(__fmul_rn(static_cast<float>(v), scale), mean), stdv);
-}
-template <typename T>
-__device__ __forceinline__ T convert(float v);
-template <>
-__device__ __forceinline__ float convert<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half convert<__half>(float v) { return __float2half_rn(v); }
-
-template <typename T>
-__device__ __forceinline__ unsigned bits16(T v) {
-  return static_cast<unsigned>(__half_as_ushort(v));
-}
-
-// Four consecutive output values at p (aligned to 4 elements) in one store.
-template <typename OutT>
-__device__ __forceinline__ void store4(OutT* p, OutT v0, OutT v1, OutT v2, OutT v3) {
-  if constexpr (std::is_same_v<OutT, float>) {
-    *reinterpret_cast<float4*>(p) = make_float4(v0, v1, v2, v3);
-  } else if constexpr (std::is_same_v<OutT, __half>) {
-    uint2 v;
-    v.x = bits16(v0) | (bits16(v1) << 16);
-    v.y = bits16(v2) | (bits16(v3) << 16);
-    *reinterpret_cast<uint2*>(p) = v;
-  } else {
-    *reinterpret_cast<unsigned*>(p) = static_cast<unsigned>(v0) | (static_cast<unsigned>(v1) << 8) |
-                                      (static_cast<unsigned>(v2) << 16) | (static_cast<unsigned>(v3) << 24);
-  }
 }
 
 // Copies the 16 bytes of an image at image offset o (16-byte aligned in
@@ -333,25 +303,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_linear_kernel(cons
 
 // Streaming multiprocessors of the current device and resident blocks of a
 // kernel at a shared-memory size (both cached).
-int current_device() {
-  int dev = 0;
-  IMGPIPE_CUDA_TRY(cudaGetDevice(&dev));
-  return dev;
-}
-
-int sm_count(int dev) {
-  static std::atomic<int> cache[64] = {};
-  if (dev >= 0 && dev < 64) {
-    const int v = cache[dev].load(std::memory_order_relaxed);
-    if (v > 0) return v;
-  }
-  int n = 0;
-  IMGPIPE_CUDA_TRY(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-  n = std::max(n, 1);
-  if (dev >= 0 && dev < 64) cache[dev].store(n, std::memory_order_relaxed);
-  return n;
-}
-
 template <typename Kernel>
 int blocks_per_sm(Kernel k, int smem) {
   // Per instantiation: the last shared-memory size asked for and its answer.
@@ -434,20 +385,7 @@ bool fused_linear_gpu(const FusedParams& p, cudaStream_t stream) {
   for (int first = 0; first < b.batch; first += kMaxImages) {
     const int n = std::min(kMaxImages, b.batch - first);
     for (int k = 0; k < n; ++k) {
-      const detail::ImagePlan q = detail::plan_image(b, first + k);
-      ImageArg& g = a.img[k];
-      g.src = q.src;
-      g.size = static_cast<int>(static_cast<std::size_t>(q.sh - 1) * q.pitch + static_cast<std::size_t>(q.sw) * C);
-      g.pitch = static_cast<int>(q.pitch);
-      g.scale_x = q.scale_x;
-      g.scale_y = q.scale_y;
-      g.sw = q.sw;
-      g.sh = q.sh;
-      g.x0 = q.x0;
-      g.y0 = q.y0;
-      g.rw = q.rw;
-      g.rh = q.rh;
-      g.index = first + k;
+      a.img[k] = detail::image_arg(b, first + k, C);
     }
     a.images = n;
     switch (p.dtype) {

@@ -18,9 +18,13 @@
 
 #include "cuda_check.hpp"
 #include "normalize.hpp"
+#include "device_common.cuh"
 
 namespace imgpipe::kernels {
 namespace {
+using detail::convert;
+using detail::sm_count;
+using detail::store4;
 
 struct Coeffs {
   float scale;
@@ -29,12 +33,6 @@ struct Coeffs {
   int map[4];
 };
 
-template <typename T>
-__device__ __forceinline__ T convert(float v);
-template <>
-__device__ __forceinline__ float convert<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half convert<__half>(float v) { return __float2half_rn(v); }
 
 template <typename T, int C, bool NCHW>
 __global__ void normalize_kernel(const unsigned char* __restrict__ src, size_t pitch, size_t stride,
@@ -59,27 +57,6 @@ __global__ void normalize_kernel(const unsigned char* __restrict__ src, size_t p
       if constexpr (NCHW) out[c * pixels + i] = o;
       else out[i * C + c] = o;
     }
-  }
-}
-
-template <typename T>
-__device__ __forceinline__ unsigned bits16(T v) {
-  return static_cast<unsigned>(__half_as_ushort(v));
-}
-
-// Four consecutive outputs at p (aligned to 4 elements) in one store.
-template <typename T>
-__device__ __forceinline__ void store4(T* p, T v0, T v1, T v2, T v3) {
-  if constexpr (std::is_same_v<T, float>) {
-    *reinterpret_cast<float4*>(p) = make_float4(v0, v1, v2, v3);
-  } else if constexpr (std::is_same_v<T, __half>) {
-    uint2 v;
-    v.x = bits16(v0) | (bits16(v1) << 16);
-    v.y = bits16(v2) | (bits16(v3) << 16);
-    *reinterpret_cast<uint2*>(p) = v;
-  } else {
-    *reinterpret_cast<unsigned*>(p) = static_cast<unsigned>(v0) | (static_cast<unsigned>(v1) << 8) |
-                                      (static_cast<unsigned>(v2) << 16) | (static_cast<unsigned>(v3) << 24);
   }
 }
 
@@ -193,21 +170,6 @@ __global__ void __launch_bounds__(kQuadThreads, kQuadMinBlocks) normalize_quad_k
     convert_store(wb, w0);
     if (second) convert_store(wb + step, w1);
   }
-}
-
-int sm_count() {
-  int dev = 0;
-  IMGPIPE_CUDA_TRY(cudaGetDevice(&dev));
-  static std::atomic<int> cache[64] = {};
-  if (dev >= 0 && dev < 64) {
-    const int v = cache[dev].load(std::memory_order_relaxed);
-    if (v > 0) return v;
-  }
-  int n = 0;
-  IMGPIPE_CUDA_TRY(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-  n = n > 0 ? n : 1;
-  if (dev >= 0 && dev < 64) cache[dev].store(n, std::memory_order_relaxed);
-  return n;
 }
 
 template <typename T, int C>

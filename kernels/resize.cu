@@ -32,6 +32,7 @@
 #include "cuda_check.hpp"
 #include "resize_math.hpp"
 #include "resize_plan.hpp"
+#include "device_common.cuh"
 
 namespace imgpipe::kernels {
 namespace detail {
@@ -42,16 +43,6 @@ constexpr int kCols = 4;            // columns per thread (strided by 32)
 constexpr int kTileW = 32 * kCols;  // 128
 constexpr int kMaxImages = 32;      // images per launch (kernel-argument array, < 4 KiB)
 constexpr int kMinBlocks = 4;       // 64 registers, no spills (ptxas -v), 32 warps per SM
-
-struct ImageArg {
-  const unsigned char* src;  // pixel (0, 0)
-  int size;                  // bytes from pixel (0, 0) to the end of the last row (< 1 GiB, validated)
-  int pitch;
-  double scale_x, scale_y;
-  int sw, sh;
-  int x0, y0, rw, rh;
-  int index;  // position in the output batch
-};
 
 struct Args {
   ImageArg img[kMaxImages];
@@ -70,22 +61,6 @@ struct Args {
   float stdv[4];
 };
 static_assert(sizeof(Args) <= 4000, "kernel arguments must stay under 4 KiB");
-
-// Streaming multiprocessors of the current device (cached per device).
-int sm_count() {
-  int dev = 0;
-  IMGPIPE_CUDA_TRY(cudaGetDevice(&dev));
-  static std::atomic<int> cache[64] = {};
-  if (dev >= 0 && dev < 64) {
-    const int v = cache[dev].load(std::memory_order_relaxed);
-    if (v > 0) return v;
-  }
-  int n = 0;
-  IMGPIPE_CUDA_TRY(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-  n = std::max(n, 1);
-  if (dev >= 0 && dev < 64) cache[dev].store(n, std::memory_order_relaxed);
-  return n;
-}
 
 // Bytes [o, o + need) of an image (offsets from its pixel (0, 0) at src, whose
 // address is `mis` past an 8-byte boundary; the image has `size` bytes),
@@ -112,12 +87,6 @@ __device__ __forceinline__ int byte_of(unsigned long long v, int k) { return sta
 __device__ __forceinline__ float normalized(int v, float scale, float mean, float stdv) {
   return __fdiv_rn(__fsub_rn(__fmul_rn(static_cast<float>(v), scale), mean), stdv);
 }
-template <typename T>
-__device__ __forceinline__ T convert(float v);
-template <>
-__device__ __forceinline__ float convert<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half convert<__half>(float v) { return __float2half_rn(v); }
 
 // Output values per (channel, u8 value): a table built by each block (float
 // outputs) or the value itself (uint8 outputs).
@@ -308,20 +277,7 @@ void resample_gpu(const ResizeBatch& b, const OutputSpec& out, CUstream_st* stre
   for (int first = 0; first < b.batch; first += kMaxImages) {
     const int n = std::min(kMaxImages, b.batch - first);
     for (int k = 0; k < n; ++k) {
-      const ImagePlan p = plan_image(b, first + k);
-      ImageArg& g = a.img[k];
-      g.src = p.src;
-      g.size = static_cast<int>(static_cast<std::size_t>(p.sh - 1) * p.pitch + static_cast<std::size_t>(p.sw) * C);
-      g.pitch = static_cast<int>(p.pitch);
-      g.scale_x = p.scale_x;
-      g.scale_y = p.scale_y;
-      g.sw = p.sw;
-      g.sh = p.sh;
-      g.x0 = p.x0;
-      g.y0 = p.y0;
-      g.rw = p.rw;
-      g.rh = p.rh;
-      g.index = first + k;
+      a.img[k] = image_arg(b, first + k, C);
     }
     a.images = n;
     // One wave: as many blocks as fit at once, each strip's rows split evenly
