@@ -91,6 +91,18 @@ bool current_device_can_map() noexcept {
 }
 #endif
 
+// Page-locked memory can be had here (a CUDA device), and mapped memory too
+// when asked for (the current device can map host memory).
+bool page_locked_available(bool mapped) noexcept {
+#if IMGPIPE_HAS_CUDA
+  if (!pinned_unavailable_reason().empty()) return false;
+  return !mapped || current_device_can_map();
+#else
+  (void)mapped;
+  return false;
+#endif
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- kinds
@@ -171,12 +183,7 @@ MemoryKind PinnedResource::kind() const noexcept {
 }
 
 bool PinnedResource::is_available() const noexcept {
-#if IMGPIPE_HAS_CUDA
-  if (!pinned_unavailable_reason().empty()) return false;
-  return !is_mapped() || current_device_can_map();
-#else
-  return false;
-#endif
+  return page_locked_available(is_mapped());
 }
 
 void* PinnedResource::allocate(std::size_t bytes, std::size_t alignment) {
@@ -218,12 +225,7 @@ std::string_view HostRegisteredResource::name() const noexcept {
 }
 
 bool HostRegisteredResource::is_available() const noexcept {
-#if IMGPIPE_HAS_CUDA
-  if (!pinned_unavailable_reason().empty()) return false;
-  return !is_mapped() || current_device_can_map();
-#else
-  return false;
-#endif
+  return page_locked_available(is_mapped());
 }
 
 void* HostRegisteredResource::allocate(std::size_t bytes, std::size_t alignment) {
