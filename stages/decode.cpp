@@ -83,26 +83,79 @@ std::size_t walk_jpeg(std::span<const unsigned char> b, ImageHeader* h) noexcept
 }
 }  // namespace
 
+namespace {
+std::uint32_t le32(const unsigned char* p) {
+  return p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
+}
+
+// TIFF: ImageWidth (256) and ImageLength (257) from IFD0, SHORT or LONG.
+void tiff_size(std::span<const unsigned char> b, ImageHeader& h) noexcept {
+  const bool le = b[0] == 'I';
+  const std::size_t n = b.size();
+  auto u16 = [&](std::size_t o) -> std::uint32_t { return le ? b[o] | (b[o + 1] << 8) : (b[o] << 8) | b[o + 1]; };
+  auto u32 = [&](std::size_t o) -> std::uint32_t { return le ? le32(&b[o]) : be32(&b[o]); };
+  if (n < 8) return;
+  const std::size_t ifd = u32(4);
+  if (ifd > n || n - ifd < 2) return;
+  const std::size_t count = u16(ifd);
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t e = ifd + 2 + 12 * k;
+    if (e + 12 > n) return;
+    const std::uint32_t tag = u16(e), type = u16(e + 2);
+    if ((tag != 256 && tag != 257) || u32(e + 4) != 1) continue;
+    const std::int64_t v = type == 3 ? u16(e + 8) : type == 4 ? u32(e + 8) : 0;
+    (tag == 256 ? h.width : h.height) = v;
+  }
+}
+
+// WebP: the canvas size of a VP8X file, or the frame size of a simple lossy
+// (VP8) or lossless (VP8L) file.
+void webp_size(std::span<const unsigned char> b, ImageHeader& h) noexcept {
+  const std::size_t n = b.size();
+  if (n < 30) return;
+  const unsigned char* c = &b[12];
+  if (std::memcmp(c, "VP8X", 4) == 0) {
+    h.width = 1 + (b[24] | (b[25] << 8) | (b[26] << 16));
+    h.height = 1 + (b[27] | (b[28] << 8) | (b[29] << 16));
+  } else if (std::memcmp(c, "VP8 ", 4) == 0 && b[23] == 0x9D && b[24] == 0x01 && b[25] == 0x2A) {
+    h.width = (b[26] | (b[27] << 8)) & 0x3FFF;
+    h.height = (b[28] | (b[29] << 8)) & 0x3FFF;
+  } else if (std::memcmp(c, "VP8L", 4) == 0 && b[20] == 0x2F) {
+    const std::uint32_t bits = le32(&b[21]);
+    h.width = 1 + (bits & 0x3FFF);
+    h.height = 1 + ((bits >> 14) & 0x3FFF);
+  }
+}
+}  // namespace
+
 ImageHeader sniff_header(std::span<const unsigned char> b) noexcept {
+  static constexpr unsigned char png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   ImageHeader h;
   const std::size_t n = b.size();
   if (n >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) {
     h.format = "jpeg";
     walk_jpeg(b, &h);
-  } else if (n >= 24 && b[0] == 0x89 && b[1] == 'P' && b[2] == 'N' && b[3] == 'G') {
+  } else if (n >= 8 && std::memcmp(b.data(), png_sig, 8) == 0) {
     h.format = "png";
-    if (b[12] == 'I' && b[13] == 'H' && b[14] == 'D' && b[15] == 'R') {
+    if (n >= 24 && std::memcmp(&b[12], "IHDR", 4) == 0) {
       h.width = be32(&b[16]);
       h.height = be32(&b[20]);
     }
   } else if (n >= 2 && b[0] == 'B' && b[1] == 'M') {
     h.format = "bmp";
-  } else if (n >= 12 && b[0] == 'R' && b[1] == 'I' && b[2] == 'F' && b[3] == 'F' && b[8] == 'W' && b[9] == 'E' &&
-             b[10] == 'B' && b[11] == 'P') {
+    if (n >= 26) {  // BITMAPINFOHEADER and later; height < 0 means top-down
+      h.width = static_cast<std::int32_t>(le32(&b[18]));
+      h.height = static_cast<std::int32_t>(le32(&b[22]));
+      if (h.width < 0) h.width = -h.width;
+      if (h.height < 0) h.height = -h.height;
+    }
+  } else if (n >= 12 && std::memcmp(b.data(), "RIFF", 4) == 0 && std::memcmp(&b[8], "WEBP", 4) == 0) {
     h.format = "webp";
+    webp_size(b, h);
   } else if (n >= 4 && ((b[0] == 'I' && b[1] == 'I' && b[2] == 42 && b[3] == 0) ||
                         (b[0] == 'M' && b[1] == 'M' && b[2] == 0 && b[3] == 42))) {
     h.format = "tiff";
+    tiff_size(b, h);
   }
   return h;
 }
@@ -143,6 +196,13 @@ std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, i
   out.release();
   if (scale) *scale = 1;
   const ImageHeader h = sniff_header(bytes);
+  // Only the formats above reach OpenCV. Its other decoders (DICOM through
+  // GDCM, Sun raster, PFM, HDR, ...) are left out on purpose: GDCM, as Debian
+  // builds it, aborts the process on a malformed file (found by fuzzing), and
+  // a file that is not a supported image is an input error, not a crash.
+  if (h.format.empty())
+    return bytes.empty() ? "empty file (0 bytes)"
+                         : "not a recognised image format (supported: JPEG, PNG, BMP, WebP, TIFF)";
   if (h.width > 0 && h.height > 0 && h.width * h.height > cfg_.max_pixels)
     return fmt::format("image of {}x{} ({} pixels) exceeds decode.max_pixels ({})", h.width, h.height,
                        h.width * h.height, cfg_.max_pixels);
@@ -181,7 +241,7 @@ std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, i
     return std::string("decode failed: ") + e.what();
   }
   if (out.empty())
-    return h.format.empty() ? "not a recognised image format" : "corrupt " + h.format + ": OpenCV could not decode it";
+    return "corrupt " + h.format + ": OpenCV could not decode it";
   if (out.type() != CV_8UC3) {
     out.release();
     return "decode produced an unexpected pixel format";

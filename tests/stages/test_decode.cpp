@@ -156,6 +156,99 @@ TEST_CASE("decode: sniff_header reads format and size of JPEG and PNG") {
   CHECK(sniff_header(jpeg_start).width == 0);
 }
 
+TEST_CASE("decode: sniff_header reads the size of BMP, WebP (lossy, lossless, extended) and TIFF (both byte orders)") {
+  for (const auto& size : {cv::Size(1, 1), cv::Size(37, 1001), cv::Size(1001, 37)}) {
+    cv::Mat bgr(size, CV_8UC3, cv::Scalar(10, 20, 30));
+    cv::Mat bgra(size, CV_8UC4, cv::Scalar(10, 20, 30, 128));
+    struct Case {
+      const char* ext;
+      cv::Mat img;
+      std::vector<int> params;
+      const char* format;
+    };
+    const Case cases[] = {
+        {".bmp", bgr, {}, "bmp"},
+        {".webp", bgr, {cv::IMWRITE_WEBP_QUALITY, 80}, "webp"},    // VP8
+        {".webp", bgr, {cv::IMWRITE_WEBP_QUALITY, 101}, "webp"},   // VP8L
+        {".webp", bgra, {cv::IMWRITE_WEBP_QUALITY, 80}, "webp"},   // VP8X + ALPH
+        {".tiff", bgr, {}, "tiff"},
+    };
+    for (const auto& c : cases) {
+      CAPTURE(c.ext);
+      CAPTURE(c.params.empty() ? 0 : c.params[1]);
+      CAPTURE(c.img.channels());
+      Bytes b;
+      REQUIRE(cv::imencode(c.ext, c.img, b, c.params));
+      const auto h = sniff_header(b);
+      CHECK(h.format == c.format);
+      CHECK(h.width == size.width);
+      CHECK(h.height == size.height);
+    }
+  }
+  // Big-endian TIFF, written by hand: 3000 x 2000 (LONG width, SHORT height).
+  Bytes mm{'M', 'M', 0, 42, 0, 0, 0, 8, 0, 2};
+  const unsigned char width_entry[12] = {0x01, 0x00, 0, 4, 0, 0, 0, 1, 0, 0, 0x0B, 0xB8};
+  const unsigned char height_entry[12] = {0x01, 0x01, 0, 3, 0, 0, 0, 1, 0x07, 0xD0, 0, 0};
+  mm.insert(mm.end(), width_entry, width_entry + 12);
+  mm.insert(mm.end(), height_entry, height_entry + 12);
+  const auto h = sniff_header(mm);
+  CHECK(h.format == "tiff");
+  CHECK(h.width == 3000);
+  CHECK(h.height == 2000);
+  // An IFD offset past the end: format known, size not, no overread (ASan).
+  Bytes bad{'I', 'I', 42, 0, 0xFF, 0xFF, 0xFF, 0x7F};
+  CHECK(sniff_header(bad).format == "tiff");
+  CHECK(sniff_header(bad).width == 0);
+}
+
+TEST_CASE("decode: BMP, WebP and TIFF headers claiming huge sizes are rejected before decoding") {
+  cv::Mat img(8, 8, CV_8UC3, cv::Scalar(1, 2, 3)), out;
+  DecodeConfig cfg;
+  cfg.max_pixels = 10'000;
+  Bytes bmp;
+  REQUIRE(cv::imencode(".bmp", img, bmp));
+  for (int k = 0; k < 4; ++k) bmp[18 + k] = k == 3 ? 0x00 : 0xFF;  // width 16777215
+  CHECK(decode(bmp, out, cfg).find("max_pixels") != std::string::npos);
+  Bytes webp;
+  REQUIRE(cv::imencode(".webp", img, webp, {cv::IMWRITE_WEBP_QUALITY, 101}));
+  for (int k = 21; k < 25; ++k) webp[k] = 0xFF;  // VP8L: 16384 x 16384
+  CHECK(decode(webp, out, cfg).find("16384x16384") != std::string::npos);
+  CHECK(out.empty());
+  Bytes tiff;
+  REQUIRE(cv::imencode(".tiff", cv::Mat(200, 200, CV_8UC3, cv::Scalar(5)), tiff));
+  const std::string err = decode(tiff, out, cfg);
+  CHECK(err.find("200x200 (40000 pixels) exceeds decode.max_pixels (10000)") != std::string::npos);
+}
+
+TEST_CASE("decode: only JPEG, PNG, BMP, WebP and TIFF reach OpenCV, so a malformed DICOM cannot abort the process") {
+  // Found by the decode fuzzer in CI: a damaged PNG signature with "DICM" at
+  // offset 128 went to OpenCV's DICOM decoder, and Debian's GDCM asserts
+  // (abort) on it. This test dies with SIGABRT if such a file reaches OpenCV.
+  // The fuzzer's input, as it found it (also in tests/fuzz/corpus_decode).
+  const Bytes dicom{
+      0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x10, 0xe6, 0xe7, 0xe8, 0xe9, 0xea, 0xf2, 0x37, 0xf4,
+      0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xff, 0xda, 0x00, 0x0c, 0x03, 0xf8, 0xf9, 0xfa, 0xff, 0xda,
+      0x00, 0x0c, 0x03, 0x01, 0x00, 0x02, 0x11, 0x03, 0x11, 0xff, 0xff, 0x7e, 0xfe, 0x91, 0xab, 0xfb,
+      0x31, 0x00, 0x3f, 0x97, 0xf1, 0x27, 0x1f, 0xd6, 0x9d, 0xd6, 0xd7, 0xd8, 0xd9, 0xda, 0xe2, 0xfa,
+      0xff, 0xda, 0x00, 0x0c, 0xd9, 0x03, 0x01, 0x00, 0x02, 0x11, 0x03, 0x11, 0x00, 0x00, 0x75, 0x8c,
+      0xff, 0xff, 0x60, 0x01, 0x08, 0x02, 0x11, 0x03, 0x11, 0xff, 0xff, 0x7e, 0xfe, 0x91, 0xab, 0xfb,
+      0x31, 0x00, 0x3f, 0x97, 0xf1, 0x27, 0x1f, 0xd6, 0x9d, 0xd6, 0xd7, 0xd8, 0xd9, 0xda, 0xe2, 0xfa,
+      0xff, 0xda, 0x00, 0x0c, 0xd9, 0x03, 0x01, 0x00, 0x02, 0x11, 0x03, 0x11, 0x00, 0x00, 0x75, 0x8c,
+      0x44, 0x49, 0x43, 0x4d, 0x00, 0xd9, 0x62,
+  };
+  REQUIRE(dicom.size() == 135);
+  REQUIRE(std::equal(dicom.begin() + 128, dicom.begin() + 132, "DICM"));
+  cv::Mat out;
+  CHECK(decode(dicom, out) == "not a recognised image format (supported: JPEG, PNG, BMP, WebP, TIFF)");
+  CHECK(out.empty());
+  // Formats OpenCV reads but imgpipe does not take: reported, not decoded.
+  Bytes ppm;
+  REQUIRE(cv::imencode(".ppm", cv::Mat(4, 4, CV_8UC3, cv::Scalar(9)), ppm));
+  REQUIRE_FALSE(cv::imdecode(ppm, cv::IMREAD_COLOR).empty());
+  CHECK(decode(ppm, out).rfind("not a recognised image format", 0) == 0);
+  CHECK(decode(Bytes{}, out) == "empty file (0 bytes)");
+}
+
 TEST_CASE("decode: images larger than max_pixels are rejected from the header") {
   cv::Mat out;
   // A PNG header claiming 100000 x 100000 (1e10 pixels) with garbage after it.
@@ -242,7 +335,7 @@ TEST_CASE("decode: jpeg_has_eoi tolerates trailing data and ignores an EOI befor
 TEST_CASE("decode: garbage and corrupt files are reported, never thrown") {
   cv::Mat out;
   const Bytes text{'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e', '\n'};
-  CHECK(decode(text, out) == "not a recognised image format");
+  CHECK(decode(text, out) == "not a recognised image format (supported: JPEG, PNG, BMP, WebP, TIFF)");
   CHECK(out.empty());
   std::mt19937 rng(42);
   Bytes noise(5000);
@@ -274,7 +367,7 @@ TEST_CASE("decode: a failed decode never leaves the previous image in a reused o
   REQUIRE(decode(good, out).empty());
   REQUIRE_FALSE(out.empty());
   const Bytes text{'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e'};
-  CHECK(decode(text, out) == "not a recognised image format");
+  CHECK(decode(text, out) == "not a recognised image format (supported: JPEG, PNG, BMP, WebP, TIFF)");
   CHECK(out.empty());
   REQUIRE(decode(good, out).empty());
   // JPEG magic, a broken header: OpenCV's header read fails.
