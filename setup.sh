@@ -18,7 +18,7 @@ preset=${PRESET:-default}
 packages=(build-essential cmake ninja-build pkg-config
           libopencv-dev libtbb-dev libyaml-cpp-dev doctest-dev libcli11-dev
           libspdlog-dev libfmt-dev nlohmann-json3-dev
-          libjpeg-dev  # tests: CMYK JPEGs written with libjpeg
+          libjpeg-dev  # JPEG decode with libjpeg warnings; tests write CMYK JPEGs
           opencv-doc)  # tests: real videos and images (/usr/share/doc/opencv-doc/examples/data)
 if [ "${SKIP_APT:-0}" != 1 ]; then
   missing=()

@@ -1,8 +1,10 @@
 #include "decode.hpp"
 
 #include "imgpipe/fault.hpp"
+#include "jpeg_decode.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include <opencv2/imgcodecs.hpp>
@@ -14,6 +16,10 @@ namespace imgpipe::stages {
 namespace {
 std::uint32_t be32(const unsigned char* p) { return (p[0] << 24) | (p[1] << 16) | (p[2] << 8) | p[3]; }
 std::uint16_t be16(const unsigned char* p) { return static_cast<std::uint16_t>((p[0] << 8) | p[1]); }
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
 }  // namespace
 
 namespace {
@@ -172,6 +178,17 @@ bool jpeg_has_eoi(std::span<const unsigned char> b) noexcept {
   return false;
 }
 
+bool png_has_iend(std::span<const unsigned char> b) noexcept {
+  std::size_t i = 8;  // after the signature: chunks of length, type, data, CRC
+  while (i <= b.size() && b.size() - i >= 8) {
+    const std::size_t len = be32(&b[i]);
+    if (std::memcmp(&b[i + 4], "IEND", 4) == 0) return b.size() - i >= 12;  // with its CRC
+    if (len > b.size() - i - 8) return false;
+    i += 12 + len;
+  }
+  return false;
+}
+
 int reduced_scale(std::int64_t w, std::int64_t h, const ResizeConfig& resize) noexcept {
   if (w <= 0 || h <= 0) return 1;
   const std::int64_t W = resize.width, H = resize.height;
@@ -208,17 +225,30 @@ std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, i
                        h.width * h.height, cfg_.max_pixels);
   if (h.format == "jpeg" && !cfg_.accept_truncated && !jpeg_has_eoi(bytes))
     return "corrupt JPEG: truncated (no end-of-image marker)";
+  if (h.format == "png" && !cfg_.accept_truncated && !png_has_iend(bytes))
+    return "corrupt PNG: truncated (no IEND chunk)";
+  if (h.format == "jpeg") {
+    // libjpeg directly: its corrupt-data warnings become errors (jpeg_decode.hpp).
+    JpegDecodeOptions opt;
+    opt.orientation = cfg_.exif_orientation ? h.orientation : 1;
+    opt.accept_damaged = cfg_.accept_truncated;
+    if (cfg_.reduced) {
+      // Orientations 5..8 transpose the image: the target applies to the turned one.
+      const bool turned = opt.orientation >= 5;
+      opt.scale_denom = reduced_scale(turned ? h.height : h.width, turned ? h.width : h.height, resize_);
+    }
+    std::string err;
+    try {
+      err = decode_jpeg(bytes, opt, out);
+    } catch (const cv::Exception& e) {  // allocation of the output
+      out.release();
+      err = std::string("decode failed: ") + e.what();
+    }
+    if (err.empty() && scale) *scale = opt.scale_denom;
+    return err;
+  }
   const int orient = cfg_.exif_orientation ? 0 : cv::IMREAD_IGNORE_ORIENTATION;
   int flags = cv::IMREAD_COLOR | orient;
-  int r = 1;
-  if (h.format == "jpeg" && cfg_.reduced) {
-    // Orientations 5..8 transpose the image: the target applies to the turned one.
-    const bool turned = cfg_.exif_orientation && h.orientation >= 5;
-    r = reduced_scale(turned ? h.height : h.width, turned ? h.width : h.height, resize_);
-    if (r == 2) flags = cv::IMREAD_REDUCED_COLOR_2 | orient;
-    else if (r == 4) flags = cv::IMREAD_REDUCED_COLOR_4 | orient;
-    else if (r == 8) flags = cv::IMREAD_REDUCED_COLOR_8 | orient;
-  }
   // PNG and TIFF may hold 16-bit samples: decode them as they are and scale
   // here, the same way for every format (see decode.hpp).
   const bool wide = h.format == "png" || h.format == "tiff";
@@ -241,12 +271,11 @@ std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, i
     return std::string("decode failed: ") + e.what();
   }
   if (out.empty())
-    return "corrupt " + h.format + ": OpenCV could not decode it";
+    return "corrupt " + upper(h.format) + ": OpenCV could not decode it";
   if (out.type() != CV_8UC3) {
     out.release();
     return "decode produced an unexpected pixel format";
   }
-  if (scale) *scale = r;
   return {};
 }
 

@@ -1,6 +1,6 @@
 // Decode stage (parallel): OpenCV imdecode into the work item's pooled Mat.
 // Every image comes out as 3-channel BGR u8, whatever it was stored as:
-//  - JPEG, PNG, BMP, WebP, TIFF (whatever the OpenCV build reads);
+//  - JPEG (libjpeg directly), PNG, BMP, WebP, TIFF (OpenCV);
 //  - grey becomes B = G = R; an alpha channel is dropped (not composited);
 //  - CMYK JPEGs (Adobe, inverted as Photoshop writes them) become BGR;
 //  - 16-bit PNG and TIFF become 8-bit as round(v / 257), the inverse of the
@@ -10,8 +10,11 @@
 //    is false.
 // Before decoding it reads the image header: images that claim more than
 // decode.max_pixels are rejected without allocating, and JPEGs without an
-// end-of-image marker are reported as truncated (OpenCV would return a partly
-// grey image without an error) unless decode.accept_truncated.
+// end-of-image marker, PNGs without an IEND chunk, and JPEGs on which libjpeg
+// warns (damaged entropy-coded data, which OpenCV decodes to a partly grey or
+// smeared image without an error; see jpeg_decode.hpp) are reported as
+// corrupt unless decode.accept_truncated. Only JPEG, PNG, BMP, WebP and TIFF
+// reach a decoder; anything else is "not a recognised image format".
 //
 // Reduced decode (decode.reduced: auto): a JPEG is decoded at 1/2, 1/4 or 1/8
 // scale in the DCT domain (libjpeg's scaled IDCT, cv::IMREAD_REDUCED_COLOR_r,
@@ -52,6 +55,10 @@ int reduced_scale(std::int64_t width, std::int64_t height, const ResizeConfig& r
 // True when JPEG data ends with the EOI marker (FFD9), allowing trailing
 // padding bytes (00 or FF) after it.
 bool jpeg_has_eoi(std::span<const unsigned char> bytes) noexcept;
+
+// True when PNG data holds an IEND chunk, walking the chunks from the
+// signature (a cut inside any chunk, or before IEND, gives false).
+bool png_has_iend(std::span<const unsigned char> bytes) noexcept;
 
 class Decode {
  public:

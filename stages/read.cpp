@@ -13,7 +13,9 @@ namespace imgpipe::stages {
 
 std::string Read::read_file(const std::string& path, std::vector<unsigned char>& out) {
   out.clear();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO (or a device) named like an image must not
+  // wait for a writer; it is rejected below. Regular files ignore the flag.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::string("cannot open: ") + std::strerror(errno);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <stdexcept>
@@ -15,6 +16,10 @@
 #include <spdlog/spdlog.h>
 
 #include "imgpipe/gpu.hpp"
+
+#if IMGPIPE_HAS_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace fs = std::filesystem;
 
@@ -51,6 +56,22 @@ TempDir::~TempDir() {
   std::error_code ec;
   fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
   fs::remove_all(path_, ec);
+}
+
+std::vector<unsigned char> batch_to_host(const DeviceBatch& b) {
+  std::vector<unsigned char> h(b.bytes);
+  if (b.device < 0) {
+    std::memcpy(h.data(), b.data, b.bytes);
+    return h;
+  }
+#if IMGPIPE_HAS_CUDA
+  if (cudaMemcpyAsync(h.data(), b.data, b.bytes, cudaMemcpyDeviceToHost, b.stream) != cudaSuccess ||
+      cudaStreamSynchronize(b.stream) != cudaSuccess)
+    throw std::runtime_error("batch_to_host: copying the batch from the device failed");
+#else
+  throw std::runtime_error("batch_to_host: a device batch in a build without CUDA");
+#endif
+  return h;
 }
 
 bool have_gpu() { return gpu::device_count() > 0; }

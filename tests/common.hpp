@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "imgpipe/batch.hpp"
 #include "imgpipe/config.hpp"
 
 namespace imgpipe::test {
@@ -38,6 +39,9 @@ class TempDir {
 // Backends to test: "cpu" always, plus "0" when a CUDA device is present.
 std::vector<DeviceSelection> test_devices();
 bool have_gpu();
+
+// Copies a delivered batch to the host (synchronising with its stream).
+std::vector<unsigned char> batch_to_host(const DeviceBatch& b);
 
 // Reads a whole file / writes bytes to a file.
 std::vector<unsigned char> read_bytes(const std::filesystem::path& p);

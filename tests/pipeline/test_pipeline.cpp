@@ -32,10 +32,6 @@
 #include "imgpipe/pipeline.hpp"
 #include "kernels/checksum.hpp"
 
-#if IMGPIPE_HAS_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 namespace fs = std::filesystem;
 using imgpipe::Config;
 using imgpipe::DeviceBatch;
@@ -315,22 +311,6 @@ void check_grid(DType dtype, const std::array<float, 3>& std_) {
   }
 }
 
-// Copies a delivered batch to the host (synchronising with its stream).
-std::vector<unsigned char> batch_to_host(const DeviceBatch& b) {
-  std::vector<unsigned char> h(b.bytes);
-  if (b.device < 0) {
-    std::memcpy(h.data(), b.data, b.bytes);
-    return h;
-  }
-#if IMGPIPE_HAS_CUDA
-  REQUIRE(cudaMemcpyAsync(h.data(), b.data, b.bytes, cudaMemcpyDeviceToHost, b.stream) == cudaSuccess);
-  REQUIRE(cudaStreamSynchronize(b.stream) == cudaSuccess);
-#else
-  FAIL("a device batch in a build without CUDA");
-#endif
-  return h;
-}
-
 // A folder with good sample images and bad files, in a known order.
 struct MixedFolder {
   TempDir dir;
@@ -486,7 +466,7 @@ TEST_CASE("pipeline: the callback receives each DeviceBatch with its shape, dtyp
             CHECK(fs::equivalent(s.path, samples.at(s.input_index)));
             input_indices.push_back(s.input_index);
           }
-          seen.push_back(batch_to_host(b));
+          seen.push_back(imgpipe::test::batch_to_host(b));
         };
         TempDir dir;
         const DumpRun r = run_dump(cfg, dir / "out", dev, cb);
@@ -528,12 +508,12 @@ TEST_CASE("pipeline: a batch's data stays valid until its callback returns, howe
         bool stable = true;
         Pipeline p(cfg);
         const Report r = p.run([&](const DeviceBatch& b) {
-          Seen s{b.index, {}, batch_to_host(b)};
+          Seen s{b.index, {}, imgpipe::test::batch_to_host(b)};
           for (const auto& id : b.samples) s.inputs.push_back(id.input_index);
           if (b.index < 2) {
             // Give the upstream stages time to run ahead, then look again.
             std::this_thread::sleep_for(std::chrono::milliseconds(150));
-            stable = stable && batch_to_host(b) == s.data && b.size() == s.inputs.size();
+            stable = stable && imgpipe::test::batch_to_host(b) == s.data && b.size() == s.inputs.size();
             for (std::size_t i = 0; i < b.samples.size() && i < s.inputs.size(); ++i)
               stable = stable && b.samples[i].input_index == s.inputs[i];
           }

@@ -332,6 +332,81 @@ TEST_CASE("decode: jpeg_has_eoi tolerates trailing data and ignores an EOI befor
   CHECK_FALSE(jpeg_has_eoi(Bytes{0xFF, 0xD9}));
 }
 
+TEST_CASE("decode: JPEGs with damaged entropy-coded data are reported with libjpeg's warning, which OpenCV only prints") {
+  const Bytes good = first_jpeg();
+  // The first scan's data starts after the SOS segment; damage its middle
+  // with bytes that are not 0xFF (no accidental markers).
+  std::size_t sos = 0;
+  for (std::size_t i = 2; i + 3 < good.size(); ++i)
+    if (good[i] == 0xFF && good[i + 1] == 0xDA) {
+      sos = i;
+      break;
+    }
+  REQUIRE(sos > 0);
+  const std::size_t data = sos + 2 + ((good[sos + 2] << 8) | good[sos + 3]);
+  std::mt19937 rng(7);
+  // (JPEG has no checksum: a few damaged bytes can decode without a warning
+  // to a slightly wrong image, and no decoder can tell. Longer damage
+  // desynchronises the Huffman decoder, which libjpeg notices.)
+  for (const std::size_t burst : {std::size_t{64}, std::size_t{256}}) {
+    CAPTURE(burst);
+    Bytes bad = good;
+    const std::size_t at = data + (good.size() - 2 - data) / 2;
+    for (std::size_t k = 0; k < burst; ++k) bad[at + k] = static_cast<unsigned char>(rng() % 255);
+    // OpenCV decodes it without an error: the damage would pass unnoticed.
+    REQUIRE_FALSE(cv::imdecode(bad, cv::IMREAD_COLOR).empty());
+    cv::Mat out;
+    const std::string err = decode(bad, out);
+    CAPTURE(err);
+    CHECK(err.rfind("corrupt JPEG: Corrupt JPEG data", 0) == 0);
+    CHECK(out.empty());
+    // accept_truncated delivers what libjpeg recovered, as OpenCV does.
+    DecodeConfig lenient;
+    lenient.accept_truncated = true;
+    CHECK(decode(bad, out, lenient).empty());
+    CHECK(same_image(out, cv::imdecode(bad, cv::IMREAD_COLOR)));
+  }
+  // A damaged header (a DHT table cut short) is a fatal libjpeg error.
+  Bytes dht = good;
+  for (std::size_t i = 2; i + 3 < dht.size(); ++i)
+    if (dht[i] == 0xFF && dht[i + 1] == 0xC4) {
+      dht[i + 2] = 0;
+      dht[i + 3] = 3;
+      break;
+    }
+  cv::Mat out;
+  const std::string err = decode(dht, out);
+  CAPTURE(err);
+  CHECK(err.rfind("corrupt JPEG: ", 0) == 0);
+  CHECK(out.empty());
+}
+
+TEST_CASE("decode: PNGs cut anywhere before the end of IEND are reported as truncated") {
+  const Bytes png = first_png();
+  REQUIRE(imgpipe::stages::png_has_iend(png));
+  cv::Mat out;
+  DecodeConfig lenient;
+  lenient.accept_truncated = true;
+  // Inside the signature, the IHDR, the image data, and just before IEND.
+  for (const std::size_t keep : {std::size_t{9}, std::size_t{30}, png.size() / 3, png.size() - 12, png.size() - 1}) {
+    CAPTURE(keep);
+    const Bytes cut(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(keep));
+    CHECK_FALSE(imgpipe::stages::png_has_iend(cut));
+    CHECK(decode(cut, out) == "corrupt PNG: truncated (no IEND chunk)");
+    CHECK(out.empty());
+  }
+  // With accept_truncated the cut files reach libpng, which refuses them too
+  // (it reads up to IEND): still reported, with OpenCV's reason.
+  const Bytes no_iend(png.begin(), png.end() - 12);
+  CHECK(decode(no_iend, out, lenient) == "corrupt PNG: OpenCV could not decode it");
+  CHECK(out.empty());
+  const Bytes half(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(png.size() / 2));
+  CHECK(decode(half, out, lenient).rfind("corrupt PNG", 0) == 0);
+  CHECK(out.empty());
+  // The whole file still decodes.
+  CHECK(decode(png, out).empty());
+}
+
 TEST_CASE("decode: garbage and corrupt files are reported, never thrown") {
   cv::Mat out;
   const Bytes text{'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e', '\n'};
@@ -355,7 +430,7 @@ TEST_CASE("decode: garbage and corrupt files are reported, never thrown") {
   const Bytes half(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(png.size() / 2));
   const std::string err = decode(half, out);
   CHECK_FALSE(err.empty());
-  CHECK(err.find("png") != std::string::npos);
+  CHECK(err.find("corrupt PNG: truncated") != std::string::npos);
   // The crafted PNG with a plausible size but garbage data.
   CHECK_FALSE(decode(crafted_png(16, 16), out).empty());
 }

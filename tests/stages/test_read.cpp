@@ -1,6 +1,7 @@
 // Read stage: a file's bytes, or a clear reason.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -58,4 +59,14 @@ TEST_CASE("read: missing file, directory, empty file, unreadable file") {
   // Not a regular file.
   err = Read::read_file("/dev/null", out);
   CHECK(err == "not a regular file");
+}
+
+TEST_CASE("read: a FIFO named like an image is rejected at once, not waited on") {
+  // open(O_RDONLY) on a FIFO blocks until a writer comes: without O_NONBLOCK
+  // this test (and a pipeline over such a folder) would hang here.
+  TempDir d;
+  REQUIRE(::mkfifo((d / "pipe.jpg").c_str(), 0600) == 0);
+  std::vector<unsigned char> out{9};
+  CHECK(Read::read_file((d / "pipe.jpg").string(), out) == "not a regular file");
+  CHECK(out.empty());
 }

@@ -51,7 +51,8 @@ struct InputConfig {
 
 struct DecodeConfig {
   int threads = 0;  // 0 = auto: every hardware thread
-  // Reject truncated JPEGs (no end-of-image marker) unless true.
+  // Deliver damaged images a decoder can fill in (JPEGs without EOI or with
+  // libjpeg corrupt-data warnings, PNGs without IEND) instead of reporting them.
   bool accept_truncated = false;
   // Images whose header claims more pixels are rejected before decoding.
   std::int64_t max_pixels = 100'000'000;

@@ -1,0 +1,122 @@
+#include "jpeg_decode.hpp"
+
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include <jpeglib.h>
+
+namespace imgpipe::stages {
+
+namespace {
+
+// libjpeg reports fatal errors through error_exit (which must not return:
+// longjmp back to decode_jpeg) and warnings through emit_message(-1).
+struct ErrorManager {
+  jpeg_error_mgr pub;
+  std::jmp_buf jump;
+  char first_warning[JMSG_LENGTH_MAX];
+  int warnings;
+};
+
+[[noreturn]] void on_error(j_common_ptr c) {
+  auto* e = reinterpret_cast<ErrorManager*>(c->err);
+  std::longjmp(e->jump, 1);
+}
+
+void on_message(j_common_ptr c, int level) {
+  auto* e = reinterpret_cast<ErrorManager*>(c->err);
+  if (level >= 0) return;  // trace messages
+  if (e->warnings++ == 0) e->pub.format_message(c, e->first_warning);
+}
+
+void no_output(j_common_ptr) {}
+
+// OpenCV's CMYK -> BGR (Adobe CMYK JPEGs store inverted values, which this
+// formula expects); kept identical so both decoders give the same pixels.
+void cmyk_row_to_bgr(const unsigned char* cmyk, unsigned char* bgr, int width) {
+  for (int i = 0; i < width; ++i, cmyk += 4, bgr += 3) {
+    const int k = cmyk[3];
+    bgr[2] = static_cast<unsigned char>(k - ((255 - cmyk[0]) * k >> 8));
+    bgr[1] = static_cast<unsigned char>(k - ((255 - cmyk[1]) * k >> 8));
+    bgr[0] = static_cast<unsigned char>(k - ((255 - cmyk[2]) * k >> 8));
+  }
+}
+
+// The libjpeg part, with no C++ object that has a destructor in scope of the
+// setjmp: a longjmp out of libjpeg must not skip one. `out` is allocated
+// before the scanlines are read and released by the caller on failure.
+// Returns 0 on success, 1 on a fatal libjpeg error (message in `msg`).
+int run_libjpeg(const unsigned char* data, std::size_t size, int scale_denom, ErrorManager& err,
+                jpeg_decompress_struct& cinfo, cv::Mat& out, std::vector<unsigned char>& row, char* msg) {
+  cinfo.err = jpeg_std_error(&err.pub);
+  err.pub.error_exit = on_error;
+  err.pub.emit_message = on_message;
+  err.pub.output_message = no_output;
+  err.warnings = 0;
+  err.first_warning[0] = '\0';
+  jpeg_create_decompress(&cinfo);
+  if (setjmp(err.jump)) {
+    err.pub.format_message(reinterpret_cast<j_common_ptr>(&cinfo), msg);
+    jpeg_destroy_decompress(&cinfo);
+    return 1;
+  }
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  cinfo.scale_num = 1;
+  cinfo.scale_denom = static_cast<unsigned>(scale_denom);
+  const bool four = cinfo.num_components == 4;
+  cinfo.out_color_space = four ? JCS_CMYK : JCS_EXT_BGR;
+  jpeg_start_decompress(&cinfo);
+  const int w = static_cast<int>(cinfo.output_width), h = static_cast<int>(cinfo.output_height);
+  out.create(h, w, CV_8UC3);
+  if (four) row.resize(static_cast<std::size_t>(w) * 4);
+  while (cinfo.output_scanline < cinfo.output_height) {
+    unsigned char* dst = out.ptr<unsigned char>(static_cast<int>(cinfo.output_scanline));
+    JSAMPROW r = four ? row.data() : dst;
+    if (jpeg_read_scanlines(&cinfo, &r, 1) != 1) break;
+    if (four) cmyk_row_to_bgr(row.data(), dst, w);
+  }
+  jpeg_finish_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
+  return 0;
+}
+
+}  // namespace
+
+void apply_exif_orientation(cv::Mat& img, int o) {
+  switch (o) {
+    case 2: cv::flip(img, img, 1); break;
+    case 3: cv::flip(img, img, -1); break;
+    case 4: cv::flip(img, img, 0); break;
+    case 5: cv::transpose(img, img); break;
+    case 6: cv::transpose(img, img); cv::flip(img, img, 1); break;
+    case 7: cv::transpose(img, img); cv::flip(img, img, -1); break;
+    case 8: cv::transpose(img, img); cv::flip(img, img, 0); break;
+    default: break;
+  }
+}
+
+std::string decode_jpeg(std::span<const unsigned char> bytes, const JpegDecodeOptions& opt, cv::Mat& out) {
+  ErrorManager err;
+  jpeg_decompress_struct cinfo;
+  std::vector<unsigned char> row;
+  char msg[JMSG_LENGTH_MAX];
+  if (run_libjpeg(bytes.data(), bytes.size(), opt.scale_denom, err, cinfo, out, row, msg) != 0) {
+    out.release();
+    return std::string("corrupt JPEG: ") + msg;
+  }
+  if (err.warnings > 0 && !opt.accept_damaged) {
+    out.release();
+    std::string reason = std::string("corrupt JPEG: ") + err.first_warning;
+    if (err.warnings > 1) reason += " (and " + std::to_string(err.warnings - 1) + " more libjpeg warnings)";
+    return reason;
+  }
+  apply_exif_orientation(out, opt.orientation);
+  return {};
+}
+
+}  // namespace imgpipe::stages

@@ -1,0 +1,38 @@
+// JPEG decoding straight through libjpeg(-turbo), the library OpenCV's own
+// JPEG codec calls, so that the decode stage sees libjpeg's warnings.
+//
+// libjpeg recovers from damaged entropy-coded data (a bad Huffman code, a
+// stream cut short, bytes where a marker should be) by filling in and going
+// on, and only *warns*; cv::imdecode prints the warning to stderr and returns
+// the damaged image as if it were good. Here every warning is caught: the
+// image is reported as corrupt with libjpeg's words unless the caller accepts
+// damaged images (decode.accept_truncated). Nothing is printed.
+//
+// The output equals cv::imdecode(IMREAD_COLOR | IMREAD_REDUCED_*) bit for bit:
+// the same library, the same default DCT and upsampling, grey expanded to
+// B = G = R, and 4-component (CMYK, YCCK) JPEGs converted with OpenCV's
+// formula, channel = k - ((255 - v) * k >> 8). The EXIF orientation, when
+// asked for, is applied as OpenCV applies it.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include <opencv2/core.hpp>
+
+namespace imgpipe::stages {
+
+struct JpegDecodeOptions {
+  int scale_denom = 1;        // 1, 2, 4 or 8: libjpeg's scaled IDCT
+  int orientation = 1;        // EXIF orientation to apply (1 = none)
+  bool accept_damaged = false;  // deliver what libjpeg recovered despite warnings
+};
+
+// Decodes `bytes` into `out` (CV_8UC3 BGR). Returns the reason on failure
+// ("corrupt JPEG: ..."), empty on success; never throws for bad data.
+std::string decode_jpeg(std::span<const unsigned char> bytes, const JpegDecodeOptions& opt, cv::Mat& out);
+
+// Applies EXIF orientation `o` (1..8) to `img` as a viewer displays it.
+void apply_exif_orientation(cv::Mat& img, int o);
+
+}  // namespace imgpipe::stages
