@@ -64,6 +64,20 @@ void VideoReader::run() {
     std::int64_t covered = 0;
     std::int64_t delivered = 0;
     cv::Mat frame;
+    // The latest wanted frame waits here until the next read succeeds: when
+    // a stream breaks, the frame decoded just before the break holds the
+    // damaged data (FFmpeg conceals the errors and returns it as a frame), so
+    // it is reported with the break instead of being delivered.
+    cv::Mat pending;
+    std::int64_t pending_index = -1;
+    auto release_pending = [&] {
+      if (pending_index < 0) return;
+      std::lock_guard lk(m_);
+      ready_.emplace_back(std::move(pending), pending_index);
+      pending = cv::Mat();
+      pending_index = -1;
+      cv_.notify_all();
+    };
     for (;;) {
       if (opts_.max_frames > 0 && delivered >= opts_.max_frames) break;
       const bool wanted = index >= opts_.start && (index - opts_.start) % opts_.stride == 0;
@@ -79,15 +93,21 @@ void VideoReader::run() {
       const bool ok = wanted ? cap.read(frame) : cap.grab();  // grab() skips without converting the frame
       if (!ok) {
         const std::int64_t tolerance = std::max<std::int64_t>(2, expected / 100);
-        if (index == 0)
+        if (index == 0) {
           finish("opened but yielded no frames", 0);
-        else if (expected > 0 && covered < expected - tolerance)
-          finish(fmt::format("stream broke at frame {} of {} declared (corrupt or truncated file)", index, expected),
-                 index);
-        else
+        } else if (expected > 0 && covered < expected - tolerance) {
+          // pending_index is -1 or index - 1: any older frame was released
+          // by the successful read after it.
+          const std::int64_t at = pending_index >= 0 ? pending_index : index;
+          finish(fmt::format("stream broke at frame {} of {} declared (corrupt or truncated file)", at, expected),
+                 at);
+        } else {
+          release_pending();
           finish({}, index);
+        }
         return;
       }
+      release_pending();
       covered = std::max(covered, index + 1);
       if (fps > 0) {
         const double ms = cap.get(cv::CAP_PROP_POS_MSEC);
@@ -100,14 +120,14 @@ void VideoReader::run() {
                  index);
           return;
         }
-        std::lock_guard lk(m_);
-        ready_.emplace_back(std::move(frame), index);
+        pending = std::move(frame);
+        pending_index = index;
         frame = cv::Mat();
         ++delivered;
-        cv_.notify_all();
       }
       ++index;
     }
+    release_pending();  // max_frames reached, or stopping (then nobody takes it)
   } catch (const std::exception& e) {
     finish(fmt::format("video decode error at frame {}: {}", index, e.what()), index);
     return;

@@ -54,7 +54,10 @@ class VideoReader {
   // A stream "broke" when it ended before the frame count its container
   // declares: the frames read, or the presentation time of the last one (AVI
   // files may hold empty "repeat the last frame" chunks that count without
-  // being decoded), fall short of that count by more than max(2, 1%).
+  // being decoded), fall short of that count by more than max(2, 1%). The
+  // frame decoded last before a break is not delivered (it holds the data cut
+  // or damaged at the break, which FFmpeg conceals without an error): the
+  // break is reported at that frame.
   const std::string& error() const noexcept { return error_; }
   std::int64_t stopped_at() const noexcept { return stopped_at_; }
   const std::string& path() const noexcept { return path_; }
