@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include <tbb/parallel_for.h>
 
 #include "resize_plan.hpp"
+#include "tsan.hpp"
 
 namespace imgpipe::kernels {
 
@@ -58,7 +58,7 @@ void fused_ref(const FusedParams& p, bool parallel) {
     normalize_image_ref(n);
   };
   if (parallel) {
-    tbb::parallel_for(0, p.in.batch, one);
+    imgpipe::detail::annotated_parallel_for(0, p.in.batch, one);
   } else {
     for (int i = 0; i < p.in.batch; ++i) one(i);
   }

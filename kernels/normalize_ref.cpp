@@ -3,9 +3,9 @@
 #include <stdexcept>
 #include <string>
 
-#include <tbb/parallel_for.h>
 
 #include "half.hpp"
+#include "tsan.hpp"
 
 namespace imgpipe::kernels {
 
@@ -100,7 +100,7 @@ void normalize_ref(const NormalizeParams& p, bool parallel) {
   if (p.dtype != DType::uint8) build_tables(p, t);
   const int rows = p.batch * p.height;
   if (parallel) {
-    tbb::parallel_for(tbb::blocked_range<int>(0, rows, 16), [&](const tbb::blocked_range<int>& r) {
+    imgpipe::detail::annotated_parallel_for(tbb::blocked_range<int>(0, rows, 16), [&](const tbb::blocked_range<int>& r) {
       for (int i = r.begin(); i < r.end(); ++i) convert_row(p, t, i / p.height, i % p.height);
     });
   } else {

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include <tbb/parallel_for.h>
 
 #include "crop.hpp"
 #include "letterbox.hpp"
 #include "resize_math.hpp"
 #include "resize_plan.hpp"
+#include "tsan.hpp"
 
 namespace imgpipe::kernels {
 
@@ -181,7 +181,7 @@ void resample_batch_ref(const ResizeBatch& b, std::uint8_t* dst, bool parallel) 
   const std::size_t image_bytes = static_cast<std::size_t>(b.height) * b.width * b.channels;
   auto one = [&](int i) { resample_image_ref(b, plan_image(b, i), dst + i * image_bytes); };
   if (parallel) {
-    tbb::parallel_for(0, b.batch, one);
+    imgpipe::detail::annotated_parallel_for(0, b.batch, one);
   } else {
     for (int i = 0; i < b.batch; ++i) one(i);
   }

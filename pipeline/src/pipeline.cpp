@@ -13,6 +13,7 @@
 #include <tbb/task_arena.h>
 
 #include "imgpipe/gpu.hpp"
+#include "handoff.hpp"
 #include "imgpipe/memory/staging_ring.hpp"
 #include "stages/decode.hpp"
 #include "stages/gpu_ops.hpp"
@@ -343,30 +344,61 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   {
     Progress progress(options.progress, inputs.size(), finished);
     tbb::task_arena arena(threads);
-    arena.execute([&] {
-      using tbb::filter_mode;
-      using W = stages::Work*;
-      tbb::parallel_pipeline(
-          static_cast<std::size_t>(tokens),
-          tbb::make_filter<void, W>(filter_mode::serial_in_order,
-                                    [&](tbb::flow_control& fc) -> W {
-                                      W w = source.next([&] { return pool.acquire(); });
-                                      if (!w) fc.stop();
-                                      return w;
-                                    }) &
-              tbb::make_filter<W, W>(filter_mode::parallel, [&](W w) { return read(w); }) &
-              tbb::make_filter<W, W>(filter_mode::parallel, [&](W w) { return decode(w); }) &
-              tbb::make_filter<W, W>(filter_mode::parallel, [&](W w) { return transform(w); }) &
-              tbb::make_filter<W, W>(filter_mode::serial_in_order, [&](W w) { return pack(w); }) &
-              tbb::make_filter<W, W>(filter_mode::parallel, [&](W w) { return pack_copy(w); }) &
-              tbb::make_filter<W, W>(filter_mode::serial_in_order, [&](W w) { return transfer(w); }) &
-              tbb::make_filter<W, W>(filter_mode::serial_in_order, [&](W w) { return gpu_ops(w); }) &
-              tbb::make_filter<W, void>(filter_mode::serial_in_order, [&](W w) {
-                sink(w);
-                if (!w->flush) ++finished;
-                pool.release(w);
-              }));
-    });
+    // Keys for the serial filters' own ordering, the filters' set-up and the
+    // end of the run (see handoff.hpp).
+    struct Keys {
+      char setup, source, pack, transfer, gpu, sink, end;
+    } keys{};
+    detail::handoff_release(&keys.source);  // this thread's set-up, seen by the first source call
+    {
+      // What the filters wrote, seen by this thread once they are done
+      // (also when one threw).
+      const detail::AcquireOnExit end{&keys.end};
+      arena.execute([&] {
+        using tbb::filter_mode;
+        using Tok = stages::Work*;
+        using detail::handoff;
+        auto next = [&](tbb::flow_control& fc) -> Tok {
+          const detail::ReleaseOnExit e{&keys.end};
+          detail::handoff_acquire(&keys.source);
+          const detail::ReleaseOnExit s{&keys.source};
+          Tok w = source.next([&] { return pool.acquire(); });
+          if (!w) fc.stop();
+          detail::handoff_release(w);
+          return w;
+        };
+        auto finish = [&](Tok w) {
+          const detail::ReleaseOnExit e{&keys.end};
+          detail::handoff_acquire(w);
+          detail::handoff_acquire(&keys.sink);
+          const detail::ReleaseOnExit s{&keys.sink};
+          sink(w);
+          if (!w->flush) ++finished;
+          pool.release(w);
+        };
+        const auto f_read = handoff<Tok>(read, nullptr, &keys.end);
+        const auto f_decode = handoff<Tok>(decode, nullptr, &keys.end);
+        const auto f_transform = handoff<Tok>(transform, nullptr, &keys.end);
+        const auto f_pack = handoff<Tok>(pack, &keys.pack, &keys.end);
+        const auto f_copy = handoff<Tok>(pack_copy, nullptr, &keys.end);
+        const auto f_transfer = handoff<Tok>(transfer, &keys.transfer, &keys.end);
+        const auto f_gpu = handoff<Tok>(gpu_ops, &keys.gpu, &keys.end);
+        // oneTBB copies each filter body: hand it over through the set-up key.
+        auto over = [&](const auto& f) {
+          return detail::HandedOver<std::remove_cvref_t<decltype(f)>>(&f, &keys.setup);
+        };
+        tbb::parallel_pipeline(static_cast<std::size_t>(tokens),
+                               tbb::make_filter<void, Tok>(filter_mode::serial_in_order, over(next)) &
+                                   tbb::make_filter<Tok, Tok>(filter_mode::parallel, over(f_read)) &
+                                   tbb::make_filter<Tok, Tok>(filter_mode::parallel, over(f_decode)) &
+                                   tbb::make_filter<Tok, Tok>(filter_mode::parallel, over(f_transform)) &
+                                   tbb::make_filter<Tok, Tok>(filter_mode::serial_in_order, over(f_pack)) &
+                                   tbb::make_filter<Tok, Tok>(filter_mode::parallel, over(f_copy)) &
+                                   tbb::make_filter<Tok, Tok>(filter_mode::serial_in_order, over(f_transfer)) &
+                                   tbb::make_filter<Tok, Tok>(filter_mode::serial_in_order, over(f_gpu)) &
+                                   tbb::make_filter<Tok, void>(filter_mode::serial_in_order, over(finish)));
+      });
+    }
     ring.drain();
     for (const auto& d : devices) d->stream.synchronize();
   }

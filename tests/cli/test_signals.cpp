@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -36,13 +37,23 @@ TEST_CASE("cli: SIGINT and SIGTERM stop a long run within a second, report it in
     imgpipe::test::TempDir d;
     const auto cfg = d / "long.yaml";
     std::ofstream(cfg) << "input: {paths: [" << imgpipe::test::sample_dir().string() << "], loop: 100000}\n"
-                       << "transform: {resize: {width: 32, height: 24}}\nbatch: {size: 8}\ndevices: cpu\n";
+                       << "transform: {resize: {width: 32, height: 24}}\nbatch: {size: 8}\ndevices: cpu\n"
+                       << "sink: {type: dump, dir: " << (d / "out").string() << "}\n";
     const auto report = d / "r.json";
     const auto log = d / "log.txt";
     // exec: the signal goes to imgpipe itself, not to a shell around it.
     const pid_t pid = spawn_shell("exec " + imgpipe::test::cli_path() + " --config " + cfg.string() + " --report " +
                                   report.string() + " >" + log.string() + " 2>&1");
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // well into a ~2 000 000-image run
+    // Wait until batches are coming out (the dump sink's manifest grows), so
+    // that the signal lands in the middle of a ~2 000 000-image run however
+    // slow the machine (sanitizers) is.
+    const auto manifest = d / "out" / "manifest.jsonl";
+    const auto t_start = clock::now();
+    std::error_code ec;
+    while (!(std::filesystem::exists(manifest, ec) && std::filesystem::file_size(manifest, ec) > 4096) &&
+           clock::now() - t_start < std::chrono::seconds(120))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE_MESSAGE(std::filesystem::file_size(manifest, ec) > 4096, "imgpipe delivered nothing in 120 s");
     REQUIRE(::kill(pid, sig) == 0);
     const auto t0 = clock::now();
     int status = 0;
