@@ -1,6 +1,7 @@
 // Reduced-size JPEG decode against full-size decode, as the pipeline's decode
 // stage does it (stages::Decode, then the transform's resize), on one thread
-// and on every thread (oneTBB parallel_for over in-memory files).
+// and on every thread (oneTBB parallel_for over in-memory files); first, the
+// decode stage's full-size decode against plain cv::imdecode.
 //
 // Usage: imgpipe_bench_decode [--dir FOLDER] [--targets 640x360,320x320]
 //        [--mode stretch|center_crop|letterbox] [--runs 5] [--threads N]
@@ -83,10 +84,10 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Images per second of `threads` threads decoding (and, with `resize`,
-// resizing) every image of `corpus` `passes` times; the median of `runs`.
-double measure(const std::vector<Bytes>& corpus, const imgpipe::stages::Decode& decode,
-               const imgpipe::stages::Transform* resize, int threads, int passes, int runs) {
+// Images per second of `threads` threads calling decode_one on every image
+// of `corpus` `passes` times; the median of `runs`.
+template <class DecodeOne>
+double measure_with(const std::vector<Bytes>& corpus, const DecodeOne& decode_one, int threads, int passes, int runs) {
   const std::size_t n = corpus.size() * static_cast<std::size_t>(passes);
   std::vector<double> rates;
   tbb::task_arena arena(threads);
@@ -95,17 +96,38 @@ double measure(const std::vector<Bytes>& corpus, const imgpipe::stages::Decode& 
     arena.execute([&] {
       tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 1), [&](const tbb::blocked_range<std::size_t>& range) {
         cv::Mat img, out, scratch;
-        for (std::size_t i = range.begin(); i != range.end(); ++i) {
-          const std::string err = decode.decode(corpus[i % corpus.size()], img);
-          if (!err.empty()) throw std::runtime_error(err);
-          if (resize) resize->resize(img, out, scratch);
-        }
+        for (std::size_t i = range.begin(); i != range.end(); ++i) decode_one(corpus[i % corpus.size()], img, out, scratch);
       });
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) rates.push_back(static_cast<double>(n) / s);
   }
   return median(rates);
+}
+
+// The decode stage (and, with `resize`, the transform's resize).
+double measure(const std::vector<Bytes>& corpus, const imgpipe::stages::Decode& decode,
+               const imgpipe::stages::Transform* resize, int threads, int passes, int runs) {
+  return measure_with(
+      corpus,
+      [&](const Bytes& b, cv::Mat& img, cv::Mat& out, cv::Mat& scratch) {
+        const std::string err = decode.decode(b, img);
+        if (!err.empty()) throw std::runtime_error(err);
+        if (resize) resize->resize(img, out, scratch);
+      },
+      threads, passes, runs);
+}
+
+// Plain cv::imdecode, full size: the baseline of the decode stage's own
+// libjpeg path (which also checks the data for damage).
+double measure_imdecode(const std::vector<Bytes>& corpus, int threads, int passes, int runs) {
+  return measure_with(
+      corpus,
+      [](const Bytes& b, cv::Mat& img, cv::Mat&, cv::Mat&) {
+        img = cv::imdecode(b, cv::IMREAD_COLOR);
+        if (img.empty()) throw std::runtime_error("cv::imdecode failed");
+      },
+      threads, passes, runs);
 }
 
 }  // namespace
@@ -168,6 +190,17 @@ int main(int argc, char** argv) {
   imgpipe::DecodeConfig full_cfg, reduced_cfg;
   full_cfg.reduced = false;
   reduced_cfg.reduced = true;
+  {
+    const imgpipe::stages::Decode full(full_cfg, imgpipe::TransformConfig{}, stats);
+    std::cout << "\nfull-size decode: the decode stage (libjpeg, damage checks) against cv::imdecode\n";
+    std::cout << fmt::format("  {:<8} {:>14} {:>14} {:>8}\n", "threads", "decode stage", "cv::imdecode", "ratio");
+    for (const int n : thread_counts) {
+      const int passes = n == 1 ? 1 : passes_parallel;
+      const double ds = measure(corpus, full, nullptr, n, passes, runs);
+      const double cv = measure_imdecode(corpus, n, passes, runs);
+      std::cout << fmt::format("  {:<8} {:>10.1f} i/s {:>10.1f} i/s {:>7.2f}x\n", n, ds, cv, ds / cv);
+    }
+  }
   for (const auto& [w, h] : targets) {
     imgpipe::TransformConfig t;
     t.resize.width = w;
