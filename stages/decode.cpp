@@ -220,6 +220,16 @@ std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, i
   if (h.format.empty())
     return bytes.empty() ? "empty file (0 bytes)"
                          : "not a recognised image format (supported: JPEG, PNG, BMP, WebP, TIFF)";
+  // OpenCV picks its decoder by its own signature test. For PNG, BMP and TIFF
+  // that test is the magic number checked above, but its WebP test is
+  // stricter (libwebp must parse the first 32 bytes): when it refuses a file,
+  // OpenCV goes on to the only readers that do not look at the first bytes,
+  // GDCM ("DICM" at offset 128, and it aborts on malformed data) and GDAL
+  // ("DTED" at 140). A WebP with either marker is not let through (a real
+  // one has them by chance with a probability of 2^-32).
+  if (h.format == "webp" && ((bytes.size() >= 132 && std::memcmp(&bytes[128], "DICM", 4) == 0) ||
+                             (bytes.size() >= 144 && std::memcmp(&bytes[140], "DTED", 4) == 0)))
+    return "corrupt WebP: not a WebP header OpenCV accepts (and DICOM/DTED markers inside)";
   if (h.width > 0 && h.height > 0 && h.width * h.height > cfg_.max_pixels)
     return fmt::format("image of {}x{} ({} pixels) exceeds decode.max_pixels ({})", h.width, h.height,
                        h.width * h.height, cfg_.max_pixels);
