@@ -6,10 +6,10 @@
 #
 #   samples/bench/gpu_suite.sh OUT [PHOTOS] [parts...]
 # with programs bundled by ../shared/tools/gpu-bundle into .gpu (see README).
-# parts: tests sanitize kernels memory w1 peers decode (default: all)
+# parts: tests sanitize kernels memory w1 peers decode soak (default: all)
 set -uo pipefail
 out=$1; photos=${2:-.gpu/data/photos}; shift 2 || shift $#
-parts=${*:-tests sanitize kernels memory w1 peers decode}
+parts=${*:-tests sanitize kernels memory w1 peers decode soak}
 run=".gpu/run"
 export IMGPIPE_SOURCE_DIR=$PWD IMGPIPE_CLI="$PWD/.gpu/run bin/imgpipe"
 has() { [[ " $parts " == *" $1 "* ]]; }
@@ -77,5 +77,12 @@ if has decode; then
   if [ -x .gpu/bin/imgpipe_bench_decode ]; then
     mkdir -p /tmp/dec && cp /tmp/w1work/w1/img_000[0-4]*.jpg /tmp/dec/ 2>/dev/null
     timeout 200 $run bin/imgpipe_bench_decode --dir /tmp/dec --runs 3 --targets 640x360,320x320,224x224 2>&1 | tee "$out/bench_decode.txt" | tail -15
+  fi
+fi
+if has soak; then
+  echo "== soak (GPU 0: pinned staging)"
+  if [ -x .gpu/bin/imgpipe_bench_soak ]; then
+    timeout 300 $run bin/imgpipe_bench_soak --dir samples/data --device 0 --loop 20 --runs 8 \
+      --json "$out/soak.json" 2>&1 | grep -v warning | tee "$out/soak.txt" | tail -14
   fi
 fi
