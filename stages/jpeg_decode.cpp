@@ -8,6 +8,8 @@
 #include <opencv2/core.hpp>
 
 #include <jpeglib.h>
+// After jpeglib.h, which it needs.
+#include <jerror.h>
 
 namespace imgpipe::stages {
 
@@ -20,6 +22,7 @@ struct ErrorManager {
   std::jmp_buf jump;
   char first_warning[JMSG_LENGTH_MAX];
   int warnings;
+  int harmless;
 };
 
 [[noreturn]] void on_error(j_common_ptr c) {
@@ -27,9 +30,37 @@ struct ErrorManager {
   std::longjmp(e->jump, 1);
 }
 
+// Warnings that say nothing about the pixels: quirks of the writer that
+// libjpeg decodes around exactly (a newer JFIF version, an unknown Adobe
+// transform code, unusual SOS parameters in a sequential file, an ICC chunk
+// it cannot use), and a few stray bytes before a marker, which some encoders
+// write (padding before EOI). Everything else is damage: a bad Huffman or
+// arithmetic code, a scan cut short, a missing restart marker, a broken
+// progression, the file ending early, or more than
+// kPaddingBytes bytes out of place (a desynchronised scan leaves dozens).
+constexpr long kPaddingBytes = 4;
+
+bool harmless(const jpeg_error_mgr& err) {
+  switch (err.msg_code) {
+    case JWRN_JFIF_MAJOR:
+    case JWRN_ADOBE_XFORM:
+    case JWRN_NOT_SEQUENTIAL:
+    case JWRN_BOGUS_ICC:
+      return true;
+    case JWRN_EXTRANEOUS_DATA:
+      return err.msg_parm.i[0] <= kPaddingBytes;
+    default:
+      return false;
+  }
+}
+
 void on_message(j_common_ptr c, int level) {
   auto* e = reinterpret_cast<ErrorManager*>(c->err);
   if (level >= 0) return;  // trace messages
+  if (harmless(e->pub)) {
+    ++e->harmless;
+    return;
+  }
   if (e->warnings++ == 0) e->pub.format_message(c, e->first_warning);
 }
 
@@ -57,6 +88,7 @@ int run_libjpeg(const unsigned char* data, std::size_t size, int scale_denom, Er
   err.pub.emit_message = on_message;
   err.pub.output_message = no_output;
   err.warnings = 0;
+  err.harmless = 0;
   err.first_warning[0] = '\0';
   jpeg_create_decompress(&cinfo);
   if (setjmp(err.jump)) {
@@ -72,7 +104,12 @@ int run_libjpeg(const unsigned char* data, std::size_t size, int scale_denom, Er
   cinfo.out_color_space = four ? JCS_CMYK : JCS_EXT_BGR;
   jpeg_start_decompress(&cinfo);
   const int w = static_cast<int>(cinfo.output_width), h = static_cast<int>(cinfo.output_height);
-  out.create(h, w, CV_8UC3);
+  try {
+    out.create(h, w, CV_8UC3);
+  } catch (...) {  // no longjmp crosses this: libjpeg is not running here
+    jpeg_destroy_decompress(&cinfo);
+    throw;
+  }
   if (four) row.resize(static_cast<std::size_t>(w) * 4);
   while (cinfo.output_scanline < cinfo.output_height) {
     unsigned char* dst = out.ptr<unsigned char>(static_cast<int>(cinfo.output_scanline));
@@ -109,6 +146,7 @@ std::string decode_jpeg(std::span<const unsigned char> bytes, const JpegDecodeOp
     out.release();
     return std::string("corrupt JPEG: ") + msg;
   }
+  if (opt.harmless_warnings) *opt.harmless_warnings = err.harmless;
   if (err.warnings > 0 && !opt.accept_damaged) {
     out.release();
     std::string reason = std::string("corrupt JPEG: ") + err.first_warning;

@@ -4,9 +4,11 @@
 // libjpeg recovers from damaged entropy-coded data (a bad Huffman code, a
 // stream cut short, bytes where a marker should be) by filling in and going
 // on, and only *warns*; cv::imdecode prints the warning to stderr and returns
-// the damaged image as if it were good. Here every warning is caught: the
-// image is reported as corrupt with libjpeg's words unless the caller accepts
-// damaged images (decode.accept_truncated). Nothing is printed.
+// the damaged image as if it were good. Here the warnings that mean damage
+// are caught: the image is reported as corrupt with libjpeg's words unless
+// the caller accepts damaged images (decode.accept_truncated). Warnings about
+// writers' quirks that do not touch the pixels (see harmless() in the .cpp)
+// are ignored. Nothing is printed.
 //
 // The output equals cv::imdecode(IMREAD_COLOR | IMREAD_REDUCED_*) bit for bit:
 // the same library, the same default DCT and upsampling, grey expanded to
@@ -26,6 +28,7 @@ struct JpegDecodeOptions {
   int scale_denom = 1;        // 1, 2, 4 or 8: libjpeg's scaled IDCT
   int orientation = 1;        // EXIF orientation to apply (1 = none)
   bool accept_damaged = false;  // deliver what libjpeg recovered despite warnings
+  int* harmless_warnings = nullptr;  // when given: how many warnings were ignored as harmless
 };
 
 // Decodes `bytes` into `out` (CV_8UC3 BGR). Returns the reason on failure

@@ -14,6 +14,7 @@
 
 #include "common.hpp"
 #include "stages/decode.hpp"
+#include "stages/jpeg_decode.hpp"
 
 using imgpipe::DecodeConfig;
 using imgpipe::stages::Decode;
@@ -383,6 +384,33 @@ TEST_CASE("decode: JPEGs with damaged entropy-coded data are reported with libjp
     CHECK(decode(bad, out, lenient).empty());
     CHECK(same_image(out, cv::imdecode(bad, cv::IMREAD_COLOR)));
   }
+  // Stray bytes before EOI: a few are an encoder's padding (libjpeg warns,
+  // the image is whole: delivered); dozens mean a damaged file. libjpeg
+  // counts the bytes it had not already buffered as scan data, so k inserted
+  // bytes show as fewer.
+  bool padding_seen = false, damage_seen = false;
+  for (std::size_t k = 1; k <= 48; ++k) {
+    CAPTURE(k);
+    Bytes padded = good;
+    padded.insert(padded.end() - 2, k, 0x5A);
+    cv::Mat out;
+    int harmless = 0;
+    imgpipe::stages::JpegDecodeOptions opt;
+    opt.harmless_warnings = &harmless;
+    const std::string err = imgpipe::stages::decode_jpeg(padded, opt, out);
+    if (err.empty()) {
+      CHECK(same_image(out, cv::imdecode(good, cv::IMREAD_COLOR)));
+      padding_seen |= harmless > 0;
+    } else {
+      CAPTURE(err);
+      CHECK(err.rfind("corrupt JPEG: Corrupt JPEG data: ", 0) == 0);
+      const int reported = std::stoi(err.substr(std::string("corrupt JPEG: Corrupt JPEG data: ").size()));
+      CHECK(reported > 4);
+      damage_seen = true;
+    }
+  }
+  CHECK(padding_seen);
+  CHECK(damage_seen);
   // A damaged header (a DHT table cut short) is a fatal libjpeg error.
   Bytes dht = good;
   for (std::size_t i = 2; i + 3 < dht.size(); ++i)
