@@ -1,7 +1,7 @@
 #include <cuda_runtime.h>
 
 #include "checksum.hpp"
-#include "cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace imgpipe::kernels {
 namespace {

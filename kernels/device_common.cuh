@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "resize_plan.hpp"
 
 namespace imgpipe::kernels::detail {

@@ -38,7 +38,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "fused.hpp"
 #include "resize_math.hpp"
 #include "resize_plan.hpp"

@@ -6,7 +6,7 @@
 
 
 #include "resize_plan.hpp"
-#include "tsan.hpp"
+#include "core/tsan.hpp"
 
 namespace imgpipe::kernels {
 

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "memread.hpp"
 
 namespace imgpipe::kernels {

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "normalize.hpp"
 #include "device_common.cuh"
 

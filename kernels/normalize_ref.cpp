@@ -5,7 +5,7 @@
 
 
 #include "half.hpp"
-#include "tsan.hpp"
+#include "core/tsan.hpp"
 
 namespace imgpipe::kernels {
 

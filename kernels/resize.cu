@@ -29,7 +29,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "resize_math.hpp"
 #include "resize_plan.hpp"
 #include "device_common.cuh"

@@ -13,7 +13,7 @@
 #include "letterbox.hpp"
 #include "resize_math.hpp"
 #include "resize_plan.hpp"
-#include "tsan.hpp"
+#include "core/tsan.hpp"
 
 namespace imgpipe::kernels {
 

@@ -1,6 +1,6 @@
 #include <cstdio>
 
-#include "cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace imgpipe::detail {
 void report_cuda_nothrow(const char* call, const char* file, int line, const char* name) noexcept {

@@ -1,6 +1,6 @@
 #include <cuda_runtime.h>
 
-#include "cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "trap.hpp"
 
 namespace imgpipe::kernels {

@@ -30,10 +30,10 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "imgpipe/gpu.hpp"
+#include "memory/gpu.hpp"
 #include "kernels/checksum.hpp"
 #include "kernels/crop.hpp"
-#include "kernels/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "kernels/fused.hpp"
 #include "kernels/letterbox.hpp"
 #include "kernels/normalize.hpp"

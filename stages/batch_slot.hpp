@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "imgpipe/batch.hpp"
-#include "imgpipe/gpu.hpp"
+#include "memory/gpu.hpp"
 #include "kernels/resize.hpp"
 
 namespace imgpipe::stages {

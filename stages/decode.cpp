@@ -1,6 +1,6 @@
 #include "decode.hpp"
 
-#include "imgpipe/fault.hpp"
+#include "core/fault.hpp"
 #include "jpeg_decode.hpp"
 
 #include <algorithm>

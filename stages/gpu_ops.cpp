@@ -1,6 +1,6 @@
 #include "gpu_ops.hpp"
 
-#include "imgpipe/fault.hpp"
+#include "core/fault.hpp"
 #include "kernels/trap.hpp"
 
 namespace imgpipe::stages {

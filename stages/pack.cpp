@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "imgpipe/fault.hpp"
+#include "core/fault.hpp"
 
 namespace imgpipe::stages {
 

@@ -17,7 +17,7 @@
 
 #include "batch_slot.hpp"
 #include "imgpipe/config.hpp"
-#include "imgpipe/memory/staging_ring.hpp"
+#include "memory/staging_ring.hpp"
 #include "imgpipe/report.hpp"
 #include "stage.hpp"
 

@@ -1,6 +1,6 @@
 #include "read.hpp"
 
-#include "imgpipe/fault.hpp"
+#include "core/fault.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

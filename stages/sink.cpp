@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "imgpipe/fault.hpp"
+#include "core/fault.hpp"
 #include "kernels/checksum.hpp"
 
 namespace imgpipe::stages {

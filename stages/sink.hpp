@@ -14,8 +14,8 @@
 
 #include "batch_slot.hpp"
 #include "imgpipe/config.hpp"
-#include "imgpipe/memory/staging_ring.hpp"
-#include "imgpipe/pipeline.hpp"
+#include "imgpipe/report.hpp"
+#include "memory/staging_ring.hpp"
 #include "stage.hpp"
 
 namespace imgpipe::stages {

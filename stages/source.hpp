@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "imgpipe/config.hpp"
-#include "imgpipe/fault.hpp"
+#include "core/fault.hpp"
 #include "input_order.hpp"
 #include "stage.hpp"
 #include "video.hpp"

@@ -12,7 +12,7 @@
 #include <opencv2/core.hpp>
 
 #include "imgpipe/batch.hpp"
-#include "imgpipe/memory/staging_ring.hpp"
+#include "memory/staging_ring.hpp"
 
 namespace imgpipe::stages {
 

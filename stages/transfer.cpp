@@ -1,6 +1,6 @@
 #include "transfer.hpp"
 
-#include "imgpipe/fault.hpp"
+#include "core/fault.hpp"
 
 namespace imgpipe::stages {
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "batch_slot.hpp"
-#include "imgpipe/memory/staging_ring.hpp"
+#include "memory/staging_ring.hpp"
 #include "stage.hpp"
 
 namespace imgpipe::stages {

@@ -5,7 +5,7 @@
 
 #include <opencv2/imgproc.hpp>
 
-#include "imgpipe/fault.hpp"
+#include "core/fault.hpp"
 
 namespace imgpipe::stages {
 

@@ -15,7 +15,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "imgpipe/gpu.hpp"
+#include "memory/gpu.hpp"
 
 #if IMGPIPE_HAS_CUDA
 #include <cuda_runtime_api.h>

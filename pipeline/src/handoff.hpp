@@ -9,7 +9,7 @@
 // outside the pipeline, are still reported. No code at all without TSan.
 #pragma once
 
-#include "kernels/tsan.hpp"
+#include "core/tsan.hpp"
 
 namespace imgpipe::detail {
 

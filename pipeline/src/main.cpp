@@ -11,8 +11,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "imgpipe/bench_memory.hpp"
-#include "imgpipe/fault.hpp"
+#include "memory/tools/bench_memory.hpp"
+#include "core/fault.hpp"
 #include "imgpipe/pipeline.hpp"
 
 namespace {

@@ -12,9 +12,9 @@
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
-#include "imgpipe/gpu.hpp"
+#include "memory/gpu.hpp"
 #include "handoff.hpp"
-#include "imgpipe/memory/staging_ring.hpp"
+#include "memory/staging_ring.hpp"
 #include "stages/decode.hpp"
 #include "stages/gpu_ops.hpp"
 #include "stages/input_order.hpp"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
-#include "imgpipe/gpu.hpp"
+#include "memory/gpu.hpp"
 #include "imgpipe/pipeline.hpp"
 
 namespace fs = std::filesystem;

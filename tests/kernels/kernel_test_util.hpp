@@ -16,7 +16,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "common.hpp"
-#include "imgpipe/gpu.hpp"
+#include "memory/gpu.hpp"
 #include "kernels/resize.hpp"
 
 namespace imgpipe::test {

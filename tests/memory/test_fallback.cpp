@@ -13,8 +13,8 @@
 
 #include "common.hpp"
 #include "imgpipe/error.hpp"
-#include "imgpipe/memory/fault_injection.hpp"
-#include "imgpipe/memory/pool.hpp"
+#include "memory/fault_injection.hpp"
+#include "memory/pool.hpp"
 
 using namespace imgpipe;
 using namespace imgpipe::memory;

@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
-#include "imgpipe/bench_memory.hpp"
+#include "memory/tools/bench_memory.hpp"
 #include "imgpipe/error.hpp"
-#include "imgpipe/memory/calibration.hpp"
-#include "imgpipe/memory/policy.hpp"
+#include "memory/tools/calibration.hpp"
+#include "memory/tools/policy.hpp"
 
 using namespace imgpipe;
 using namespace imgpipe::memory;

@@ -15,8 +15,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common.hpp"
-#include "imgpipe/gpu.hpp"
-#include "imgpipe/memory/pool.hpp"
+#include "memory/gpu.hpp"
+#include "memory/pool.hpp"
 #include "kernels/memread.hpp"
 
 using namespace imgpipe;

@@ -15,8 +15,8 @@
 
 #include "common.hpp"
 #include "imgpipe/error.hpp"
-#include "imgpipe/gpu.hpp"
-#include "imgpipe/memory/fault_injection.hpp"
+#include "memory/gpu.hpp"
+#include "memory/fault_injection.hpp"
 #include "imgpipe/memory/resources.hpp"
 #include "kernels/memread.hpp"
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "common.hpp"
-#include "imgpipe/gpu.hpp"
-#include "imgpipe/memory/staging_ring.hpp"
+#include "memory/gpu.hpp"
+#include "memory/staging_ring.hpp"
 
 using imgpipe::StagingMemory;
 using imgpipe::memory::SlotWriter;

@@ -12,7 +12,7 @@
 #include <cstdlib>
 
 #include "common.hpp"
-#include "imgpipe/fault.hpp"
+#include "core/fault.hpp"
 #include "imgpipe/pipeline.hpp"
 
 using namespace imgpipe;

@@ -14,8 +14,8 @@
 #include <opencv2/imgproc.hpp>
 
 #include "common.hpp"
-#include "imgpipe/gpu.hpp"
-#include "imgpipe/memory/fault_injection.hpp"
+#include "memory/gpu.hpp"
+#include "memory/fault_injection.hpp"
 #include "imgpipe/pipeline.hpp"
 
 namespace fs = std::filesystem;

@@ -17,9 +17,6 @@
 
 namespace imgpipe {
 
-// Called once per batch, in input order, from one thread at a time.
-using BatchCallback = std::function<void(const DeviceBatch&)>;
-
 struct RunOptions {
   // Overrides config.devices (e.g. from --device).
   std::optional<DeviceSelection> device;

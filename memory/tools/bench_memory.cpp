@@ -1,4 +1,4 @@
-#include "imgpipe/bench_memory.hpp"
+#include "memory/tools/bench_memory.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -17,9 +17,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "imgpipe/gpu.hpp"
-#include "imgpipe/memory/calibration.hpp"
-#include "imgpipe/memory/policy.hpp"
+#include "memory/gpu.hpp"
+#include "memory/tools/calibration.hpp"
+#include "memory/tools/policy.hpp"
 #include "imgpipe/memory/resources.hpp"
 #include "kernels/memread.hpp"
 

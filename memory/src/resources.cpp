@@ -15,13 +15,13 @@
 #include <spdlog/spdlog.h>
 
 #include "imgpipe/error.hpp"
-#include "imgpipe/gpu.hpp"
-#include "imgpipe/memory/fault_injection.hpp"
+#include "memory/gpu.hpp"
+#include "memory/fault_injection.hpp"
 
 #if IMGPIPE_HAS_CUDA
 #include <cuda_runtime_api.h>
 
-#include "kernels/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #endif
 
 namespace imgpipe::memory {

@@ -1,4 +1,4 @@
-#include "imgpipe/memory/calibration.hpp"
+#include "memory/tools/calibration.hpp"
 
 #include <unistd.h>
 
@@ -16,7 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "imgpipe/error.hpp"
-#include "imgpipe/gpu.hpp"
+#include "memory/gpu.hpp"
 #include "kernels/memread.hpp"
 
 #if IMGPIPE_HAS_CUDA

@@ -1,4 +1,4 @@
-#include "imgpipe/memory/staging_ring.hpp"
+#include "memory/staging_ring.hpp"
 
 #include <chrono>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "imgpipe/gpu.hpp"
+#include "memory/gpu.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -10,7 +10,7 @@
 #if IMGPIPE_HAS_CUDA
 #include <cuda_runtime_api.h>
 
-#include "kernels/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #endif
 
 namespace imgpipe::gpu {

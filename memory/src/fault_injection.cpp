@@ -1,4 +1,4 @@
-#include "imgpipe/memory/fault_injection.hpp"
+#include "memory/fault_injection.hpp"
 
 #include <atomic>
 #include <deque>

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "imgpipe/memory/calibration.hpp"
+#include "memory/tools/calibration.hpp"
 #include "imgpipe/memory/resources.hpp"
 
 namespace imgpipe::memory {

@@ -1,4 +1,4 @@
-#include "imgpipe/fault.hpp"
+#include "core/fault.hpp"
 
 #include <array>
 #include <atomic>

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,5 +39,8 @@ struct DeviceBatch {
 
   std::size_t size() const noexcept { return samples.size(); }
 };
+
+// Called once per batch, in input order, from one thread at a time.
+using BatchCallback = std::function<void(const DeviceBatch&)>;
 
 }  // namespace imgpipe

@@ -1,4 +1,4 @@
-#include "imgpipe/memory/policy.hpp"
+#include "memory/tools/policy.hpp"
 
 #include <fmt/format.h>
 

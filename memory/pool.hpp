@@ -44,7 +44,7 @@
 #include <vector>
 
 #include "imgpipe/error.hpp"
-#include "imgpipe/gpu.hpp"
+#include "memory/gpu.hpp"
 #include "imgpipe/memory/resources.hpp"
 
 namespace imgpipe::memory {

@@ -1,4 +1,4 @@
-#include "imgpipe/memory/pool.hpp"
+#include "memory/pool.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "imgpipe/config.hpp"
-#include "imgpipe/gpu.hpp"
-#include "imgpipe/memory/pool.hpp"
+#include "memory/gpu.hpp"
+#include "memory/pool.hpp"
 
 namespace imgpipe::memory {
 
