@@ -186,12 +186,11 @@ int main(int argc, char** argv) {
   std::vector<int> thread_counts{1};
   if (threads > 1) thread_counts.push_back(threads);
 
-  imgpipe::stages::StageStats stats("decode", true), tstats("transform", true);
   imgpipe::DecodeConfig full_cfg, reduced_cfg;
   full_cfg.reduced = false;
   reduced_cfg.reduced = true;
   {
-    const imgpipe::stages::Decode full(full_cfg, imgpipe::TransformConfig{}, stats);
+    const imgpipe::stages::Decode full(full_cfg, imgpipe::TransformConfig{});
     std::cout << "\nfull-size decode: the decode stage (libjpeg, damage checks) against cv::imdecode\n";
     std::cout << fmt::format("  {:<8} {:>14} {:>14} {:>8}\n", "threads", "decode stage", "cv::imdecode", "ratio");
     for (const int n : thread_counts) {
@@ -207,8 +206,8 @@ int main(int argc, char** argv) {
     t.resize.height = h;
     t.resize.mode = mode;
     const int r = imgpipe::stages::reduced_scale(header.width, header.height, t.resize);
-    const imgpipe::stages::Decode full(full_cfg, t, stats), reduced(reduced_cfg, t, stats);
-    const imgpipe::stages::Transform resize(t, false, tstats);
+    const imgpipe::stages::Decode full(full_cfg, t), reduced(reduced_cfg, t);
+    const imgpipe::stages::Transform resize(t, false);
     std::cout << fmt::format("\ntarget {}x{} {}: reduced decode at 1/{} ({}x{})\n", w, h, mode_text, r,
                              (header.width + r - 1) / r, (header.height + r - 1) / r);
     std::cout << fmt::format("  {:<8} {:>14} {:>14} {:>8}   {:>14} {:>14} {:>8}\n", "threads", "decode full",

@@ -2,7 +2,8 @@
 // (its metadata and the device it was dispatched to); each device keeps, per
 // staging slot, the device buffers and events of the batch that uses it. A
 // slot is reused only after its staging ring release (recorded by the sink
-// once the batch and its callback are done).
+// once the batch and its callback are done). BatchResources owns all of it
+// for one run.
 #pragma once
 
 #include <atomic>
@@ -11,8 +12,9 @@
 #include <vector>
 
 #include "imgpipe/batch.hpp"
-#include "memory/gpu.hpp"
 #include "kernels/resize.hpp"
+#include "memory/gpu.hpp"
+#include "memory/staging_ring.hpp"
 
 namespace imgpipe::stages {
 
@@ -21,6 +23,15 @@ struct DeviceBuffers {
   gpu::DeviceBuffer d_output;    // kernel output (empty when the CPU produced the final tensor)
   gpu::DeviceBuffer d_checksum;  // 8 bytes
   gpu::Event copy_start, copy_end, ready;
+  std::size_t copy_bytes = 0;  // the copy bracketed by copy_start/copy_end
+  bool copy_timed = false;     // that copy's duration is not yet in DeviceTransferStats
+};
+
+// The transfer stage's figures for one device.
+struct DeviceTransferStats {
+  std::uint64_t batches = 0;
+  std::uint64_t bytes = 0;
+  double copy_s = 0;  // the copies' own durations (CUDA events)
 };
 
 // One GPU (or the host backend, device -1) and its stream.
@@ -29,9 +40,7 @@ struct DeviceContext {
   gpu::Stream stream;
   std::vector<DeviceBuffers> buffers;  // one per staging slot
   std::atomic<int> in_flight{0};       // batches dispatched, not yet through the sink
-  std::uint64_t batches = 0;           // sink-side statistics
-  std::uint64_t bytes = 0;
-  double copy_s = 0;
+  DeviceTransferStats transfer;        // written by the transfer stage only
 };
 
 struct BatchSlot {
@@ -47,6 +56,48 @@ struct BatchSlot {
   DeviceBatch batch;              // what the sink and the callback see
 
   DeviceBuffers& buffers() const { return dev->buffers[slot]; }
+};
+
+// What BatchResources allocates: sizes decided by the run plan.
+struct BatchLayout {
+  std::vector<int> devices{-1};     // CUDA ordinals; {-1} = the host backend
+  memory::StagingOptions staging;   // slots, slot bytes, memory kind, transfer, budget
+  int batch_size = 32;
+  std::size_t out_sample_bytes = 0;  // bytes of one sample of the output tensor
+  bool device_output = true;        // kernels write d_output (else the staged tensor is the output)
+  bool per_image_geometry = false;  // GPU resize: each batch records where its frames are
+  std::vector<std::int64_t> shape;  // of a full batch
+  DType dtype = DType::float32;
+  Layout layout = Layout::nchw;
+};
+
+// Owns the staging ring, the batch slots and the per-device streams and
+// buffers of one run. Everything is allocated by the constructor (never on
+// the hot path); the destructor waits for every device's stream before
+// anything is freed, however the run ended. Throws what the allocations
+// throw (CudaError, AllocationError, std::bad_alloc).
+class BatchResources {
+ public:
+  explicit BatchResources(const BatchLayout& layout);
+  ~BatchResources();
+  BatchResources(const BatchResources&) = delete;
+  BatchResources& operator=(const BatchResources&) = delete;
+
+  memory::StagingRing& ring() noexcept { return *ring_; }
+  const memory::StagingRing& ring() const noexcept { return *ring_; }
+  std::vector<std::unique_ptr<BatchSlot>>& slots() noexcept { return slots_; }
+  std::vector<std::unique_ptr<DeviceContext>>& devices() noexcept { return devices_; }
+  const std::vector<std::unique_ptr<DeviceContext>>& devices() const noexcept { return devices_; }
+  // Device memory allocated per device (0 on the host backend).
+  std::size_t device_bytes() const noexcept { return device_bytes_; }
+  // Waits for every slot's and device's outstanding work; throws a sticky CUDA error.
+  void finish();
+
+ private:
+  std::unique_ptr<memory::StagingRing> ring_;
+  std::vector<std::unique_ptr<DeviceContext>> devices_;
+  std::vector<std::unique_ptr<BatchSlot>> slots_;
+  std::size_t device_bytes_ = 0;
 };
 
 }  // namespace imgpipe::stages

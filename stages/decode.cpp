@@ -1,6 +1,5 @@
 #include "decode.hpp"
 
-#include "core/fault.hpp"
 #include "jpeg_decode.hpp"
 
 #include <algorithm>
@@ -289,14 +288,10 @@ std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, i
   return {};
 }
 
-Work* Decode::operator()(Work* w) const {
-  if (w->flush || w->predecoded || !w->error.empty()) return w;
-  BusyTimer t(stats_);
-  fault::check("decode", w->seq);
-  w->error = decode(w->bytes, w->decoded);
-  ++stats_.items;
-  if (w->error.empty()) stats_.bytes += w->decoded.total() * w->decoded.elemSize();
-  return w;
+Tally Decode::run(Work& w) const {
+  w.sample.error = decode(w.pixels.bytes, w.pixels.decoded);
+  if (w.failed()) return {1, 0};
+  return {1, w.pixels.decoded.total() * w.pixels.decoded.elemSize()};
 }
 
 }  // namespace imgpipe::stages

@@ -60,12 +60,13 @@ bool jpeg_has_eoi(std::span<const unsigned char> bytes) noexcept;
 // signature (a cut inside any chunk, or before IEND, gives false).
 bool png_has_iend(std::span<const unsigned char> bytes) noexcept;
 
-class Decode {
+class Decode : public Stage<Decode, Takes::encoded_samples> {
  public:
   // `transform` gives the resize target that reduced decode must cover.
-  Decode(const DecodeConfig& cfg, const TransformConfig& transform, StageStats& stats)
-      : cfg_(cfg), resize_(transform.resize), stats_(stats) {}
-  Work* operator()(Work* w) const;
+  Decode(const DecodeConfig& cfg, const TransformConfig& transform)
+      : Stage("decode", true), cfg_(cfg), resize_(transform.resize) {}
+  // Decodes w.pixels.bytes into w.pixels.decoded, or sets w.sample.error.
+  Tally run(Work& w) const;
   // Decodes `bytes` into `out` (BGR u8); returns the reason on failure.
   // `scale`, when given, receives the reduction used (1, 2, 4 or 8).
   std::string decode(std::span<const unsigned char> bytes, cv::Mat& out, int* scale = nullptr) const;
@@ -73,7 +74,6 @@ class Decode {
  private:
   DecodeConfig cfg_;
   ResizeConfig resize_;
-  StageStats& stats_;
 };
 
 }  // namespace imgpipe::stages

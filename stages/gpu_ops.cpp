@@ -1,19 +1,16 @@
 #include "gpu_ops.hpp"
 
-#include "core/fault.hpp"
 #include "kernels/trap.hpp"
 
 namespace imgpipe::stages {
 
-Work* GpuOps::operator()(Work* w) const {
-  if (!w->batch) return w;
-  BusyTimer t(stats_);
-  BatchSlot& b = *w->batch;
+Tally GpuOps::run(Work& w) const {
+  BatchSlot& b = *w.batch;
   DeviceBuffers& buf = b.buffers();
   const gpu::Stream& stream = b.dev->stream;
   const bool on_gpu = stream.device() >= 0;
-  fault::check("gpu_ops", b.index);
   if (on_gpu && fault::trap(b.index)) kernels::trap_gpu(stream.get());
+  std::size_t bytes = 0;
   if (work_ == Op::normalize) {
     kernels::NormalizeParams p = params_;
     p.batch = b.count;
@@ -22,7 +19,7 @@ Work* GpuOps::operator()(Work* w) const {
     p.dst = buf.d_output.get();
     if (on_gpu) kernels::normalize_gpu(p, stream.get());
     else kernels::normalize_ref(p, /*parallel=*/true);
-    stats_.bytes += kernels::output_bytes(p);
+    bytes = kernels::output_bytes(p);
   } else if (work_ == Op::resize_normalize) {
     kernels::FusedParams f;
     f.in = resize_;
@@ -38,11 +35,10 @@ Work* GpuOps::operator()(Work* w) const {
     f.std = params_.std;
     if (on_gpu) kernels::fused_gpu(f, stream.get());
     else kernels::fused_ref(f, /*parallel=*/true);
-    stats_.bytes += kernels::output_bytes(f);
+    bytes = kernels::output_bytes(f);
   }
   buf.ready.record(stream);
-  ++stats_.items;
-  return w;
+  return {1, bytes};
 }
 
 }  // namespace imgpipe::stages

@@ -5,27 +5,25 @@
 // Records the batch's ready event either way.
 #pragma once
 
-#include "batch_slot.hpp"
 #include "kernels/fused.hpp"
 #include "kernels/normalize.hpp"
 #include "stage.hpp"
 
 namespace imgpipe::stages {
 
-class GpuOps {
+class GpuOps : public Stage<GpuOps, Takes::batches> {
  public:
   enum class Op { none, normalize, resize_normalize };
-  // `params` describes one image at the target size (src/dst/batch filled per
-  // batch); `fused` the resize (fit, interpolation, pad) for resize_normalize.
-  GpuOps(const kernels::NormalizeParams& params, const kernels::ResizeBatch& resize, Op work, StageStats& stats)
-      : params_(params), resize_(resize), work_(work), stats_(stats) {}
-  Work* operator()(Work* w) const;
+  // `params` describes one image at the target size (src/dst/batch are set
+  // per batch); `resize` the fit, interpolation and padding for resize_normalize.
+  GpuOps(const kernels::NormalizeParams& params, const kernels::ResizeBatch& resize, Op work)
+      : Stage("gpu_ops", false), params_(params), resize_(resize), work_(work) {}
+  Tally run(Work& w) const;
 
  private:
   kernels::NormalizeParams params_;
   kernels::ResizeBatch resize_;
   Op work_;
-  StageStats& stats_;
 };
 
 }  // namespace imgpipe::stages

@@ -2,96 +2,84 @@
 
 #include <chrono>
 
-#include "core/fault.hpp"
-
 namespace imgpipe::stages {
 
-Pack::Pack(memory::StagingRing& ring, std::vector<std::unique_ptr<BatchSlot>>& slots,
-           std::vector<std::unique_ptr<DeviceContext>>& devices, Dispatch dispatch, const BatchConfig& batch,
-           OnError on_error, StageStats& stats)
-    : ring_(ring), slots_(slots), devices_(devices), dispatch_(dispatch), cfg_(batch), on_error_(on_error),
-      stats_(stats) {}
+Pack::Pack(BatchResources& resources, Dispatch dispatch, const BatchConfig& batch, OnError on_error)
+    : Stage("pack", false), res_(resources), dispatch_(dispatch), cfg_(batch), on_error_(on_error) {}
 
 DeviceContext* Pack::choose_device() {
-  const std::size_t n = devices_.size();
-  if (n == 1) return devices_[0].get();
+  auto& devices = res_.devices();
+  const std::size_t n = devices.size();
+  if (n == 1) return devices[0].get();
   const std::size_t rr = batches_ % n;
-  if (dispatch_ == Dispatch::round_robin) return devices_[rr].get();
+  if (dispatch_ == Dispatch::round_robin) return devices[rr].get();
   // least loaded: fewest batches in flight; ties go round robin.
-  DeviceContext* best = devices_[rr].get();
+  DeviceContext* best = devices[rr].get();
   for (std::size_t k = 1; k < n; ++k) {
-    DeviceContext* d = devices_[(rr + k) % n].get();
+    DeviceContext* d = devices[(rr + k) % n].get();
     if (d->in_flight.load() < best->in_flight.load()) best = d;
   }
   return best;
 }
 
-Work* Pack::operator()(Work* w) {
-  BusyTimer t(stats_);
-  if (w->flush) {
-    if (current_ && current_->count > 0) {
-      if (cfg_.drop_last && current_->count < cfg_.size) {
-        dropped_ += current_->count;
-        --current_->dev->in_flight;
-        ring_.release(current_->slot, current_->dev->stream);
-      } else {
-        w->batch = current_;
-      }
+Tally Pack::flush(Work& w) {
+  if (current_ && current_->count > 0) {
+    if (cfg_.drop_last && current_->count < cfg_.size) {
+      dropped_ += current_->count;
+      --current_->dev->in_flight;
+      res_.ring().release(current_->slot, current_->dev->stream);
+    } else {
+      w.batch = current_;
     }
-    current_ = nullptr;
-    writer_.reset();
-    return w;
   }
-  fault::check("pack", w->seq);
-  if (!w->error.empty()) {
-    failures_.push_back({w->input->path, w->frame, w->error});
-    if (on_error_ == OnError::fail) throw InputError(w->input->path, w->frame, w->error);
-    return w;
-  }
-  if (!current_) {
-    const auto t0 = std::chrono::steady_clock::now();
-    writer_.emplace(ring_.acquire());  // waits for the slot's previous batch
-    stats_.add_wait(std::chrono::steady_clock::now() - t0);
-    current_ = slots_[writer_->slot()].get();
-    current_->index = batches_;
-    current_->dev = choose_device();
-    ++current_->dev->in_flight;
-    ++batches_;
-    current_->count = 0;
-    current_->staged_bytes = 0;
-  }
-  // Where the frame goes; PackCopy writes it.
-  w->dest = *writer_;
-  w->dest_offset = current_->staged_bytes;
-  if (w->frame_bytes > writer_->capacity() - current_->staged_bytes)
-    throw std::logic_error("pack: a frame does not fit its staging slot (frame budget violated)");
-  if (!current_->images.empty())
-    current_->images[current_->count] = {current_->staged_bytes, w->frame_width, w->frame_height, 0};
-  current_->staged_bytes += w->frame_bytes;
-  SampleId& id = current_->samples[current_->count];
-  id.input_index = w->seq;
-  id.path = w->input->path;  // reuses the string's capacity
-  id.frame = w->frame;
-  ++current_->count;
-  ++packed_;
-  ++stats_.items;
-  if (current_->count == cfg_.size) {
-    w->batch = current_;
-    current_ = nullptr;
-    writer_.reset();
-  }
-  return w;
+  current_ = nullptr;
+  writer_.reset();
+  return {0, 0};
 }
 
-Work* PackCopy::operator()(Work* w) const {
-  if (!w->dest) return w;
-  BusyTimer t(stats_);
-  fault::check("pack_copy", w->seq);
-  w->dest->write(w->dest_offset, w->frame_data, w->frame_bytes);
-  w->dest.reset();
-  ++stats_.items;
-  stats_.bytes += w->frame_bytes;
-  return w;
+void Pack::start_batch() {
+  const auto t0 = std::chrono::steady_clock::now();
+  writer_.emplace(res_.ring().acquire());  // waits for the slot's previous batch
+  own_stats().add_wait(std::chrono::steady_clock::now() - t0);
+  current_ = res_.slots()[writer_->slot()].get();
+  current_->index = batches_++;
+  current_->dev = choose_device();
+  ++current_->dev->in_flight;
+  current_->count = 0;
+  current_->staged_bytes = 0;
+}
+
+Tally Pack::run(Work& w) {
+  if (w.kind == Work::Kind::flush) return flush(w);
+  if (w.failed()) {
+    failures_.push_back({w.sample.input->path, w.sample.frame, w.sample.error});
+    if (on_error_ == OnError::fail) throw InputError(w.sample.input->path, w.sample.frame, w.sample.error);
+    return {0, 0};
+  }
+  if (!current_) start_batch();
+  const FrameView& f = w.pixels.out;
+  if (f.bytes > writer_->capacity() - current_->staged_bytes)
+    throw std::logic_error("pack: a frame does not fit its staging slot (frame budget violated)");
+  w.dest = {*writer_, current_->staged_bytes};  // PackCopy writes it there
+  if (!current_->images.empty()) current_->images[current_->count] = {current_->staged_bytes, f.width, f.height, 0};
+  current_->staged_bytes += f.bytes;
+  SampleId& id = current_->samples[current_->count];
+  id.input_index = w.sample.seq;
+  id.path = w.sample.input->path;  // reuses the string's capacity
+  id.frame = w.sample.frame;
+  ++packed_;
+  if (++current_->count == cfg_.size) {
+    w.batch = current_;
+    current_ = nullptr;
+    writer_.reset();
+  }
+  return {1, 0};
+}
+
+Tally PackCopy::run(Work& w) const {
+  w.dest.writer->write(w.dest.offset, w.pixels.out.data, w.pixels.out.bytes);
+  w.dest.writer.reset();
+  return {1, w.pixels.out.bytes};
 }
 
 }  // namespace imgpipe::stages

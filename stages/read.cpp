@@ -1,6 +1,5 @@
 #include "read.hpp"
 
-#include "core/fault.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -57,18 +56,13 @@ std::string Read::read_file(const std::string& path, std::vector<unsigned char>&
   return {};
 }
 
-Work* Read::operator()(Work* w) const {
-  if (w->flush || w->predecoded || !w->error.empty()) return w;
-  BusyTimer t(stats_);
-  fault::check("read", w->seq);
-  if (!w->input->error.empty()) {
-    w->error = w->input->error;
-    return w;
+Tally Read::run(Work& w) const {
+  if (!w.sample.input->error.empty()) {  // discovery already failed
+    w.sample.error = w.sample.input->error;
+    return {0, 0};
   }
-  w->error = read_file(w->input->path, w->bytes);
-  ++stats_.items;
-  stats_.bytes += w->bytes.size();
-  return w;
+  w.sample.error = read_file(w.sample.input->path, w.pixels.bytes);
+  return {1, w.pixels.bytes.size()};
 }
 
 }  // namespace imgpipe::stages

@@ -6,18 +6,15 @@
 
 namespace imgpipe::stages {
 
-class Read {
+class Read : public Stage<Read, Takes::encoded_samples> {
  public:
-  explicit Read(StageStats& stats) : stats_(stats) {}
-  // Fills w.bytes, or sets w.error ("cannot open: Permission denied",
-  // "empty file (0 bytes)", ...). Never throws for a bad input.
-  Work* operator()(Work* w) const;
+  Read() : Stage("read", true) {}
+  // Fills w.pixels.bytes, or sets w.sample.error ("cannot open: Permission
+  // denied", "empty file (0 bytes)", ...). Never throws for a bad input.
+  Tally run(Work& w) const;
 
   // The same on a path, for tests and tools.
   static std::string read_file(const std::string& path, std::vector<unsigned char>& out);
-
- private:
-  StageStats& stats_;
 };
 
 }  // namespace imgpipe::stages

@@ -6,14 +6,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/fault.hpp"
 #include "kernels/checksum.hpp"
 
 namespace imgpipe::stages {
 
-Sink::Sink(const SinkConfig& cfg, memory::StagingRing& ring, const BatchCallback& callback, StageStats& stats,
-           StageStats& transfer_stats)
-    : cfg_(cfg), ring_(ring), callback_(callback), stats_(stats), transfer_stats_(transfer_stats) {
+Sink::Sink(const SinkConfig& cfg, memory::StagingRing& ring, const BatchCallback& callback)
+    : Stage("sink", false), cfg_(cfg), ring_(ring), callback_(callback) {
   if (cfg_.type == SinkType::dump) {
     std::error_code ec;
     std::filesystem::create_directories(cfg_.dir, ec);
@@ -46,81 +44,82 @@ void Sink::write_npy(const std::string& path, const void* data, std::size_t byte
   if (!out) throw Error("sink: write to '" + path + "' failed (disk full?)");
 }
 
-void Sink::operator()(Work* w) {
-  if (!w->batch) return;
-  BusyTimer t(stats_);
-  BatchSlot& b = *w->batch;
-  fault::check("sink", b.index);
-  DeviceBuffers& buf = b.buffers();
-  const gpu::Stream& stream = b.dev->stream;
+void Sink::fill(BatchSlot& b) const {
   DeviceBatch& db = b.batch;
   // The tensor: the kernels' output, else what was staged (copied, or the
   // mapped slot itself in zero-copy mode).
+  DeviceBuffers& buf = b.buffers();
   db.data = buf.d_output.get() ? buf.d_output.get() : const_cast<void*>(b.staged);
   db.device = b.dev->device;
-  db.stream = stream.get();
+  db.stream = b.dev->stream.get();
   db.shape[0] = b.count;
   db.bytes = static_cast<std::size_t>(b.count) * b.out_sample_bytes;
   db.index = b.index;
   db.samples.assign(b.samples.begin(), b.samples.begin() + b.count);
   db.ready = buf.ready.get();
+}
 
-  BatchRecord rec{b.index, static_cast<std::uint64_t>(b.count), 0};
-  if (cfg_.type == SinkType::discard) {
-    if (stream.device() >= 0) {
-      std::uint64_t sum = 0;
-      kernels::checksum_gpu(db.data, db.bytes, static_cast<std::uint64_t*>(buf.d_checksum.get()), stream.get());
-      gpu::copy_d2h_async(&sum, buf.d_checksum.get(), sizeof sum, stream);
-      const auto t0 = std::chrono::steady_clock::now();
-      stream.synchronize();  // waits for the batch's copy and kernels too
-      stats_.add_wait(std::chrono::steady_clock::now() - t0);
-      rec.checksum = sum;
-    } else {
-      rec.checksum = kernels::checksum_ref(db.data, db.bytes);
-    }
-  } else {
-    host_copy_.resize(db.bytes);
-    gpu::copy_d2h_async(host_copy_.data(), db.data, db.bytes, stream);
-    const auto t0 = std::chrono::steady_clock::now();
-    stream.synchronize();
-    stats_.add_wait(std::chrono::steady_clock::now() - t0);
-    write_npy((std::filesystem::path(cfg_.dir) / fmt::format("batch_{:06d}.npy", b.index)).string(),
-              host_copy_.data(), db.bytes, db.dtype, db.shape);
-    for (int i = 0; i < b.count; ++i) {
-      const SampleId& s = db.samples[i];
-      manifest_ << nlohmann::json{{"batch", b.index}, {"index", i}, {"input_index", s.input_index},
-                                  {"path", s.path}, {"frame", s.frame}}
-                       .dump()
-                << '\n';
-    }
-    manifest_.flush();
-    if (!manifest_) throw Error("sink: write to manifest.jsonl failed (disk full?)");
-    rec.checksum = kernels::checksum_ref(host_copy_.data(), db.bytes);
+std::uint64_t Sink::checksum_on_device(BatchSlot& b) {
+  const DeviceBatch& db = b.batch;
+  const gpu::Stream& stream = b.dev->stream;
+  if (stream.device() < 0) return kernels::checksum_ref(db.data, db.bytes);
+  DeviceBuffers& buf = b.buffers();
+  std::uint64_t sum = 0;
+  kernels::checksum_gpu(db.data, db.bytes, static_cast<std::uint64_t*>(buf.d_checksum.get()), stream.get());
+  gpu::copy_d2h_async(&sum, buf.d_checksum.get(), sizeof sum, stream);
+  const auto t0 = std::chrono::steady_clock::now();
+  stream.synchronize();  // waits for the batch's copy and kernels too
+  own_stats().add_wait(std::chrono::steady_clock::now() - t0);
+  return sum;
+}
+
+std::uint64_t Sink::dump(BatchSlot& b) {
+  const DeviceBatch& db = b.batch;
+  host_copy_.resize(db.bytes);
+  gpu::copy_d2h_async(host_copy_.data(), db.data, db.bytes, b.dev->stream);
+  const auto t0 = std::chrono::steady_clock::now();
+  b.dev->stream.synchronize();
+  own_stats().add_wait(std::chrono::steady_clock::now() - t0);
+  write_npy((std::filesystem::path(cfg_.dir) / fmt::format("batch_{:06d}.npy", b.index)).string(),
+            host_copy_.data(), db.bytes, db.dtype, db.shape);
+  for (int i = 0; i < b.count; ++i) {
+    const SampleId& s = db.samples[i];
+    manifest_ << nlohmann::json{{"batch", b.index}, {"index", i}, {"input_index", s.input_index},
+                                {"path", s.path}, {"frame", s.frame}}
+                     .dump()
+              << '\n';
   }
-  // The copy has finished (we synchronised): its device time is known.
-  const double copy_ms = ring_.zero_copy() ? 0.0 : gpu::Event::elapsed_ms(buf.copy_start, buf.copy_end);
-  transfer_s_ += copy_ms * 1e-3;
-  transfer_stats_.device_ns += static_cast<std::int64_t>(copy_ms * 1e6);
-  b.dev->copy_s += copy_ms * 1e-3;
-  b.dev->bytes += b.staged_bytes;
-  ++b.dev->batches;
+  manifest_.flush();
+  if (!manifest_) throw Error("sink: write to manifest.jsonl failed (disk full?)");
+  return kernels::checksum_ref(host_copy_.data(), db.bytes);
+}
 
-  // Whatever happens in the callback, the slot goes back to the ring.
+Tally Sink::run(Work& w) {
+  BatchSlot& b = *w.batch;
+  // The slot goes back to the ring after the work enqueued on the batch's
+  // stream (the callback's included); also when the checksum, the dump or the
+  // callback throws, and then without masking that exception.
   auto release = [&] {
     --b.dev->in_flight;
-    ring_.release(b.slot, stream);
+    ring_.release(b.slot, b.dev->stream);
   };
   try {
-    if (callback_) callback_(db);
+    fill(b);
+    const BatchRecord rec{b.index, static_cast<std::uint64_t>(b.count),
+                          cfg_.type == SinkType::discard ? checksum_on_device(b) : dump(b)};
+    if (callback_) callback_(b.batch);
+    records_.push_back(rec);
   } catch (...) {
-    release();
+    try {
+      release();
+    } catch (...) {
+      // A sticky CUDA error: the exception in flight already reports it.
+    }
     throw;
   }
   release();
-  records_.push_back(rec);
   delivered_ += b.count;
-  ++stats_.items;
-  stats_.bytes += db.bytes;
+  return {1, b.batch.bytes};
 }
 
 }  // namespace imgpipe::stages

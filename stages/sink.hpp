@@ -12,23 +12,21 @@
 #include <fstream>
 #include <vector>
 
-#include "batch_slot.hpp"
 #include "imgpipe/config.hpp"
 #include "imgpipe/report.hpp"
-#include "memory/staging_ring.hpp"
 #include "stage.hpp"
 
 namespace imgpipe::stages {
 
-class Sink {
+class Sink : public Stage<Sink, Takes::batches> {
  public:
-  Sink(const SinkConfig& cfg, memory::StagingRing& ring, const BatchCallback& callback, StageStats& stats,
-       StageStats& transfer_stats);
-  void operator()(Work* w);
+  // Throws Error when the dump folder or its manifest cannot be created.
+  Sink(const SinkConfig& cfg, memory::StagingRing& ring, const BatchCallback& callback);
+  // Delivers the batch, then releases its slot (also when the callback throws).
+  Tally run(Work& w);
 
   std::uint64_t delivered() const noexcept { return delivered_; }
   const std::vector<BatchRecord>& records() const noexcept { return records_; }
-  double transfer_seconds() const noexcept { return transfer_s_; }
 
   // Writes a .npy file (version 1.0) of `bytes` at `data`.
   static void write_npy(const std::string& path, const void* data, std::size_t bytes, DType dtype,
@@ -37,11 +35,11 @@ class Sink {
  private:
   SinkConfig cfg_;
   memory::StagingRing& ring_;
+  void fill(BatchSlot& b) const;
+  std::uint64_t checksum_on_device(BatchSlot& b);
+  std::uint64_t dump(BatchSlot& b);
   const BatchCallback& callback_;
-  StageStats& stats_;
-  StageStats& transfer_stats_;
   std::uint64_t delivered_ = 0;
-  double transfer_s_ = 0;
   std::vector<BatchRecord> records_;
   std::vector<unsigned char> host_copy_;  // dump: the batch copied back
   std::ofstream manifest_;

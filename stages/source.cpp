@@ -143,9 +143,9 @@ InputList build_input_list(const InputConfig& cfg) {
   return out;
 }
 
-Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, int video_ahead, StageStats& stats,
+Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, int video_ahead,
                const std::atomic<bool>& stop)
-    : items_(items), stats_(stats), stop_(stop) {
+    : items_(items), stop_(stop) {
   if (std::any_of(items.begin(), items.end(), [](const InputItem& i) { return i.video; })) {
     videos_ = std::make_unique<VideoPrefetcher>(items, VideoOptions{video.start, video.stride, video.max_frames},
                                                 video_ahead);

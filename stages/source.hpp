@@ -47,15 +47,15 @@ InputList build_input_list(const InputConfig& cfg);
 // The serial input filter: hands out pooled Work items in input order, then
 // one flush item. An image item becomes one Work that the read and decode
 // stages fill. A video item becomes one Work per delivered frame
-// (input.video's start, stride and max_frames), `predecoded` with the frame in
-// `decoded` and its index in `frame`; the frames come from a VideoPrefetcher
+// (input.video's start, stride and max_frames), of kind video_frame with the frame in
+// `pixels.decoded` and its index in `sample.frame`; the frames come from a VideoPrefetcher
 // that decodes up to `video_ahead` upcoming video files at once on their own
 // threads. A video that cannot be opened, has no frames or breaks off becomes,
 // after the frames it did deliver, one failed Work whose `frame` is where it
 // stopped. Stops early when `stop` becomes true.
 class Source {
  public:
-  Source(const std::vector<InputItem>& items, const VideoConfig& video, int video_ahead, StageStats& stats,
+  Source(const std::vector<InputItem>& items, const VideoConfig& video, int video_ahead,
          const std::atomic<bool>& stop);
   ~Source();
   Source(const Source&) = delete;
@@ -71,8 +71,7 @@ class Source {
       if (next_ >= items_.size() || stop_.load(std::memory_order_relaxed)) {
         end_of_input();
         Work* w = acquire();
-        w->reset_for(next_, nullptr);
-        w->flush = true;
+        w->reset_for(Work::Kind::flush, next_, nullptr);
         return w;
       }
       fault::check("source", next_);
@@ -80,15 +79,15 @@ class Source {
       const Step step = in.video ? video_step() : Step::image;
       if (step == Step::end) continue;  // the video is done: on to the next item
       Work* w = acquire();
-      w->reset_for(next_, &in);
+      w->reset_for(in.video ? Work::Kind::video_frame : Work::Kind::image, next_, &in);
       if (step == Step::frame) {
-        w->predecoded = true;
-        w->frame = frame_index_;
-        std::swap(w->decoded, frame_);  // frame_ now holds the Work's spent buffer, recycled by the reader
-        stats_.bytes += w->decoded.total() * w->decoded.elemSize();
+        w->sample.frame = frame_index_;
+        cv::Mat& decoded = w->pixels.decoded;
+        std::swap(decoded, frame_);  // frame_ now holds the Work's spent buffer, recycled by the reader
+        stats_.bytes += decoded.total() * decoded.elemSize();
       } else if (step == Step::failure) {
-        w->error = std::move(failure_);
-        w->frame = failure_frame_;
+        w->sample.error = std::move(failure_);
+        w->sample.frame = failure_frame_;
         finish_video();
       } else {
         ++next_;
@@ -99,6 +98,8 @@ class Source {
       return w;
     }
   }
+
+  const StageStats& stats() const noexcept { return stats_; }
 
   // Work items emitted: one per image, per video frame and per failed video.
   std::uint64_t emitted() const noexcept { return emitted_; }
@@ -114,7 +115,7 @@ class Source {
   void end_of_input();
 
   const std::vector<InputItem>& items_;
-  StageStats& stats_;
+  StageStats stats_{"source"};
   const std::atomic<bool>& stop_;
   std::unique_ptr<VideoPrefetcher> videos_;  // null when the list has no video
   std::size_t next_ = 0;    // the current item

@@ -1,5 +1,7 @@
-// What every stage shares: the work item that flows through the oneTBB
-// pipeline and the per-stage statistics the report is built from.
+// What every stage shares: the token that flows through the oneTBB pipeline,
+// the per-stage statistics the report is built from, and the stage base that
+// times each call, runs the fault hook, counts items and skips the tokens a
+// stage does not work on (DALI's Operator::Run -> RunImpl).
 #pragma once
 
 #include <atomic>
@@ -11,6 +13,8 @@
 
 #include <opencv2/core.hpp>
 
+#include "batch_slot.hpp"
+#include "core/fault.hpp"
 #include "imgpipe/batch.hpp"
 #include "memory/staging_ring.hpp"
 
@@ -24,15 +28,16 @@ struct InputItem {
   bool video = false;  // a video file (is_video_path): the source stage decodes its frames
 };
 
-// Statistics of one stage, updated concurrently by its filter.
+// Statistics of one stage, written only by that stage (concurrently for a
+// parallel one). Time is wall time on the stage's threads.
 struct StageStats {
   explicit StageStats(std::string n, bool par = false) : name(std::move(n)), parallel(par) {}
   std::string name;
   bool parallel;
   std::atomic<std::uint64_t> items{0};
-  std::atomic<std::uint64_t> bytes{0};
-  std::atomic<std::int64_t> busy_ns{0};
-  std::atomic<std::int64_t> wait_ns{0};
+  std::atomic<std::uint64_t> bytes{0};     // bytes the stage produced (or moved)
+  std::atomic<std::int64_t> busy_ns{0};    // inside the stage's calls, waits included
+  std::atomic<std::int64_t> wait_ns{0};    // the part of busy_ns blocked on a slot event or the GPU
   std::atomic<std::int64_t> device_ns{0};  // GPU time of the stage's device work (CUDA events)
 
   void add_wait(std::chrono::steady_clock::duration d) {
@@ -55,45 +60,128 @@ class BusyTimer {
   std::chrono::steady_clock::time_point t0_;
 };
 
-struct BatchSlot;  // pipeline-owned resources of one staging slot (pipeline/src)
+// Where a sample came from and how it fared.
+struct Sample {
+  std::uint64_t seq = 0;             // position in the input list
+  const InputItem* input = nullptr;  // null on the flush token
+  std::int64_t frame = -1;           // frame index within a video; -1 for still images
+  std::string error;                 // non-empty: this input failed, with the reason
+};
 
-// The token that travels through the pipeline. Work objects are pooled: one
-// per token in flight, recycled by the sink, their buffers kept, so the hot
-// path does not allocate once buffers have grown to the inputs' size.
+// The frame the pack stage copies into the slot (u8 HWC, or the normalised
+// tensor when the CPU normalises), pointing into the token's own buffers.
+struct FrameView {
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+  int width = 0, height = 0;
+};
+
+// The sample's data from bytes to pixels. Pooled with the token and kept
+// between inputs, so the hot path does not allocate once the buffers have
+// grown to the inputs' size.
+struct Pixels {
+  std::vector<unsigned char> bytes;   // read: the file
+  cv::Mat decoded;                    // decode (or the source, for a video frame): BGR u8
+  cv::Mat resized;                    // transform: u8 HWC at the target size (continuous)
+  cv::Mat scratch;                    // transform: intermediate (center_crop)
+  std::vector<unsigned char> tensor;  // transform: the normalised image (normalize.where: cpu)
+  FrameView out;                      // transform: what pack copies
+};
+
+// Where in which slot the frame goes (set by pack, used by pack_copy).
+struct SlotPosition {
+  std::optional<memory::SlotWriter> writer;
+  std::size_t offset = 0;
+};
+
+// The token that travels through the pipeline: one per token in flight,
+// recycled by the sink.
 struct Work {
-  std::uint64_t seq = 0;            // position in the input list
-  const InputItem* input = nullptr;
-  bool flush = false;               // end of input: pack emits the partial batch
-  std::vector<unsigned char> bytes;  // read: the file
-  cv::Mat decoded;                  // decode: BGR u8
-  cv::Mat resized;                  // transform: u8 HWC at the target size (continuous)
-  cv::Mat scratch;                  // transform: intermediate (center_crop)
-  std::vector<unsigned char> tensor;  // transform: normalised image (normalize.where: cpu)
-  const void* frame_data = nullptr;   // what pack copies: resized, tensor or (GPU resize) decoded
-  std::size_t frame_bytes = 0;
-  int frame_width = 0, frame_height = 0;  // of frame_data (u8 HWC) when the GPU resizes
-  std::int64_t frame = -1;          // frame index within a video; -1 for still images
-  bool predecoded = false;          // source: a video frame, `decoded` already filled; read and decode pass it on
-  std::optional<memory::SlotWriter> dest;  // pack: where PackCopy writes the frame
-  std::size_t dest_offset = 0;
-  std::string error;                // non-empty: this input failed, with the reason
-  BatchSlot* batch = nullptr;       // set by pack when this item completes a batch
+  enum class Kind : std::uint8_t {
+    image,        // an image file: read and decode fill `pixels`
+    video_frame,  // a video frame the source decoded (`pixels.decoded`)
+    flush,        // end of input: pack emits the partial batch
+  };
+  Kind kind = Kind::image;
+  Sample sample;
+  Pixels pixels;
+  SlotPosition dest;
+  BatchSlot* batch = nullptr;  // set by pack on the token that completes a batch
 
-  void reset_for(std::uint64_t s, const InputItem* in) {
-    seq = s;
-    input = in;
-    flush = false;
-    bytes.clear();
-    frame_data = nullptr;
-    frame_bytes = 0;
-    frame_width = frame_height = 0;
-    frame = in ? in->frame : -1;
-    predecoded = false;
-    dest.reset();
-    dest_offset = 0;
-    error.clear();
+  bool failed() const noexcept { return !sample.error.empty(); }
+  void reset_for(Kind k, std::uint64_t seq, const InputItem* in) {
+    kind = k;
+    sample.seq = seq;
+    sample.input = in;
+    sample.frame = in ? in->frame : -1;
+    sample.error.clear();
+    pixels.bytes.clear();
+    pixels.out = {};
+    dest = {};
     batch = nullptr;
   }
+};
+
+// Which tokens a stage works on; the base passes the others through untouched.
+enum class Takes : std::uint8_t {
+  samples,          // image and video-frame tokens that have not failed
+  encoded_samples,  // the same, without video frames (already decoded)
+  every_token,      // all, flush and failed tokens included
+  staged_frames,    // tokens whose frame pack placed in a slot
+  batches,          // tokens that complete a batch
+};
+
+// What one call produced, added to the stage's statistics by the base.
+struct Tally {
+  std::uint64_t items = 1;
+  std::uint64_t bytes = 0;
+};
+
+// The stage base: a stage derives as `class Read : public Stage<Read,
+// Takes::encoded_samples>` and implements `Tally run(Work&)`. operator()
+// skips the tokens the stage does not take, times the call, runs the fault
+// hook (`IMGPIPE_FAULT=<stage>:<item>`, keyed by the input's sequence number,
+// or the batch index for batch stages) and adds the tally to the stage's own
+// statistics. A stage writes no other stage's statistics.
+template <class Derived, Takes T>
+class Stage {
+ public:
+  Stage(const char* name, bool parallel) : stats_(name, parallel) {}
+  Stage(const Stage&) = delete;
+  Stage& operator=(const Stage&) = delete;
+
+  Work* operator()(Work* w) {
+    if (!takes(*w)) return w;
+    BusyTimer t(stats_);
+    if (w->kind != Work::Kind::flush) fault::check(stats_.name, fault_key(*w));
+    const Tally n = static_cast<Derived&>(*this).run(*w);
+    stats_.items += n.items;
+    stats_.bytes += n.bytes;
+    return w;
+  }
+
+  static bool takes(const Work& w) noexcept {
+    switch (T) {
+      case Takes::samples: return w.kind != Work::Kind::flush && !w.failed();
+      case Takes::encoded_samples: return w.kind == Work::Kind::image && !w.failed();
+      case Takes::every_token: return true;
+      case Takes::staged_frames: return w.dest.writer.has_value();
+      case Takes::batches: return w.batch != nullptr;
+    }
+    return false;
+  }
+
+  const StageStats& stats() const noexcept { return stats_; }
+
+ protected:
+  StageStats& own_stats() noexcept { return stats_; }  // for waits and device time
+
+ private:
+  static std::uint64_t fault_key(const Work& w) noexcept {
+    if constexpr (T == Takes::batches) return w.batch->index;
+    return w.sample.seq;
+  }
+  StageStats stats_;
 };
 
 }  // namespace imgpipe::stages

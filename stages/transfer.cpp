@@ -1,27 +1,41 @@
 #include "transfer.hpp"
 
-#include "core/fault.hpp"
-
 namespace imgpipe::stages {
 
-Work* Transfer::operator()(Work* w) const {
-  if (!w->batch) return w;
-  BusyTimer t(stats_);
-  BatchSlot& b = *w->batch;
-  fault::check("transfer", b.index);
-  DeviceBuffers& buf = b.buffers();
-  const gpu::Stream& stream = b.dev->stream;
-  if (ring_.zero_copy()) {
-    b.staged = ring_.device_pointer(b.slot);
-  } else {
-    buf.copy_start.record(stream);
-    ring_.copy_to_device(b.slot, buf.d_input.get(), b.staged_bytes, stream);
-    buf.copy_end.record(stream);
-    b.staged = buf.d_input.get();
-    stats_.bytes += b.staged_bytes;
+void Transfer::time_copy(DeviceContext& dev, DeviceBuffers& buf) {
+  if (!buf.copy_timed) return;
+  buf.copy_end.synchronize();  // already complete: only makes elapsed_ms valid
+  const double ms = gpu::Event::elapsed_ms(buf.copy_start, buf.copy_end);
+  dev.transfer.copy_s += ms * 1e-3;
+  dev.transfer.bytes += buf.copy_bytes;
+  ++dev.transfer.batches;
+  own_stats().device_ns += static_cast<std::int64_t>(ms * 1e6);
+  buf.copy_timed = false;
+}
+
+Tally Transfer::run(Work& w) {
+  BatchSlot& b = *w.batch;
+  DeviceContext& dev = *b.dev;
+  const memory::StagingRing& ring = res_.ring();
+  if (ring.zero_copy()) {
+    b.staged = ring.device_pointer(b.slot);
+    ++dev.transfer.batches;
+    return {1, 0};
   }
-  ++stats_.items;
-  return w;
+  DeviceBuffers& buf = b.buffers();
+  time_copy(dev, buf);  // the previous copy out of this slot
+  buf.copy_start.record(dev.stream);
+  ring.copy_to_device(b.slot, buf.d_input.get(), b.staged_bytes, dev.stream);
+  buf.copy_end.record(dev.stream);
+  buf.copy_bytes = b.staged_bytes;
+  buf.copy_timed = true;
+  b.staged = buf.d_input.get();
+  return {1, b.staged_bytes};
+}
+
+void Transfer::finish() {
+  for (auto& dev : res_.devices())
+    for (DeviceBuffers& buf : dev->buffers) time_copy(*dev, buf);
 }
 
 }  // namespace imgpipe::stages

@@ -2,22 +2,28 @@
 // host->device copy on its device's non-blocking stream, bracketed by timing
 // events (the report's transfer GB/s). In zero-copy mode there is no copy: the
 // kernels read the mapped slot in place. On the host backend it is a memcpy.
+//
+// A copy's duration is read from its events when its slot comes round again
+// (by then the pack stage has waited for the slot's release, which follows
+// the copy on the same stream) or at the end of the run (finish()), so the
+// stage never waits on the GPU to time itself.
 #pragma once
 
-#include "batch_slot.hpp"
-#include "memory/staging_ring.hpp"
 #include "stage.hpp"
 
 namespace imgpipe::stages {
 
-class Transfer {
+class Transfer : public Stage<Transfer, Takes::batches> {
  public:
-  Transfer(const memory::StagingRing& ring, StageStats& stats) : ring_(ring), stats_(stats) {}
-  Work* operator()(Work* w) const;
+  explicit Transfer(BatchResources& resources) : Stage("transfer", false), res_(resources) {}
+  Tally run(Work& w);
+  // After the devices have finished (BatchResources::finish): times the copies
+  // not timed yet. Throws a sticky CUDA error.
+  void finish();
 
  private:
-  const memory::StagingRing& ring_;
-  StageStats& stats_;
+  void time_copy(DeviceContext& dev, DeviceBuffers& buf);
+  BatchResources& res_;
 };
 
 }  // namespace imgpipe::stages

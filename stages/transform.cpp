@@ -5,7 +5,6 @@
 
 #include <opencv2/imgproc.hpp>
 
-#include "core/fault.hpp"
 
 namespace imgpipe::stages {
 
@@ -20,9 +19,9 @@ int cv_interpolation(Interpolation i) {
 }
 }  // namespace
 
-Transform::Transform(const TransformConfig& cfg, bool normalize_on_cpu, StageStats& stats, bool resize_on_gpu,
+Transform::Transform(const TransformConfig& cfg, bool normalize_on_cpu, bool resize_on_gpu,
                      std::size_t frame_budget)
-    : cfg_(cfg), on_cpu_(normalize_on_cpu && !resize_on_gpu), stats_(stats), resize_on_gpu_(resize_on_gpu),
+    : Stage("transform", true), cfg_(cfg), on_cpu_(normalize_on_cpu && !resize_on_gpu), resize_on_gpu_(resize_on_gpu),
       frame_budget_(std::max(frame_budget, static_cast<std::size_t>(cfg.resize.width) * cfg.resize.height * 3)) {}
 
 std::size_t Transform::frame_bytes() const noexcept {
@@ -86,45 +85,35 @@ void Transform::resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch) const 
   }
 }
 
-Work* Transform::operator()(Work* w) const {
-  if (w->flush || !w->error.empty()) return w;
-  BusyTimer t(stats_);
-  fault::check("transform", w->seq);
+Tally Transform::run(Work& w) const {
+  Pixels& px = w.pixels;
   if (resize_on_gpu_) {
-    const std::size_t bytes = w->decoded.total() * w->decoded.elemSize();
-    if (bytes <= frame_budget_ && w->decoded.isContinuous()) {
-      w->frame_data = w->decoded.ptr<std::uint8_t>();
-      w->frame_bytes = bytes;
-      w->frame_width = w->decoded.cols;
-      w->frame_height = w->decoded.rows;
-      ++stats_.items;
-      return w;  // the GPU resizes and normalises
+    const std::size_t bytes = px.decoded.total() * px.decoded.elemSize();
+    if (bytes <= frame_budget_ && px.decoded.isContinuous()) {
+      px.out = {px.decoded.ptr<std::uint8_t>(), bytes, px.decoded.cols, px.decoded.rows};
+      return {1, 0};  // the GPU resizes and normalises
     }
     ++cpu_resized_;  // too large for its share of the slot: resize it here
   }
   try {
-    resize(w->decoded, w->resized, w->scratch);
+    resize(px.decoded, px.resized, px.scratch);
   } catch (const cv::Exception& e) {
-    w->error = std::string("resize failed: ") + e.what();
-    return w;
+    w.sample.error = std::string("resize failed: ") + e.what();
+    return {0, 0};
   }
+  px.out = {px.resized.ptr<std::uint8_t>(), px.resized.total() * px.resized.elemSize(), px.resized.cols,
+            px.resized.rows};
   if (on_cpu_) {
     kernels::NormalizeParams p = normalize_params();
-    w->tensor.resize(frame_bytes());
-    p.src = w->resized.ptr<std::uint8_t>();
-    p.src_pitch = w->resized.step[0];
-    p.dst = w->tensor.data();
+    px.tensor.resize(frame_bytes());
+    p.src = px.resized.ptr<std::uint8_t>();
+    p.src_pitch = px.resized.step[0];
+    p.dst = px.tensor.data();
     kernels::normalize_image_ref(p);
-    w->frame_data = w->tensor.data();
-  } else {
-    w->frame_data = w->resized.ptr<std::uint8_t>();
+    px.out.data = px.tensor.data();
+    px.out.bytes = px.tensor.size();
   }
-  w->frame_bytes = on_cpu_ ? frame_bytes() : w->resized.total() * w->resized.elemSize();
-  w->frame_width = w->resized.cols;
-  w->frame_height = w->resized.rows;
-  ++stats_.items;
-  stats_.bytes += w->frame_bytes;
-  return w;
+  return {1, px.out.bytes};
 }
 
 }  // namespace imgpipe::stages

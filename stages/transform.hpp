@@ -14,12 +14,13 @@
 
 namespace imgpipe::stages {
 
-class Transform {
+class Transform : public Stage<Transform, Takes::samples> {
  public:
   // resize_on_gpu: stage decoded frames of at most `frame_budget` bytes as they are.
-  Transform(const TransformConfig& cfg, bool normalize_on_cpu, StageStats& stats, bool resize_on_gpu = false,
+  Transform(const TransformConfig& cfg, bool normalize_on_cpu, bool resize_on_gpu = false,
             std::size_t frame_budget = 0);
-  Work* operator()(Work* w) const;
+  // Sets w.pixels.out to the frame pack copies, or w.sample.error.
+  Tally run(Work& w) const;
 
   // Resize `in` (u8, 3 channels) to the target into `out` (continuous);
   // `scratch` is an intermediate buffer for center_crop.
@@ -35,7 +36,6 @@ class Transform {
  private:
   TransformConfig cfg_;
   bool on_cpu_;
-  StageStats& stats_;
   bool resize_on_gpu_;
   std::size_t frame_budget_;
   mutable std::atomic<std::uint64_t> cpu_resized_{0};

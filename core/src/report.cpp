@@ -18,10 +18,10 @@ void Report::print_table(std::ostream& os) const {
                     "wait s", "items/s", "MB/s", "util", "idle s");
   for (const auto& s : stages) {
     os << fmt::format("{:<10} {:>5} {:>8} {:>9.3f} {:>9.3f} {:>12.1f} {:>10.1f} {:>5.0f}% {:>9.3f}{}\n", s.name,
-                      s.concurrency, s.items, s.busy_s, s.wait_s, s.capacity_items_per_s, s.mb_per_s,
+                      s.concurrency, s.items, s.busy_s, s.wait_s, s.items_per_s, s.mb_per_s,
                       100.0 * s.utilization, s.idle_s, s.name == bottleneck ? "  <- bottleneck" : "");
   }
-  os << "  items/s and MB/s: what the stage sustains on its own (x threads for parallel stages);\n"
+  os << "  items/s and MB/s: what the stage sustains on its own, all its threads, waits excluded;\n"
         "  wait s: blocked inside the stage (free staging slot, GPU); idle s: starved or held by the token limit\n";
   os << fmt::format("run: {:.3f} s ({:.3f} s set-up), {} images delivered, {:.1f} images/s end to end, "
                     "{:.1f} images/s after set-up, {} batches\n",
@@ -34,7 +34,7 @@ void Report::print_table(std::ostream& os) const {
   if (inputs.not_processed) os << fmt::format(" + {} not processed (interrupted)", inputs.not_processed);
   os << "\n";
   if (inputs.cpu_resized)
-    os << fmt::format("  {} frames larger than 1920x1088 were resized on the CPU before staging\n", inputs.cpu_resized);
+    os << fmt::format("  {} frames over the staging frame budget were resized on the CPU before staging\n", inputs.cpu_resized);
   const std::size_t shown = std::min<std::size_t>(inputs.failures.size(), 20);
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& f = inputs.failures[i];
@@ -80,10 +80,11 @@ std::string Report::to_json(int indent) const {
                            {"items", s.items},
                            {"busy_s", s.busy_s},
                            {"wait_s", s.wait_s},
+                           {"work_s", s.work_s},
                            {"idle_s", s.idle_s},
                            {"bytes", s.bytes},
-                           {"items_per_s", s.capacity_items_per_s},
-                           {"items_per_s_per_thread", s.items_per_s},
+                           {"items_per_s", s.items_per_s},
+                           {"items_per_s_per_thread", s.items_per_s_per_thread},
                            {"mb_per_s", s.mb_per_s},
                            {"utilization", s.utilization}});
   }

@@ -16,11 +16,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static imgpipe::stages::StageStats stats("decode", true);
   imgpipe::DecodeConfig cfg;
   cfg.max_pixels = 4'000'000;  // keep each input cheap, as a service would
   imgpipe::TransformConfig transform;  // 640x640 stretch: large JPEGs take the reduced path
-  const imgpipe::stages::Decode decode(cfg, transform, stats);
+  const imgpipe::stages::Decode decode(cfg, transform);
   const std::span<const unsigned char> bytes(data, size);
   (void)imgpipe::stages::sniff_header(bytes);
   (void)imgpipe::stages::jpeg_has_eoi(bytes);

@@ -51,7 +51,9 @@ Report run(Config c, const DeviceSelection& dev) {
 TEST_CASE("pipeline: GPU resize equals the CPU resize path bit for bit (every fit, linear and nearest)") {
   test::TempDir dir;
   // The samples plus one frame larger than a staging share (2000x1200), which
-  // is resized on the CPU before staging even when the GPU resizes.
+  // is resized on the CPU before staging even when the GPU resizes: a pinned
+  // budget of 96 MiB over 2 slots x 8 frames gives each frame 6 MiB
+  // (RunPlan::frame_budget), less than its 6.9 MiB.
   for (const auto& p : test::sample_images()) fs::copy_file(p, dir / p.filename().string());
   cv::Mat big;
   cv::resize(cv::imread(test::sample_images().front().string()), big, cv::Size(2000, 1200));
@@ -70,6 +72,7 @@ TEST_CASE("pipeline: GPU resize equals the CPU resize path bit for bit (every fi
           c.transform.resize.mode = mode;
           c.transform.resize.interpolation = interp;
           c.transform.dtype = dtype;
+          c.memory.pinned_budget_mb = 96;
           c.transform.normalize.where = Where::gpu;
           c.transform.resize.where = Where::cpu;
           const Report cpu = run(c, dev);

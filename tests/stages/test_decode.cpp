@@ -20,7 +20,6 @@ using imgpipe::DecodeConfig;
 using imgpipe::stages::Decode;
 using imgpipe::stages::jpeg_has_eoi;
 using imgpipe::stages::sniff_header;
-using imgpipe::stages::StageStats;
 using Bytes = std::vector<unsigned char>;
 
 namespace {
@@ -33,8 +32,7 @@ bool same_image(const cv::Mat& a, const cv::Mat& b) {
 // Decodes with the default transform (640x640 stretch: no reduced decode of
 // the 640x480 samples).
 std::string decode(const Bytes& bytes, cv::Mat& out, DecodeConfig cfg = {}) {
-  StageStats stats("decode", true);
-  Decode d(cfg, imgpipe::TransformConfig{}, stats);
+  Decode d(cfg, imgpipe::TransformConfig{});
   return d.decode(bytes, out);
 }
 

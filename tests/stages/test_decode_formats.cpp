@@ -30,7 +30,6 @@ using imgpipe::TransformConfig;
 using imgpipe::stages::Decode;
 using imgpipe::stages::reduced_scale;
 using imgpipe::stages::sniff_header;
-using imgpipe::stages::StageStats;
 using imgpipe::stages::Transform;
 using Bytes = std::vector<unsigned char>;
 
@@ -46,8 +45,7 @@ TransformConfig target(int w, int h, ResizeMode mode = ResizeMode::stretch) {
 
 // Decodes with `cfg` for resize target `t`; `scale` receives the reduction.
 cv::Mat decode(const Bytes& b, DecodeConfig cfg = {}, TransformConfig t = target(640, 640), int* scale = nullptr) {
-  StageStats stats("decode", true);
-  const Decode d(cfg, t, stats);
+  const Decode d(cfg, t);
   cv::Mat out;
   const std::string err = d.decode(b, out, scale);
   CAPTURE(err);
@@ -203,8 +201,7 @@ double mean_abs(const cv::Mat& a, const cv::Mat& b) {
 }
 
 cv::Mat resize_as_transform(const TransformConfig& t, const cv::Mat& in) {
-  StageStats stats("transform", true);
-  const Transform tr(t, false, stats);
+  const Transform tr(t, false);
   cv::Mat out, scratch;
   tr.resize(in, out, scratch);
   return out;

@@ -20,7 +20,6 @@ using imgpipe::Interpolation;
 using imgpipe::Layout;
 using imgpipe::ResizeMode;
 using imgpipe::TransformConfig;
-using imgpipe::stages::StageStats;
 using imgpipe::stages::Transform;
 
 namespace {
@@ -42,8 +41,7 @@ TransformConfig target(int w, int h, ResizeMode mode, Interpolation interp = Int
 }
 
 cv::Mat run_resize(const TransformConfig& cfg, const cv::Mat& in) {
-  StageStats stats("transform", true);
-  Transform t(cfg, false, stats);
+  Transform t(cfg, false);
   cv::Mat out, scratch;
   t.resize(in, out, scratch);
   CHECK(out.isContinuous());
@@ -186,19 +184,18 @@ TEST_CASE("transform: the CPU normalise path writes the formula's values in the 
         cfg.normalize.mean = {0.485f, 0.456f, 0.406f};
         cfg.normalize.std = {0.229f, 0.224f, 0.225f};
         cfg.normalize.scale = 1.0f / 255.0f;
-        StageStats stats("transform", true);
-        const Transform t(cfg, true, stats);
+        Transform t(cfg, true);
         CHECK(t.normalize_on_cpu());
         imgpipe::stages::Work w;
         imgpipe::stages::InputItem item{"x.jpg", -1, {}};
-        w.reset_for(0, &item);
-        w.decoded = img;
+        w.reset_for(imgpipe::stages::Work::Kind::image, 0, &item);
+        w.pixels.decoded = img;
         CHECK(t(&w) == &w);
-        CHECK(w.error.empty());
+        CHECK(w.sample.error.empty());
         const std::size_t H = 23, W = 37, C = 3, n = H * W * C;
-        REQUIRE(w.frame_bytes == n * imgpipe::dtype_size(dtype));
-        REQUIRE(t.frame_bytes() == w.frame_bytes);
-        REQUIRE(w.frame_data != nullptr);
+        REQUIRE(w.pixels.out.bytes == n * imgpipe::dtype_size(dtype));
+        REQUIRE(t.frame_bytes() == w.pixels.out.bytes);
+        REQUIRE(w.pixels.out.data != nullptr);
         cv::Mat resized;
         cv::resize(img, resized, cv::Size(37, 23), 0, 0, cv::INTER_LINEAR);
         std::size_t mismatches = 0;
@@ -212,19 +209,19 @@ TEST_CASE("transform: the CPU normalise path writes the formula's values in the 
               bool ok = false;
               if (dtype == DType::float32) {
                 float got;
-                std::memcpy(&got, static_cast<const float*>(w.frame_data) + i, 4);
+                std::memcpy(&got, static_cast<const float*>(w.pixels.out.data) + i, 4);
                 ok = got == f;
               } else if (dtype == DType::float16) {
                 std::uint16_t got;
-                std::memcpy(&got, static_cast<const std::uint16_t*>(w.frame_data) + i, 2);
+                std::memcpy(&got, static_cast<const std::uint16_t*>(w.pixels.out.data) + i, 2);
                 ok = got == cv::float16_t(f).bits();
               } else {
-                ok = static_cast<const std::uint8_t*>(w.frame_data)[i] == v;
+                ok = static_cast<const std::uint8_t*>(w.pixels.out.data)[i] == v;
               }
               if (!ok) ++mismatches;
             }
         CHECK(mismatches == 0);
-        CHECK(stats.items.load() == 1);
+        CHECK(t.stats().items.load() == 1);
       }
     }
   }
@@ -234,24 +231,23 @@ TEST_CASE("transform: without CPU normalisation the frame is the resized u8 BGR 
   const cv::Mat img = sample(9);  // a PNG
   TransformConfig cfg = target(64, 48, ResizeMode::stretch);
   cfg.dtype = DType::float32;
-  StageStats stats("transform", true);
-  const Transform t(cfg, false, stats);
+  Transform t(cfg, false);
   CHECK(t.frame_bytes() == 64u * 48u * 3u);
   imgpipe::stages::Work w;
   imgpipe::stages::InputItem item{"x.png", -1, {}};
-  w.reset_for(0, &item);
-  w.decoded = img;
+  w.reset_for(imgpipe::stages::Work::Kind::image, 0, &item);
+  w.pixels.decoded = img;
   t(&w);
-  CHECK(w.error.empty());
-  REQUIRE(w.frame_bytes == 64u * 48u * 3u);
+  CHECK(w.sample.error.empty());
+  REQUIRE(w.pixels.out.bytes == 64u * 48u * 3u);
   cv::Mat ref;
   cv::resize(img, ref, cv::Size(64, 48));
-  CHECK(std::memcmp(w.frame_data, ref.data, w.frame_bytes) == 0);
+  CHECK(std::memcmp(w.pixels.out.data, ref.data, w.pixels.out.bytes) == 0);
   // A failed item passes through untouched.
   imgpipe::stages::Work bad;
-  bad.reset_for(1, &item);
-  bad.error = "earlier failure";
+  bad.reset_for(imgpipe::stages::Work::Kind::image, 1, &item);
+  bad.sample.error = "earlier failure";
   t(&bad);
-  CHECK(bad.error == "earlier failure");
-  CHECK(bad.frame_data == nullptr);
+  CHECK(bad.sample.error == "earlier failure");
+  CHECK(bad.pixels.out.data == nullptr);
 }

@@ -24,7 +24,6 @@ namespace fs = std::filesystem;
 using imgpipe::stages::InputItem;
 using imgpipe::stages::is_video_path;
 using imgpipe::stages::Source;
-using imgpipe::stages::StageStats;
 using imgpipe::stages::VideoOptions;
 using imgpipe::stages::VideoPrefetcher;
 using imgpipe::stages::VideoReader;
@@ -217,11 +216,10 @@ TEST_CASE("video: the source emits images, every frame of a video (predecoded), 
                                {"b.png", -1, {}, false},
                                {(d / "fake.mp4").string(), -1, {}, true},
                                {"missing.avi", -1, "no such file or directory", false}};
-  StageStats stats("source");
   std::atomic<bool> stop{false};
   imgpipe::VideoConfig vc;
   vc.stride = 2;
-  Source src(items, vc, 2, stats, stop);
+  Source src(items, vc, 2, stop);
   // One recycled Work, as a pool of one token would give.
   Work w;
   struct Seen {
@@ -234,12 +232,13 @@ TEST_CASE("video: the source emits images, every frame of a video (predecoded), 
   for (;;) {
     Work* x = src.next([&] { return &w; });
     if (!x) break;
-    if (x->flush) continue;
-    if (x->predecoded) {
-      CHECK(x->decoded.type() == CV_8UC3);
-      CHECK(x->decoded.cols == 720);
+    if (x->kind == Work::Kind::flush) continue;
+    const bool predecoded = x->kind == Work::Kind::video_frame && !x->failed();
+    if (predecoded) {
+      CHECK(x->pixels.decoded.type() == CV_8UC3);
+      CHECK(x->pixels.decoded.cols == 720);
     }
-    seen.push_back({x->seq, x->frame, x->predecoded, x->error});
+    seen.push_back({x->sample.seq, x->sample.frame, predecoded, x->sample.error});
   }
   // a.jpg, 135 frames of Megamind (stride 2), the cut file's frames then its
   // failure, b.png, fake.mp4's failure, missing.avi (read stage fails it).
@@ -276,7 +275,7 @@ TEST_CASE("video: the source emits images, every frame of a video (predecoded), 
   CHECK_FALSE(seen[k].predecoded);
   CHECK(k + 1 == seen.size());
   CHECK(src.emitted() == seen.size());
-  CHECK(stats.items == seen.size());
+  CHECK(src.stats().items == seen.size());
   CHECK(src.not_reached() == 0);
   CHECK(src.complete());
 }
@@ -285,15 +284,14 @@ TEST_CASE("video: a stop mid-video ends the source: that video is not counted as
   std::vector<InputItem> items{{data("vtest.avi").string(), -1, {}, true},
                                {"a.jpg", -1, {}, false},
                                {data("Megamind.avi").string(), -1, {}, true}};
-  StageStats stats("source");
   std::atomic<bool> stop{false};
-  Source src(items, {}, 2, stats, stop);
+  Source src(items, {}, 2, stop);
   Work w;
   int frames = 0;
   for (;;) {
     Work* x = src.next([&] { return &w; });
     REQUIRE(x);
-    if (x->flush) break;
+    if (x->kind == Work::Kind::flush) break;
     if (++frames == 10) stop = true;
   }
   CHECK(frames == 10);

@@ -8,19 +8,25 @@
 
 namespace imgpipe {
 
+// One stage's figures over the run. Times are summed over the stage's
+// threads; the rates say what the stage sustains on its own, with all its
+// threads, while it works (blocking waits excluded), so the lowest
+// items_per_s names the stage that bounds the pipeline. The same names and
+// meanings in to_json().
 struct StageReport {
   std::string name;
-  bool parallel = false;  // parallel filter (busy time summed over threads)
-  int concurrency = 1;    // threads that could run it
+  bool parallel = false;  // parallel filter (times summed over threads)
+  int concurrency = 1;    // threads that could run it (1 for serial stages)
   std::uint64_t items = 0;
-  double busy_s = 0;      // time inside the stage's work
-  double wait_s = 0;      // part of busy_s spent blocked inside the stage (slot event, GPU)
-  double bytes = 0;       // bytes produced
-  double items_per_s = 0;  // items / busy_s (per-thread rate for parallel stages: see capacity_items_per_s)
-  double capacity_items_per_s = 0;  // items_per_s x concurrency: what the stage could sustain alone
-  double mb_per_s = 0;     // bytes / busy_s / 1e6 (x concurrency for parallel stages)
-  double utilization = 0;  // busy_s / (wall_s x concurrency)
-  double idle_s = 0;       // wall_s x concurrency - busy_s: starved by upstream or blocked by the token limit
+  double busy_s = 0;      // time inside the stage's calls, waits included
+  double wait_s = 0;      // part of busy_s blocked inside the stage (free staging slot, GPU)
+  double work_s = 0;      // busy_s - wait_s: the stage's own work
+  double bytes = 0;       // bytes produced (or moved)
+  double items_per_s = 0;             // items / work_s x concurrency
+  double items_per_s_per_thread = 0;  // items / work_s
+  double mb_per_s = 0;     // bytes / work_s / 1e6 x concurrency
+  double utilization = 0;  // work_s / (pipeline_s x concurrency)
+  double idle_s = 0;       // pipeline_s x concurrency - busy_s: starved by upstream or held by the token limit
 };
 
 struct InputFailure {
@@ -45,7 +51,7 @@ struct Report {
   double images_per_s = 0;  // delivered / wall_s, including set-up and the final synchronise
   double steady_images_per_s = 0;  // delivered / pipeline_s
   std::vector<StageReport> stages;
-  std::string bottleneck;  // name of the stage with the highest utilization
+  std::string bottleneck;  // the stage with the highest utilization; empty when nothing was delivered
   std::string normalize_where;  // "cpu" or "gpu", as resolved
   std::string resize_where;     // "cpu" or "gpu", as resolved
 
@@ -65,7 +71,7 @@ struct Report {
     std::uint64_t failed = 0;
     std::uint64_t dropped = 0;      // batch.drop_last
     std::uint64_t not_processed = 0;  // input items never reached when interrupted (a video counts once)
-    std::uint64_t cpu_resized = 0;    // GPU resize: frames too large for the slot, resized on the CPU
+    std::uint64_t cpu_resized = 0;    // GPU resize: frames over the staging frame budget, resized on the CPU
     std::vector<InputFailure> failures;
   } inputs;
 

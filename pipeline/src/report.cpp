@@ -1,0 +1,115 @@
+#include "report.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "imgpipe/pipeline.hpp"
+
+namespace imgpipe::detail {
+
+StageReport make_stage_report(const stages::StageStats& s, int concurrency, double pipeline_s) {
+  StageReport r;
+  r.name = s.name;
+  r.parallel = s.parallel;
+  r.concurrency = s.parallel ? concurrency : 1;
+  r.items = s.items.load();
+  // For stages whose work runs on the GPU, the device time bounds the stage
+  // when it exceeds the host time spent enqueuing.
+  r.busy_s = std::max(s.busy_ns.load() * 1e-9, s.device_ns.load() * 1e-9);
+  r.wait_s = std::min(s.wait_ns.load() * 1e-9, r.busy_s);
+  r.work_s = r.busy_s - r.wait_s;
+  r.bytes = static_cast<double>(s.bytes.load());
+  r.items_per_s_per_thread = r.work_s > 0 ? r.items / r.work_s : 0;
+  r.items_per_s = r.items_per_s_per_thread * r.concurrency;
+  r.mb_per_s = r.work_s > 0 ? r.bytes / r.work_s / 1e6 * r.concurrency : 0;
+  const double capacity = pipeline_s * r.concurrency;
+  r.utilization = capacity > 0 ? r.work_s / capacity : 0;
+  r.idle_s = std::max(capacity - r.busy_s, 0.0);
+  return r;
+}
+
+namespace {
+
+double seconds(RunTimes::clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+void add_inputs(Report& r, const StageSet& s, bool resize_on_gpu) {
+  // One entry per image, video frame or failed video handed out, plus the
+  // items never reached (a video counts once).
+  r.inputs.discovered = s.source.emitted() + s.source.not_reached();
+  r.inputs.delivered = s.sink.delivered();
+  r.inputs.failures = s.pack.failures();
+  r.inputs.failed = s.pack.failures().size();
+  r.inputs.dropped = s.pack.dropped();
+  r.inputs.not_processed = s.source.not_reached();
+  r.inputs.cpu_resized = resize_on_gpu ? s.transform.cpu_resized() : 0;
+  r.batches = s.sink.records().size();
+  r.batch_records = s.sink.records();
+}
+
+void add_stages(Report& r, const StageSet& s, int threads) {
+  for (const stages::StageStats* st :
+       {&s.source.stats(), &s.read.stats(), &s.decode.stats(), &s.transform.stats(), &s.pack.stats(),
+        &s.pack_copy.stats(), &s.transfer.stats(), &s.gpu_ops.stats(), &s.sink.stats()})
+    r.stages.push_back(make_stage_report(*st, threads, r.pipeline_s));
+  if (r.inputs.delivered == 0) return;  // nothing ran through: no stage bounded anything
+  const auto b = std::max_element(r.stages.begin(), r.stages.end(),
+                                  [](const auto& x, const auto& y) { return x.utilization < y.utilization; });
+  r.bottleneck = b->name;
+}
+
+void add_memory_and_transfer(Report& r, const Config& cfg, const StageSet& s, const stages::BatchResources& res) {
+  const memory::StagingRing& ring = res.ring();
+  const memory::PoolStats ps = ring.pool().stats();
+  r.memory.staging_kind = std::string(memory::to_string(ring.kind()));
+  r.memory.staging_bytes = ring.slot_bytes() * ring.slots();
+  r.memory.pinned_bytes = ps.pinned_bytes;
+  r.memory.pinned_peak = ps.pinned_peak;
+  r.memory.pool_hits = ps.hits;
+  r.memory.pool_misses = ps.misses;
+  r.memory.device_bytes = res.device_bytes();
+  r.memory.slots = ring.slots();
+  r.memory.slot_wait_s = ring.wait_seconds();
+  r.memory.fallbacks = ring.fallbacks();
+  r.memory.fallback_reason = ring.fallback_reason();
+
+  const bool on_gpu = res.devices().front()->device >= 0;
+  r.transfer.mode = !on_gpu                                         ? "host memcpy"
+                    : ring.zero_copy()                              ? "zero_copy"
+                    : cfg.staging.transfer == Transfer::pageable    ? "pageable"
+                                                                    : "copy";
+  r.transfer.bytes = s.transfer.stats().bytes.load();
+  for (const auto& d : res.devices()) {
+    const stages::DeviceTransferStats& t = d->transfer;
+    r.devices.push_back({d->device, t.batches, t.bytes, t.copy_s, t.copy_s > 0 ? t.bytes / t.copy_s / 1e9 : 0});
+    r.transfer.seconds += t.copy_s;
+  }
+  if (!on_gpu) r.transfer.seconds = s.transfer.stats().busy_ns.load() * 1e-9;
+  r.transfer.gb_per_s = r.transfer.seconds > 0 ? r.transfer.bytes / r.transfer.seconds / 1e9 : 0;
+}
+
+}  // namespace
+
+Report assemble_report(const Config& cfg, const RunPlan& plan, const StageSet& s,
+                       const stages::BatchResources& res, const RunTimes& t, bool stop_requested) {
+  Report r;
+  r.version = version();
+  for (int d : plan.devices) {
+    if (!r.backend.empty()) r.backend += "; ";
+    r.backend += d >= 0 ? fmt::format("cuda:{} {}", d, gpu::device_description(d)) : "host";
+  }
+  r.normalize_where = plan.normalize_on_gpu ? "gpu" : "cpu";
+  r.resize_where = plan.resize_on_gpu ? "gpu" : "cpu";
+  r.interrupted = stop_requested && !s.source.complete();
+  r.setup_s = seconds(t.pipeline - t.start);
+  r.pipeline_s = seconds(t.end - t.pipeline);
+  r.wall_s = seconds(t.end - t.start);
+  add_inputs(r, s, plan.resize_on_gpu);
+  r.images_per_s = r.wall_s > 0 ? r.inputs.delivered / r.wall_s : 0;
+  r.steady_images_per_s = r.pipeline_s > 0 ? r.inputs.delivered / r.pipeline_s : 0;
+  add_stages(r, s, plan.threads);
+  add_memory_and_transfer(r, cfg, s, res);
+  return r;
+}
+
+}  // namespace imgpipe::detail

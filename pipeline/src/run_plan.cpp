@@ -1,0 +1,167 @@
+#include "run_plan.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "stages/source.hpp"
+
+namespace imgpipe::detail {
+
+HostFacts HostFacts::of_this_machine() noexcept {
+  HostFacts h;
+  h.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) h.physical_memory = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+  return h;
+}
+
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+std::size_t checked_mul(std::size_t a, std::size_t b, const char* what) {
+  if (a != 0 && b > std::numeric_limits<std::size_t>::max() / a)
+    throw ConfigError(what, 0, "the sizes it implies overflow");
+  return a * b;
+}
+
+// See RunPlan::frame_budget.
+std::size_t frame_budget(const Config& cfg, const HostFacts& host, std::size_t target_frame) {
+  std::size_t allowance = static_cast<std::size_t>(cfg.memory.pinned_budget_mb) * kMiB;
+  if (allowance == 0) allowance = host.physical_memory ? std::min<std::size_t>(host.physical_memory / 64, 512 * kMiB)
+                                                       : 512 * kMiB;
+  const std::size_t share = allowance / (static_cast<std::size_t>(cfg.staging.slots) * cfg.batch.size);
+  const std::size_t most = checked_mul(static_cast<std::size_t>(cfg.decode.max_pixels), 3, "decode.max_pixels");
+  return std::max(target_frame, std::min(share, most));
+}
+
+kernels::ResizeBatch resize_of(const ResizeConfig& r) {
+  kernels::ResizeBatch k;
+  k.channels = 3;
+  k.width = r.width;
+  k.height = r.height;
+  k.interp = r.interpolation == Interpolation::nearest ? kernels::Interp::nearest : kernels::Interp::linear;
+  k.fit = r.mode == ResizeMode::letterbox     ? kernels::Fit::letterbox
+          : r.mode == ResizeMode::center_crop ? kernels::Fit::center_crop
+                                              : kernels::Fit::stretch;
+  k.pad_value = static_cast<std::uint8_t>(r.pad_value);
+  return k;
+}
+
+void plan_steps(RunPlan& p, const Config& cfg) {
+  const bool on_gpu = p.devices.front() >= 0;
+  const Where norm = cfg.transform.normalize.where;
+  p.normalize_on_gpu = norm == Where::gpu || (norm == Where::automatic && on_gpu);
+  // resize.where auto resizes on the CPU: staging whole decoded frames costs
+  // the decode threads more memory bandwidth than the resize saves (measured
+  // on the H200 machine: samples/bench/RESULTS.md).
+  const Interpolation interp = cfg.transform.resize.interpolation;
+  const bool gpu_interp = interp == Interpolation::linear || interp == Interpolation::nearest;
+  p.resize_on_gpu = p.normalize_on_gpu && gpu_interp && cfg.transform.resize.where == Where::gpu;
+  using Op = stages::GpuOps::Op;
+  p.gpu_op = p.resize_on_gpu ? Op::resize_normalize : p.normalize_on_gpu ? Op::normalize : Op::none;
+}
+
+void plan_tokens(RunPlan& p, const Config& cfg, const HostFacts& host) {
+  p.threads = cfg.decode.threads > 0 ? cfg.decode.threads : static_cast<int>(std::max(1u, host.hardware_threads));
+  p.video_ahead = std::max(2, p.threads / 4);
+  p.wanted_tokens = cfg.pipeline.max_tokens > 0 ? cfg.pipeline.max_tokens : std::max(4, 2 * p.threads);
+  // The packer reuses a staging slot, with its BatchSlot, `slots` batches
+  // later, and StagingRing::acquire() only waits for the slot's release
+  // event, which the sink records once the batch and its callback are done.
+  // The token that completes batch k stays in flight until then, so with at
+  // most (slots - 1) x batch.size + 1 tokens the packer cannot start batch
+  // k + slots before the sink has released batch k.
+  const std::int64_t safe = static_cast<std::int64_t>(cfg.staging.slots - 1) * cfg.batch.size + 1;
+  p.tokens = static_cast<int>(std::min<std::int64_t>(p.wanted_tokens, safe));
+}
+
+void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
+  const TransformConfig& t = cfg.transform;
+  const std::size_t pixels = checked_mul(static_cast<std::size_t>(t.resize.width), t.resize.height,
+                                         "transform.resize");
+  const std::size_t target_u8 = checked_mul(pixels, 3, "transform.resize");
+  const std::size_t out_sample = checked_mul(target_u8, dtype_size(t.dtype), "transform.resize");
+  p.frame_budget = p.resize_on_gpu ? frame_budget(cfg, host, target_u8) : target_u8;
+  p.frame_bytes = p.resize_on_gpu ? p.frame_budget : p.normalize_on_gpu ? target_u8 : out_sample;
+  p.resize = resize_of(t.resize);
+
+  stages::BatchLayout& l = p.layout;
+  l.devices = p.devices;
+  l.batch_size = cfg.batch.size;
+  l.out_sample_bytes = out_sample;
+  l.device_output = p.normalize_on_gpu;  // else the staged tensor is the output
+  l.per_image_geometry = p.resize_on_gpu;
+  const std::int64_t H = t.resize.height, W = t.resize.width;
+  l.shape = t.layout == Layout::nchw ? std::vector<std::int64_t>{cfg.batch.size, 3, H, W}
+                                     : std::vector<std::int64_t>{cfg.batch.size, H, W, 3};
+  l.dtype = t.dtype;
+  l.layout = t.layout;
+  memory::StagingOptions& so = l.staging;
+  so.device = p.devices.front();
+  so.slots = cfg.staging.slots;
+  so.slot_bytes = checked_mul(p.frame_bytes, static_cast<std::size_t>(cfg.batch.size), "batch.size");
+  so.memory = cfg.staging.memory;
+  so.transfer = cfg.staging.transfer;
+  so.portable = p.devices.size() > 1;
+  so.budget_bytes = static_cast<std::size_t>(cfg.memory.pinned_budget_mb) * kMiB;
+  so.fallback = cfg.memory.fallback;
+  so.track = cfg.memory.track;
+}
+
+}  // namespace
+
+RunPlan RunPlan::make(const Config& cfg, std::vector<int> devices, const HostFacts& host) {
+  RunPlan p;
+  if (devices.empty()) devices = {-1};
+  p.devices = std::move(devices);
+  plan_steps(p, cfg);
+  plan_tokens(p, cfg, host);
+  plan_layout(p, cfg, host);
+  return p;
+}
+
+std::vector<int> select_devices(const DeviceSelection& sel) {
+  using K = DeviceSelection::Kind;
+  if (sel.kind == K::cpu) return {-1};
+  std::string why;
+  const int n = gpu::device_count(&why);
+  auto need = [&](int ordinal) {
+    if (ordinal >= n)
+      throw Error(fmt::format("devices: GPU {} requested but {} ({})", ordinal,
+                              n == 0 ? "no CUDA device is available" : fmt::format("only {} found", n),
+                              n == 0 ? why : "ordinals start at 0"));
+    return ordinal;
+  };
+  switch (sel.kind) {
+    case K::ordinal: return {need(sel.ordinal)};
+    case K::list: {
+      std::vector<int> v;
+      for (int o : sel.ordinals) v.push_back(need(o));
+      return v;
+    }
+    case K::all: {
+      if (n == 0) throw Error("devices: all GPUs requested but no CUDA device is available (" + why + ")");
+      std::vector<int> v(n);
+      for (int i = 0; i < n; ++i) v[i] = i;
+      return v;
+    }
+    default: break;
+  }
+  if (n == 0) {
+    static std::once_flag once;
+    std::call_once(once, [&] { spdlog::warn("no CUDA device found ({}); running the host backend", why); });
+    return {-1};
+  }
+  // Under a launcher (torchrun, mpirun, srun) each local rank takes its own GPU.
+  if (const auto local = stages::local_rank_from_environment()) return {*local % n};
+  return {0};
+}
+
+}  // namespace imgpipe::detail

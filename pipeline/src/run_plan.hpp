@@ -1,0 +1,52 @@
+// The run plan: everything a run decides before it allocates or starts a
+// thread — where each step runs, how many frames are in flight, how big each
+// staging slot, device buffer and output tensor is. A pure function of the
+// config, the devices chosen and a few facts about the host, so it is tested
+// without a GPU (tests/pipeline/test_run_plan.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "imgpipe/config.hpp"
+#include "stages/batch_slot.hpp"
+#include "stages/gpu_ops.hpp"
+
+namespace imgpipe::detail {
+
+// What the plan needs to know about the machine.
+struct HostFacts {
+  unsigned hardware_threads = 1;
+  std::uint64_t physical_memory = 0;  // bytes; 0 = unknown
+  static HostFacts of_this_machine() noexcept;
+};
+
+struct RunPlan {
+  std::vector<int> devices{-1};  // CUDA ordinals; {-1} = the host backend
+  int threads = 1;               // worker threads (read, decode, transform, pack_copy)
+  int video_ahead = 2;           // video files decoded ahead at once
+  int wanted_tokens = 4;         // pipeline.max_tokens, or 2 x threads (at least 4)
+  int tokens = 4;                // frames in flight: wanted_tokens, capped so a slot is never reused early
+  bool normalize_on_gpu = false;
+  bool resize_on_gpu = false;
+  // Bytes a decoded frame may take in its slot when the GPU resizes: the
+  // staging allowance (memory.pinned_budget_mb, else 1/64 of the host's
+  // memory, at most 512 MiB) shared by slots x batch.size frames, at least
+  // the target frame and at most decode.max_pixels frames. Larger frames are
+  // resized on the CPU first.
+  std::size_t frame_budget = 0;
+  std::size_t frame_bytes = 0;  // one frame's share of a slot (Transform::frame_bytes())
+  stages::GpuOps::Op gpu_op = stages::GpuOps::Op::none;
+  kernels::ResizeBatch resize;  // the GPU resize's target, fit, interpolation, padding
+  stages::BatchLayout layout;   // what BatchResources allocates
+
+  // Throws ConfigError for sizes that overflow or cannot be allocated.
+  static RunPlan make(const Config& cfg, std::vector<int> devices, const HostFacts& host);
+};
+
+// Resolves config.devices (or --device): {-1} is the host backend. Says once
+// when no GPU is found. Throws Error for a GPU that does not exist.
+std::vector<int> select_devices(const DeviceSelection& sel);
+
+}  // namespace imgpipe::detail

@@ -1,0 +1,110 @@
+#include "stage_set.hpp"
+
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
+
+#include "handoff.hpp"
+
+namespace imgpipe::detail {
+
+StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,
+                   stages::BatchResources& resources, const BatchCallback& callback, const std::atomic<bool>& stop)
+    : source(inputs.items, cfg.input.video, plan.video_ahead, stop),
+      decode(cfg.decode, cfg.transform),
+      transform(cfg.transform, !plan.normalize_on_gpu, plan.resize_on_gpu, plan.frame_budget),
+      pack(resources, cfg.dispatch, cfg.batch, cfg.input.on_error),
+      transfer(resources),
+      gpu_ops(transform.normalize_params(), plan.resize, plan.gpu_op),
+      sink(cfg.sink, resources.ring(), callback) {}
+
+namespace {
+
+// The tokens: one Work per token in flight, recycled after the sink.
+class WorkPool {
+ public:
+  explicit WorkPool(int n) {
+    for (int i = 0; i < n; ++i) items_.push_back(std::make_unique<stages::Work>());
+    for (auto& w : items_) free_.push_back(w.get());
+  }
+  stages::Work* acquire() {
+    std::lock_guard lk(m_);
+    if (free_.empty()) throw std::logic_error("WorkPool exhausted: more tokens in flight than work items");
+    stages::Work* w = free_.back();
+    free_.pop_back();
+    return w;
+  }
+  void release(stages::Work* w) {
+    std::lock_guard lk(m_);
+    free_.push_back(w);
+  }
+
+ private:
+  std::mutex m_;
+  std::vector<std::unique_ptr<stages::Work>> items_;
+  std::vector<stages::Work*> free_;
+};
+
+// Keys for the serial filters' own ordering, the filters' set-up and the end
+// of the run (see handoff.hpp; no code without TSan).
+struct Keys {
+  char setup, source, pack, transfer, gpu, sink, end;
+};
+
+}  // namespace
+
+void run_filter_chain(const RunPlan& plan, StageSet& s) {
+  using Tok = stages::Work*;
+  using tbb::filter_mode;
+  WorkPool pool(plan.tokens);
+  Keys keys{};
+  handoff_release(&keys.source);  // this thread's set-up, seen by the first source call
+  // What the filters wrote, seen by this thread once they are done (also when one threw).
+  const AcquireOnExit end{&keys.end};
+  auto next = [&](tbb::flow_control& fc) -> Tok {
+    const ReleaseOnExit e{&keys.end};
+    handoff_acquire(&keys.source);
+    const ReleaseOnExit k{&keys.source};
+    Tok w = s.source.next([&] { return pool.acquire(); });
+    if (!w) fc.stop();
+    handoff_release(w);
+    return w;
+  };
+  auto finish = [&](Tok w) {
+    const ReleaseOnExit e{&keys.end};
+    handoff_acquire(w);
+    handoff_acquire(&keys.sink);
+    const ReleaseOnExit k{&keys.sink};
+    s.sink(w);
+    if (w->kind != stages::Work::Kind::flush) ++s.finished;
+    pool.release(w);
+  };
+  const auto f_read = handoff<Tok>(s.read, nullptr, &keys.end);
+  const auto f_decode = handoff<Tok>(s.decode, nullptr, &keys.end);
+  const auto f_transform = handoff<Tok>(s.transform, nullptr, &keys.end);
+  const auto f_pack = handoff<Tok>(s.pack, &keys.pack, &keys.end);
+  const auto f_copy = handoff<Tok>(s.pack_copy, nullptr, &keys.end);
+  const auto f_transfer = handoff<Tok>(s.transfer, &keys.transfer, &keys.end);
+  const auto f_gpu = handoff<Tok>(s.gpu_ops, &keys.gpu, &keys.end);
+  // oneTBB copies each filter body: hand it over through the set-up key.
+  auto over = [&](const auto& f) { return HandedOver<std::remove_cvref_t<decltype(f)>>(&f, &keys.setup); };
+  tbb::task_arena arena(plan.threads);
+  arena.execute([&] {
+    tbb::parallel_pipeline(static_cast<std::size_t>(plan.tokens),
+                           tbb::make_filter<void, Tok>(filter_mode::serial_in_order, over(next)) &
+                               tbb::make_filter<Tok, Tok>(filter_mode::parallel, over(f_read)) &
+                               tbb::make_filter<Tok, Tok>(filter_mode::parallel, over(f_decode)) &
+                               tbb::make_filter<Tok, Tok>(filter_mode::parallel, over(f_transform)) &
+                               tbb::make_filter<Tok, Tok>(filter_mode::serial_in_order, over(f_pack)) &
+                               tbb::make_filter<Tok, Tok>(filter_mode::parallel, over(f_copy)) &
+                               tbb::make_filter<Tok, Tok>(filter_mode::serial_in_order, over(f_transfer)) &
+                               tbb::make_filter<Tok, Tok>(filter_mode::serial_in_order, over(f_gpu)) &
+                               tbb::make_filter<Tok, void>(filter_mode::serial_in_order, over(finish)));
+  });
+}
+
+}  // namespace imgpipe::detail

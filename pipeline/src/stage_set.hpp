@@ -1,0 +1,42 @@
+// The stages of one run and the oneTBB filter chain that connects them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "imgpipe/batch.hpp"
+#include "imgpipe/config.hpp"
+#include "run_plan.hpp"
+#include "stages/decode.hpp"
+#include "stages/gpu_ops.hpp"
+#include "stages/pack.hpp"
+#include "stages/read.hpp"
+#include "stages/sink.hpp"
+#include "stages/source.hpp"
+#include "stages/transfer.hpp"
+#include "stages/transform.hpp"
+
+namespace imgpipe::detail {
+
+struct StageSet {
+  StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,
+           stages::BatchResources& resources, const BatchCallback& callback, const std::atomic<bool>& stop);
+
+  stages::Source source;
+  stages::Read read;
+  stages::Decode decode;
+  stages::Transform transform;
+  stages::Pack pack;
+  stages::PackCopy pack_copy;
+  stages::Transfer transfer;
+  stages::GpuOps gpu_ops;
+  stages::Sink sink;
+  std::atomic<std::uint64_t> finished{0};  // inputs through the sink (delivered or failed)
+};
+
+// Runs the stages as a oneTBB parallel_pipeline with plan.tokens tokens in
+// flight on plan.threads threads, until the source is exhausted or stopped.
+// An exception in any stage drains the pipeline and propagates.
+void run_filter_chain(const RunPlan& plan, StageSet& s);
+
+}  // namespace imgpipe::detail

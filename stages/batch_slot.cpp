@@ -1,0 +1,65 @@
+#include "batch_slot.hpp"
+
+namespace imgpipe::stages {
+
+namespace {
+
+std::unique_ptr<DeviceContext> make_device(int d, const BatchLayout& l, const memory::StagingRing& ring,
+                                           std::size_t& device_bytes) {
+  auto ctx = std::make_unique<DeviceContext>();
+  ctx->device = d;
+  ctx->stream = gpu::Stream(d);
+  for (int i = 0; i < ring.slots(); ++i) {
+    DeviceBuffers b;
+    if (!ring.zero_copy()) b.d_input = gpu::DeviceBuffer(d, l.staging.slot_bytes);
+    if (l.device_output) b.d_output = gpu::DeviceBuffer(d, l.out_sample_bytes * l.batch_size);
+    b.d_checksum = gpu::DeviceBuffer(d, sizeof(std::uint64_t));
+    b.copy_start = gpu::Event(d, true);
+    b.copy_end = gpu::Event(d, true);
+    b.ready = gpu::Event(d, false);
+    if (d >= 0) device_bytes += b.d_input.size() + b.d_output.size() + b.d_checksum.size();
+    ctx->buffers.push_back(std::move(b));
+  }
+  return ctx;
+}
+
+std::unique_ptr<BatchSlot> make_slot(int i, const BatchLayout& l) {
+  auto s = std::make_unique<BatchSlot>();
+  s->slot = i;
+  s->samples.resize(l.batch_size);
+  if (l.per_image_geometry) s->images.resize(l.batch_size);
+  s->out_sample_bytes = l.out_sample_bytes;
+  DeviceBatch& b = s->batch;
+  b.shape = l.shape;
+  b.dtype = l.dtype;
+  b.layout = l.layout;
+  b.samples.reserve(l.batch_size);
+  return s;
+}
+
+}  // namespace
+
+BatchResources::BatchResources(const BatchLayout& layout) {
+  gpu::set_device(layout.staging.device);
+  ring_ = std::make_unique<memory::StagingRing>(layout.staging);
+  for (int d : layout.devices) devices_.push_back(make_device(d, layout, *ring_, device_bytes_));
+  gpu::set_device(layout.staging.device);
+  for (int i = 0; i < ring_->slots(); ++i) slots_.push_back(make_slot(i, layout));
+}
+
+BatchResources::~BatchResources() {
+  for (const auto& d : devices_) {
+    try {
+      d->stream.synchronize();
+    } catch (...) {
+      // A sticky error was already reported by the call that hit it.
+    }
+  }
+}
+
+void BatchResources::finish() {
+  ring_->drain();
+  for (const auto& d : devices_) d->stream.synchronize();
+}
+
+}  // namespace imgpipe::stages
