@@ -205,13 +205,20 @@ int reduced_scale(std::int64_t w, std::int64_t h, const ResizeConfig& resize) no
   return 1;
 }
 
-std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, int* scale) const {
-  // `out` is a pooled Mat that may hold the previous image: cv::imdecode
-  // leaves its destination untouched when no decoder accepts the data or the
-  // header cannot be read, so a failure would pass for that old image.
-  out.release();
-  if (scale) *scale = 1;
-  const ImageHeader h = sniff_header(bytes);
+namespace {
+
+// The largest width or height each format's header can state (JPEG: 16 bits;
+// PNG and BMP: signed 32 bits; WebP: 14 bits; TIFF: 32 bits).
+std::int64_t format_limit(const std::string& format) noexcept {
+  if (format == "jpeg") return 65535;
+  if (format == "webp") return 16383;
+  if (format == "tiff") return 4294967295LL;
+  return 2147483647LL;  // png, bmp
+}
+
+}  // namespace
+
+std::string Decode::check_header(std::span<const unsigned char> bytes, const ImageHeader& h) const {
   // Only the formats above reach OpenCV. Its other decoders (DICOM through
   // GDCM, Sun raster, PFM, HDR, ...) are left out on purpose: GDCM, as Debian
   // builds it, aborts the process on a malformed file (found by fuzzing), and
@@ -229,33 +236,46 @@ std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, i
   if (h.format == "webp" && ((bytes.size() >= 132 && std::memcmp(&bytes[128], "DICM", 4) == 0) ||
                              (bytes.size() >= 144 && std::memcmp(&bytes[140], "DTED", 4) == 0)))
     return "corrupt WebP: not a WebP header OpenCV accepts (and DICOM/DTED markers inside)";
-  if (h.width > 0 && h.height > 0 && h.width * h.height > cfg_.max_pixels)
+  const std::int64_t limit = format_limit(h.format);
+  if (h.width > limit || h.height > limit)
+    return fmt::format("corrupt {}: header claims {}x{}, beyond the format's limit of {} per side", upper(h.format),
+                       h.width, h.height, limit);
+  // Both sides are below 2^32 now; compare without multiplying (no overflow).
+  if (h.width > 0 && h.height > 0 && h.width > cfg_.max_pixels / h.height)
     return fmt::format("image of {}x{} ({} pixels) exceeds decode.max_pixels ({})", h.width, h.height,
-                       h.width * h.height, cfg_.max_pixels);
+                       static_cast<unsigned long long>(h.width) * static_cast<unsigned long long>(h.height),
+                       cfg_.max_pixels);
   if (h.format == "jpeg" && !cfg_.accept_truncated && !jpeg_has_eoi(bytes))
     return "corrupt JPEG: truncated (no end-of-image marker)";
   if (h.format == "png" && !cfg_.accept_truncated && !png_has_iend(bytes))
     return "corrupt PNG: truncated (no IEND chunk)";
-  if (h.format == "jpeg") {
-    // libjpeg directly: its corrupt-data warnings become errors (jpeg_decode.hpp).
-    JpegDecodeOptions opt;
-    opt.orientation = cfg_.exif_orientation ? h.orientation : 1;
-    opt.accept_damaged = cfg_.accept_truncated;
-    if (cfg_.reduced) {
-      // Orientations 5..8 transpose the image: the target applies to the turned one.
-      const bool turned = opt.orientation >= 5;
-      opt.scale_denom = reduced_scale(turned ? h.height : h.width, turned ? h.width : h.height, resize_);
-    }
-    std::string err;
-    try {
-      err = decode_jpeg(bytes, opt, out);
-    } catch (const cv::Exception& e) {  // allocation of the output
-      out.release();
-      err = std::string("decode failed: ") + e.what();
-    }
-    if (err.empty() && scale) *scale = opt.scale_denom;
-    return err;
+  return {};
+}
+
+std::string Decode::decode_jpeg_bytes(std::span<const unsigned char> bytes, const ImageHeader& h, cv::Mat& out,
+                                      int* scale) const {
+  // libjpeg directly: its corrupt-data warnings become errors (jpeg_decode.hpp).
+  JpegDecodeOptions opt;
+  opt.orientation = cfg_.exif_orientation ? h.orientation : 1;
+  opt.accept_damaged = cfg_.accept_truncated;
+  if (cfg_.reduced) {
+    // Orientations 5..8 transpose the image: the target applies to the turned one.
+    const bool turned = opt.orientation >= 5;
+    opt.scale_denom = reduced_scale(turned ? h.height : h.width, turned ? h.width : h.height, resize_);
   }
+  std::string err;
+  try {
+    err = decode_jpeg(bytes, opt, out);
+  } catch (const cv::Exception& e) {  // allocation of the output
+    out.release();
+    err = std::string("decode failed: ") + e.what();
+  }
+  if (err.empty() && scale) *scale = opt.scale_denom;
+  return err;
+}
+
+std::string Decode::decode_with_opencv(std::span<const unsigned char> bytes, const ImageHeader& h,
+                                       cv::Mat& out) const {
   const int orient = cfg_.exif_orientation ? 0 : cv::IMREAD_IGNORE_ORIENTATION;
   int flags = cv::IMREAD_COLOR | orient;
   // PNG and TIFF may hold 16-bit samples: decode them as they are and scale
@@ -279,13 +299,24 @@ std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, i
     out.release();
     return std::string("decode failed: ") + e.what();
   }
-  if (out.empty())
-    return "corrupt " + upper(h.format) + ": OpenCV could not decode it";
+  if (out.empty()) return "corrupt " + upper(h.format) + ": OpenCV could not decode it";
   if (out.type() != CV_8UC3) {
     out.release();
     return "decode produced an unexpected pixel format";
   }
   return {};
+}
+
+std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, int* scale) const {
+  // `out` is a pooled Mat that may hold the previous image: cv::imdecode
+  // leaves its destination untouched when no decoder accepts the data or the
+  // header cannot be read, so a failure would pass for that old image.
+  out.release();
+  if (scale) *scale = 1;
+  const ImageHeader h = sniff_header(bytes);
+  if (std::string err = check_header(bytes, h); !err.empty()) return err;
+  if (h.format == "jpeg") return decode_jpeg_bytes(bytes, h, out, scale);
+  return decode_with_opencv(bytes, h, out);
 }
 
 Tally Decode::run(Work& w) const {

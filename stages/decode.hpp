@@ -72,6 +72,11 @@ class Decode : public Stage<Decode, Takes::encoded_samples> {
   std::string decode(std::span<const unsigned char> bytes, cv::Mat& out, int* scale = nullptr) const;
 
  private:
+  // The checks made on the header before any decoder runs: format, size limits, truncation.
+  std::string check_header(std::span<const unsigned char> bytes, const ImageHeader& h) const;
+  std::string decode_jpeg_bytes(std::span<const unsigned char> bytes, const ImageHeader& h, cv::Mat& out,
+                                int* scale) const;
+  std::string decode_with_opencv(std::span<const unsigned char> bytes, const ImageHeader& h, cv::Mat& out) const;
   DecodeConfig cfg_;
   ResizeConfig resize_;
 };

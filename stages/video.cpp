@@ -38,104 +38,107 @@ void VideoReader::stop() noexcept {
   cv_.notify_all();
 }
 
+void VideoReader::finish(std::string error, std::int64_t at) {
+  std::lock_guard lk(m_);
+  error_ = std::move(error);
+  stopped_at_ = at;
+  finished_ = true;
+  cv_.notify_all();
+}
+
+// The latest wanted frame waits in `pending` until the next read succeeds:
+// when a stream breaks, the frame decoded just before the break holds the
+// damaged data (FFmpeg conceals the errors and returns it as a frame), so it
+// is reported with the break instead of being delivered.
+void VideoReader::publish(Pending& p) {
+  if (p.index < 0) return;
+  std::lock_guard lk(m_);
+  ready_.emplace_back(std::move(p.frame), p.index);
+  p.frame = cv::Mat();
+  p.index = -1;
+  cv_.notify_all();
+}
+
+// Waits for room in the queue; false when asked to stop. Takes a spare
+// buffer for the next wanted frame.
+bool VideoReader::wait_for_room(bool wanted, cv::Mat& frame) {
+  std::unique_lock lk(m_);
+  cv_.wait(lk, [&] { return stop_ || ready_.size() < depth_; });
+  if (stop_) return false;
+  if (wanted && frame.empty() && !spare_.empty()) {
+    frame = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  return true;
+}
+
+// The end of the stream at `index`: complete, or broken when the declared
+// frame count says more should have come.
+void VideoReader::end_of_stream(std::int64_t index, std::int64_t expected, std::int64_t covered, Pending& pending) {
+  const std::int64_t tolerance = std::max<std::int64_t>(2, expected / 100);
+  if (index == 0) {
+    finish("opened but yielded no frames", 0);
+  } else if (expected > 0 && covered < expected - tolerance) {
+    // pending.index is -1 or index - 1: any older frame was published by the
+    // successful read after it.
+    const std::int64_t at = pending.index >= 0 ? pending.index : index;
+    finish(fmt::format("stream broke at frame {} of {} declared (corrupt or truncated file)", at, expected), at);
+  } else {
+    publish(pending);
+    finish({}, index);
+  }
+}
+
+void VideoReader::read_frames(cv::VideoCapture& cap, std::int64_t& index) {
+  const double count_prop = cap.get(cv::CAP_PROP_FRAME_COUNT);
+  const double fps = cap.get(cv::CAP_PROP_FPS);
+  const std::int64_t expected = count_prop > 0 && count_prop < 1e12 ? static_cast<std::int64_t>(count_prop) : -1;
+  // How far into the declared frames the stream got: frames read, or the
+  // presentation time of the latest one, whichever says more.
+  std::int64_t covered = 0;
+  std::int64_t delivered = 0;
+  cv::Mat frame;
+  Pending pending;
+  for (;; ++index) {
+    if (opts_.max_frames > 0 && delivered >= opts_.max_frames) break;
+    const bool wanted = index >= opts_.start && (index - opts_.start) % opts_.stride == 0;
+    if (!wait_for_room(wanted, frame)) break;
+    const bool ok = wanted ? cap.read(frame) : cap.grab();  // grab() skips without converting the frame
+    if (!ok) return end_of_stream(index, expected, covered, pending);
+    publish(pending);
+    covered = std::max(covered, index + 1);
+    if (fps > 0) {
+      const double ms = cap.get(cv::CAP_PROP_POS_MSEC);
+      if (ms > 0) covered = std::max(covered, static_cast<std::int64_t>(std::llround(ms * fps / 1000.0)) + 1);
+    }
+    if (!wanted) continue;
+    if (frame.type() != CV_8UC3)
+      return finish(fmt::format("unsupported frame format at frame {} ({} channels, depth {})", index,
+                                frame.channels(), frame.depth()),
+                    index);
+    pending = {std::move(frame), index};
+    frame = cv::Mat();
+    ++delivered;
+  }
+  publish(pending);  // max_frames reached, or stopping (then nobody takes it)
+  finish({}, index);
+}
+
 void VideoReader::run() {
-  auto finish = [&](std::string error, std::int64_t at) {
-    std::lock_guard lk(m_);
-    error_ = std::move(error);
-    stopped_at_ = at;
-    finished_ = true;
-    cv_.notify_all();
-  };
   std::int64_t index = 0;  // the next frame's index in the file
   try {
     cv::VideoCapture cap;
     // FFmpeg alone: the other backends (GStreamer, images) either cannot read
     // what FFmpeg cannot or print errors for every file they reject.
     const int api = cv::videoio_registry::hasBackend(cv::CAP_FFMPEG) ? cv::CAP_FFMPEG : cv::CAP_ANY;
-    if (!cap.open(path_, api)) {
-      finish("cannot open video (not a video file, or a container or codec FFmpeg cannot read)", 0);
-      return;
-    }
-    const double count_prop = cap.get(cv::CAP_PROP_FRAME_COUNT);
-    const double fps = cap.get(cv::CAP_PROP_FPS);
-    const std::int64_t expected = count_prop > 0 && count_prop < 1e12 ? static_cast<std::int64_t>(count_prop) : -1;
-    // How far into the declared frames the stream got: frames read, or the
-    // presentation time of the latest one, whichever says more.
-    std::int64_t covered = 0;
-    std::int64_t delivered = 0;
-    cv::Mat frame;
-    // The latest wanted frame waits here until the next read succeeds: when
-    // a stream breaks, the frame decoded just before the break holds the
-    // damaged data (FFmpeg conceals the errors and returns it as a frame), so
-    // it is reported with the break instead of being delivered.
-    cv::Mat pending;
-    std::int64_t pending_index = -1;
-    auto release_pending = [&] {
-      if (pending_index < 0) return;
-      std::lock_guard lk(m_);
-      ready_.emplace_back(std::move(pending), pending_index);
-      pending = cv::Mat();
-      pending_index = -1;
-      cv_.notify_all();
-    };
-    for (;;) {
-      if (opts_.max_frames > 0 && delivered >= opts_.max_frames) break;
-      const bool wanted = index >= opts_.start && (index - opts_.start) % opts_.stride == 0;
-      {
-        std::unique_lock lk(m_);
-        cv_.wait(lk, [&] { return stop_ || ready_.size() < depth_; });
-        if (stop_) break;
-        if (wanted && frame.empty() && !spare_.empty()) {
-          frame = std::move(spare_.back());
-          spare_.pop_back();
-        }
-      }
-      const bool ok = wanted ? cap.read(frame) : cap.grab();  // grab() skips without converting the frame
-      if (!ok) {
-        const std::int64_t tolerance = std::max<std::int64_t>(2, expected / 100);
-        if (index == 0) {
-          finish("opened but yielded no frames", 0);
-        } else if (expected > 0 && covered < expected - tolerance) {
-          // pending_index is -1 or index - 1: any older frame was released
-          // by the successful read after it.
-          const std::int64_t at = pending_index >= 0 ? pending_index : index;
-          finish(fmt::format("stream broke at frame {} of {} declared (corrupt or truncated file)", at, expected),
-                 at);
-        } else {
-          release_pending();
-          finish({}, index);
-        }
-        return;
-      }
-      release_pending();
-      covered = std::max(covered, index + 1);
-      if (fps > 0) {
-        const double ms = cap.get(cv::CAP_PROP_POS_MSEC);
-        if (ms > 0) covered = std::max(covered, static_cast<std::int64_t>(std::llround(ms * fps / 1000.0)) + 1);
-      }
-      if (wanted) {
-        if (frame.type() != CV_8UC3) {
-          finish(fmt::format("unsupported frame format at frame {} ({} channels, depth {})", index, frame.channels(),
-                             frame.depth()),
-                 index);
-          return;
-        }
-        pending = std::move(frame);
-        pending_index = index;
-        frame = cv::Mat();
-        ++delivered;
-      }
-      ++index;
-    }
-    release_pending();  // max_frames reached, or stopping (then nobody takes it)
+    if (!cap.open(path_, api))
+      return finish("cannot open video (not a video file, or a container or codec FFmpeg cannot read)", 0);
+    read_frames(cap, index);
   } catch (const std::exception& e) {
     finish(fmt::format("video decode error at frame {}: {}", index, e.what()), index);
-    return;
   } catch (...) {
     finish(fmt::format("video decode error at frame {}", index), index);
-    return;
   }
-  finish({}, index);
 }
 
 bool VideoReader::next(cv::Mat& out, std::int64_t& index) {

@@ -18,6 +18,10 @@
 
 #include "stage.hpp"
 
+namespace cv {
+class VideoCapture;
+}
+
 namespace imgpipe::stages {
 
 struct VideoOptions {
@@ -64,7 +68,16 @@ class VideoReader {
   void stop() noexcept;
 
  private:
+  struct Pending {
+    cv::Mat frame;
+    std::int64_t index = -1;  // -1: none
+  };
   void run();
+  void read_frames(cv::VideoCapture& cap, std::int64_t& index);
+  bool wait_for_room(bool wanted, cv::Mat& frame);
+  void end_of_stream(std::int64_t index, std::int64_t expected, std::int64_t covered, Pending& pending);
+  void publish(Pending& p);
+  void finish(std::string error, std::int64_t at);
   std::string path_;
   VideoOptions opts_;
   std::size_t depth_;

@@ -207,93 +207,100 @@ double sparse_ms(MemoryKind kind, bool zero_copy, const SparseSetup& su, int dev
   return median(v);
 }
 
-std::vector<Workload> run_workloads(const Calibration& c, const BenchMemoryOptions& o, std::ostream& out) {
-  std::vector<Workload> w;
+// (a) one host block copied to every GPU at once.
+Workload shared_block_workload(const Calibration& c, const BenchMemoryOptions& o) {
   const std::size_t max = c.sizes.back();
   const int dev = c.device;
+  Workload x;
+  x.name = "shared_block";
+  const auto d = memory::choose_memory_kind(UsagePattern::multi_device, &c);
+  x.policy_kind = d.kind;
+  x.policy_explain = d.explain();
+  const int n = std::max(1, c.device_count);
+  x.description = fmt::format("one {} host block copied to each of {} GPU(s) at once", human(max), n);
+  if (n < 2) x.note = "only one GPU: measuring the single-GPU case (one device's copy)";
+  x.policy_method = x.baseline_method = "cudaMemcpyAsync to every device, one stream each";
+  x.useful_bytes = static_cast<double>(max) * n;
+  try {
+    x.policy_ms = shared_block_ms(x.policy_kind, max, n, o.iterations);
+    x.baseline_ms = shared_block_ms(MemoryKind::pinned, max, n, o.iterations);
+  } catch (const std::exception& e) {
+    x.error = e.what();
+  }
+  gpu::set_device(dev);
+  return x;
+}
 
-  {  // (a)
-    Workload x;
-    x.name = "shared_block";
-    const auto d = memory::choose_memory_kind(UsagePattern::multi_device, &c);
-    x.policy_kind = d.kind;
-    x.policy_explain = d.explain();
-    const int n = std::max(1, c.device_count);
-    x.description = fmt::format("one {} host block copied to each of {} GPU(s) at once", human(max), n);
-    if (n < 2) x.note = "only one GPU: measuring the single-GPU case (one device's copy)";
-    x.policy_method = x.baseline_method = "cudaMemcpyAsync to every device, one stream each";
-    x.useful_bytes = static_cast<double>(max) * n;
-    try {
-      x.policy_ms = shared_block_ms(x.policy_kind, max, n, o.iterations);
-      x.baseline_ms = shared_block_ms(MemoryKind::pinned, max, n, o.iterations);
-    } catch (const std::exception& e) {
-      x.error = e.what();
-    }
-    gpu::set_device(dev);
-    w.push_back(std::move(x));
+// (b) the CPU writes chunks that are copied to the GPU, double-buffered.
+Workload streaming_workload(const Calibration& c, const BenchMemoryOptions& o) {
+  const std::size_t max = c.sizes.back();
+  const int dev = c.device;
+  Workload x;
+  x.name = "h2d_streaming";
+  const auto d = memory::choose_memory_kind(UsagePattern::h2d_streaming, &c);
+  x.policy_kind = d.kind;
+  x.policy_explain = d.explain();
+  const std::size_t chunk = std::min<std::size_t>(max, std::size_t{32} << 20);
+  const int rounds = 32;
+  x.description = fmt::format("CPU writes {} (memcpy from cached memory), then H2D copy; {} rounds, double-buffered",
+                              human(chunk), rounds);
+  x.policy_method = x.baseline_method = "two host buffers, an event per buffer";
+  x.useful_bytes = static_cast<double>(chunk) * rounds;
+  try {
+    std::tie(x.policy_ms, x.baseline_ms) =
+        streaming_ms(x.policy_kind, MemoryKind::pinned, chunk, rounds, dev, std::max(5, o.iterations));
+    if (x.policy_kind == MemoryKind::pinned)
+      x.note = "the policy chose default pinned here: both runs use the same kind, so the difference is the "
+               "machine's run-to-run spread";
+  } catch (const std::exception& e) {
+    x.error = e.what();
   }
-  {  // (b)
-    Workload x;
-    x.name = "h2d_streaming";
-    const auto d = memory::choose_memory_kind(UsagePattern::h2d_streaming, &c);
-    x.policy_kind = d.kind;
-    x.policy_explain = d.explain();
-    const std::size_t chunk = std::min<std::size_t>(max, std::size_t{32} << 20);
-    const int rounds = 32;
-    x.description = fmt::format("CPU writes {} (memcpy from cached memory), then H2D copy; {} rounds, double-buffered",
-                                human(chunk), rounds);
-    x.policy_method = x.baseline_method = "two host buffers, an event per buffer";
-    x.useful_bytes = static_cast<double>(chunk) * rounds;
-    try {
-      std::tie(x.policy_ms, x.baseline_ms) =
-          streaming_ms(x.policy_kind, MemoryKind::pinned, chunk, rounds, dev, std::max(5, o.iterations));
-      if (x.policy_kind == MemoryKind::pinned)
-        x.note = "the policy chose default pinned here: both runs use the same kind, so the difference is the "
-                 "machine's run-to-run spread";
-    } catch (const std::exception& e) {
-      x.error = e.what();
-    }
-    w.push_back(std::move(x));
-  }
-  {  // (c)
-    Workload x;
-    x.name = "sparse_device_read";
-    const auto d = memory::choose_memory_kind(UsagePattern::device_access_only, &c);
-    x.policy_kind = d.kind;
-    x.policy_explain = d.explain();
-    SparseSetup su;
-    su.array_bytes = std::max<std::size_t>(max / su.record_bytes * su.record_bytes, su.record_bytes);
-    const std::size_t records = su.array_bytes / su.record_bytes;
-    const std::size_t count = std::max<std::size_t>(1, records * 5 / 100);
-    std::vector<std::uint32_t> all(records);
-    std::iota(all.begin(), all.end(), 0u);
-    std::mt19937 rng(42);
-    std::shuffle(all.begin(), all.end(), rng);
-    su.indices.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(count));
-    {
-      HostBuffer ref(MemoryKind::pageable, su.array_bytes);
-      fill_pattern(ref.get(), su.array_bytes, 3);
-      su.expected = kernels::gather_read_ref(ref.get(), su.record_bytes, su.indices.data(), count);
-    }
-    x.description = fmt::format("a kernel reads a random 5% ({} of {} records of {}) of a {} host array",
-                                count, records, human(su.record_bytes), human(su.array_bytes));
-    const bool zero_copy = x.policy_kind == MemoryKind::mapped;
-    x.policy_method = zero_copy ? "zero-copy: the kernel reads the mapped host array in place"
-                                : "copy the whole array, then the kernel reads device memory";
-    x.baseline_method = "copy the whole array (default pinned), then the kernel reads device memory";
-    if (!zero_copy) x.note = "the policy did not choose mapped memory: both runs copy first";
-    x.useful_bytes = static_cast<double>(count * su.record_bytes);
-    try {
-      std::string check;
-      x.policy_ms = sparse_ms(x.policy_kind, zero_copy, su, dev, o.iterations, &check);
-      x.baseline_ms = sparse_ms(MemoryKind::pinned, false, su, dev, o.iterations, &check);
-      if (!check.empty()) x.error = check;
-    } catch (const std::exception& e) {
-      x.error = e.what();
-    }
-    w.push_back(std::move(x));
-  }
+  return x;
+}
 
+// (c) a kernel reads a random 5% of a large host array.
+Workload sparse_read_workload(const Calibration& c, const BenchMemoryOptions& o) {
+  const std::size_t max = c.sizes.back();
+  const int dev = c.device;
+  Workload x;
+  x.name = "sparse_device_read";
+  const auto d = memory::choose_memory_kind(UsagePattern::device_access_only, &c);
+  x.policy_kind = d.kind;
+  x.policy_explain = d.explain();
+  SparseSetup su;
+  su.array_bytes = std::max<std::size_t>(max / su.record_bytes * su.record_bytes, su.record_bytes);
+  const std::size_t records = su.array_bytes / su.record_bytes;
+  const std::size_t count = std::max<std::size_t>(1, records * 5 / 100);
+  std::vector<std::uint32_t> all(records);
+  std::iota(all.begin(), all.end(), 0u);
+  std::mt19937 rng(42);
+  std::shuffle(all.begin(), all.end(), rng);
+  su.indices.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(count));
+  {
+    HostBuffer ref(MemoryKind::pageable, su.array_bytes);
+    fill_pattern(ref.get(), su.array_bytes, 3);
+    su.expected = kernels::gather_read_ref(ref.get(), su.record_bytes, su.indices.data(), count);
+  }
+  x.description = fmt::format("a kernel reads a random 5% ({} of {} records of {}) of a {} host array",
+                              count, records, human(su.record_bytes), human(su.array_bytes));
+  const bool zero_copy = x.policy_kind == MemoryKind::mapped;
+  x.policy_method = zero_copy ? "zero-copy: the kernel reads the mapped host array in place"
+                              : "copy the whole array, then the kernel reads device memory";
+  x.baseline_method = "copy the whole array (default pinned), then the kernel reads device memory";
+  if (!zero_copy) x.note = "the policy did not choose mapped memory: both runs copy first";
+  x.useful_bytes = static_cast<double>(count * su.record_bytes);
+  try {
+    std::string check;
+    x.policy_ms = sparse_ms(x.policy_kind, zero_copy, su, dev, o.iterations, &check);
+    x.baseline_ms = sparse_ms(MemoryKind::pinned, false, su, dev, o.iterations, &check);
+    if (!check.empty()) x.error = check;
+  } catch (const std::exception& e) {
+    x.error = e.what();
+  }
+  return x;
+}
+
+void print_workloads(const std::vector<Workload>& w, const BenchMemoryOptions& o, std::ostream& out) {
   out << "\nworkloads: the policy's kind against plain default pinned memory (medians of " << o.iterations
       << " runs)\n";
   for (const Workload& x : w) {
@@ -315,6 +322,15 @@ std::vector<Workload> run_workloads(const Calibration& c, const BenchMemoryOptio
                        : r > 0                                     ? "the policy is faster"
                                                                    : "the policy is slower");
   }
+}
+
+
+std::vector<Workload> run_workloads(const Calibration& c, const BenchMemoryOptions& o, std::ostream& out) {
+  std::vector<Workload> w;
+  w.push_back(shared_block_workload(c, o));
+  w.push_back(streaming_workload(c, o));
+  w.push_back(sparse_read_workload(c, o));
+  print_workloads(w, o, out);
   return w;
 }
 

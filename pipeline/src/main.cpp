@@ -41,96 +41,89 @@ imgpipe::Config load_config(const std::string& path, const std::vector<std::stri
   return c;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  auto logger = spdlog::stderr_color_mt("imgpipe");
-  logger->set_pattern("imgpipe: %^%l%$: %v");
-  spdlog::set_default_logger(logger);
-
-  CLI::App app{"imgpipe: images and videos to normalised tensor batches on the GPU"};
-  app.set_version_flag("--version", std::string("imgpipe ") + imgpipe::version());
-  std::string config_path, report_path, device;
+// What the command line asked for.
+struct Args {
+  std::string config_path, report_path, device, validate_path;
   std::vector<std::string> inputs;
   bool quiet = false;
-  app.add_option("--config,-c", config_path, "pipeline config (YAML)")->check(CLI::ExistingFile);
-  app.add_option("--input,-i", inputs, "input file, folder or glob (repeatable; replaces input.paths)");
-  app.add_option("--report", report_path, "write the run report as JSON to this file");
-  app.add_option("--device", device, "auto | cpu | GPU ordinal (overrides devices:)");
-  app.add_flag("--quiet,-q", quiet, "no progress line and no report table");
+  imgpipe::BenchMemoryOptions bench;
+  std::string bench_sizes;
+  CLI::App* validate = nullptr;
+  CLI::App* bench_memory = nullptr;
+};
 
-  CLI::App* validate = app.add_subcommand("validate", "check a config and exit (runs nothing)");
-  std::string validate_path;
-  validate->add_option("--config,-c", validate_path, "pipeline config (YAML)")
+void add_options(CLI::App& app, Args& a) {
+  app.set_version_flag("--version", std::string("imgpipe ") + imgpipe::version());
+  app.add_option("--config,-c", a.config_path, "pipeline config (YAML)")->check(CLI::ExistingFile);
+  app.add_option("--input,-i", a.inputs, "input file, folder or glob (repeatable; replaces input.paths)");
+  app.add_option("--report", a.report_path, "write the run report as JSON to this file");
+  app.add_option("--device", a.device, "auto | cpu | GPU ordinal (overrides devices:)");
+  app.add_flag("--quiet,-q", a.quiet, "no progress line and no report table");
+
+  a.validate = app.add_subcommand("validate", "check a config and exit (runs nothing)");
+  a.validate->add_option("--config,-c", a.validate_path, "pipeline config (YAML)")
       ->required()
       ->check(CLI::ExistingFile);
-  validate->add_option("--input,-i", inputs, "input paths (replace input.paths)");
+  a.validate->add_option("--input,-i", a.inputs, "input paths (replace input.paths)");
 
-  // ---- bench-memory: every host memory kind measured on this machine (memory layer)
-  CLI::App* bench = app.add_subcommand("bench-memory", "measure every host memory kind on this machine");
-  imgpipe::BenchMemoryOptions bench_opts;
-  std::string bench_sizes;
-  bench->add_option("--json", bench_opts.json_path, "write the results (the calibration object) to this JSON file");
-  bench->add_flag("--workloads", bench_opts.workloads, "also compare the policy's kinds with default pinned on 3 workloads");
-  bench->add_option("--sizes", bench_sizes, "copy sizes, e.g. 1M,16M,256M (binary units; a bare number is MiB)");
-  bench->add_option("--iterations", bench_opts.iterations, "runs per figure (medians)")->check(CLI::PositiveNumber);
-  // ---- end bench-memory
+  // bench-memory: every host memory kind measured on this machine (memory/tools).
+  a.bench_memory = app.add_subcommand("bench-memory", "measure every host memory kind on this machine");
+  a.bench_memory->add_option("--json", a.bench.json_path, "write the results (the calibration object) to this JSON file");
+  a.bench_memory->add_flag("--workloads", a.bench.workloads,
+                           "also compare the policy's kinds with default pinned on 3 workloads");
+  a.bench_memory->add_option("--sizes", a.bench_sizes, "copy sizes, e.g. 1M,16M,256M (binary units; a bare number is MiB)");
+  a.bench_memory->add_option("--iterations", a.bench.iterations, "runs per figure (medians)")
+      ->check(CLI::PositiveNumber);
+}
 
+int bench_memory(Args& a) {
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
-
-  if (*bench) {  // bench-memory
-    try {
-      if (!bench_sizes.empty()) bench_opts.sizes = imgpipe::parse_byte_sizes(bench_sizes);
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "imgpipe: --sizes: " << e.what() << "\n";
-      return 2;
-    }
-    return imgpipe::run_bench_memory(bench_opts, std::cout);
-  }
-
-  if (*validate) {
-    try {
-      const imgpipe::Config c = load_config(validate_path, inputs);
-      std::cout << "config OK: " << validate_path << "\n";
-      return 0;
-    } catch (const imgpipe::Error& e) {
-      std::cerr << "imgpipe: " << e.what() << "\n";
-      return 2;
-    }
-  }
-
-  if (config_path.empty()) {
-    std::cerr << "imgpipe: --config is required (try: imgpipe --config configs/pipeline.yaml)\n";
+    if (!a.bench_sizes.empty()) a.bench.sizes = imgpipe::parse_byte_sizes(a.bench_sizes);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "imgpipe: --sizes: " << e.what() << "\n";
     return 2;
   }
+  return imgpipe::run_bench_memory(a.bench, std::cout);
+}
 
+int validate(const Args& a) {
   try {
-    imgpipe::fault::from_environment();  // IMGPIPE_FAULT=stage:k, for tests and drills
+    const imgpipe::Config c = load_config(a.validate_path, a.inputs);
+    std::cout << "config OK: " << a.validate_path << "\n";
+    return 0;
   } catch (const imgpipe::Error& e) {
     std::cerr << "imgpipe: " << e.what() << "\n";
     return 2;
   }
-  imgpipe::RunOptions opts;
-  std::optional<imgpipe::Pipeline> pipeline;
+}
+
+// The pipeline and its run options from the arguments; exit code 2 on a usage or config error.
+int prepare(const Args& a, std::optional<imgpipe::Pipeline>& pipeline, imgpipe::RunOptions& opts) {
+  if (a.config_path.empty()) {
+    std::cerr << "imgpipe: --config is required (try: imgpipe --config configs/pipeline.yaml)\n";
+    return 2;
+  }
   try {
-    pipeline.emplace(load_config(config_path, inputs));
-    if (!device.empty()) opts.device = imgpipe::DeviceSelection::parse(device);
+    imgpipe::fault::from_environment();  // IMGPIPE_FAULT=stage:k, for tests and drills
+    pipeline.emplace(load_config(a.config_path, a.inputs));
+    if (!a.device.empty()) opts.device = imgpipe::DeviceSelection::parse(a.device);
   } catch (const imgpipe::ConfigError& e) {
-    std::cerr << "imgpipe: " << (device.empty() || e.key() != "devices" ? e.what() : "--device: " + e.reason())
+    std::cerr << "imgpipe: " << (a.device.empty() || e.key() != "devices" ? e.what() : "--device: " + e.reason())
               << "\n";
     return 2;
   } catch (const imgpipe::Error& e) {
     std::cerr << "imgpipe: " << e.what() << "\n";
     return 2;
   }
-  if (quiet) spdlog::set_level(spdlog::level::err);
-  opts.progress = !quiet && ::isatty(STDERR_FILENO);
+  opts.progress = !a.quiet && ::isatty(STDERR_FILENO);
+  return 0;
+}
 
+int run(const Args& a) {
+  imgpipe::RunOptions opts;
+  std::optional<imgpipe::Pipeline> pipeline;
+  if (const int rc = prepare(a, pipeline, opts)) return rc;
+  if (a.quiet) spdlog::set_level(spdlog::level::err);
   g_pipeline.store(&*pipeline);
   install_signal_handlers();
   imgpipe::Report report;
@@ -143,15 +136,35 @@ int main(int argc, char** argv) {
   }
   g_pipeline.store(nullptr);
 
-  if (!quiet) report.print_table(std::cerr);
-  if (!report_path.empty()) {
-    std::ofstream out(report_path);
+  if (!a.quiet) report.print_table(std::cerr);
+  if (!a.report_path.empty()) {
+    std::ofstream out(a.report_path);
     out << report.to_json() << "\n";
     if (!out) {
-      std::cerr << "imgpipe: cannot write report '" << report_path << "'\n";
+      std::cerr << "imgpipe: cannot write report '" << a.report_path << "'\n";
       return 1;
     }
   }
-  if (report.interrupted || g_signals) return 130;
-  return 0;
+  return report.interrupted || g_signals ? 130 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto logger = spdlog::stderr_color_mt("imgpipe");
+  logger->set_pattern("imgpipe: %^%l%$: %v");
+  spdlog::set_default_logger(logger);
+
+  CLI::App app{"imgpipe: images and videos to normalised tensor batches on the GPU"};
+  Args a;
+  add_options(app, a);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  if (*a.bench_memory) return bench_memory(a);
+  if (*a.validate) return validate(a);
+  return run(a);
 }

@@ -49,7 +49,7 @@ TEST_CASE("run plan: tokens are 2 x threads but never more than the staging ring
   CHECK(p.video_ahead == 2);
 }
 
-TEST_CASE("run plan: slot and output sizes; they agree with the transform stage's frame size") {
+TEST_CASE("run plan: slot and output sizes, they agree with the transform stage's frame size") {
   Config c;
   c.transform.resize.width = 640;
   c.transform.resize.height = 480;
@@ -93,7 +93,7 @@ TEST_CASE("run plan: the GPU-resize frame budget comes from the pinned budget or
   CHECK(RunPlan::make(c, {0}, {8, 256 * GiB}).frame_budget == 300'000);
 }
 
-TEST_CASE("run plan: staging options follow the config; several devices share portable slots") {
+TEST_CASE("run plan: staging options follow the config, several devices share portable slots") {
   Config c;
   c.memory.pinned_budget_mb = 300;
   c.memory.fallback = false;

@@ -129,7 +129,7 @@ TEST_CASE("pack: consecutive offsets in one slot, a batch per batch.size, failur
   CHECK(pack.stats().items == 4);  // packed frames only
 }
 
-TEST_CASE("pack: drop_last drops the partial batch and releases its slot; on_error fail throws at the bad input") {
+TEST_CASE("pack: drop_last drops the partial batch and releases its slot, on_error fail throws at the bad input") {
   Config c = rig_config();
   c.batch.drop_last = true;
   Rig rig({-1}, c);
@@ -162,7 +162,7 @@ TEST_CASE("pack: a frame larger than its slot share is a logic error, not an ove
   CHECK_THROWS_AS(pack(&w), std::logic_error);
 }
 
-TEST_CASE("pack: round robin alternates devices; least loaded picks the device with fewer batches in flight") {
+TEST_CASE("pack: round robin alternates devices, least loaded picks the device with fewer batches in flight") {
   for (Dispatch d : {Dispatch::round_robin, Dispatch::least_loaded}) {
     CAPTURE(static_cast<int>(d));
     Config c = rig_config();
@@ -240,7 +240,7 @@ TEST_CASE("pack_copy, transfer, gpu_ops, sink: a batch from tokens to a checked 
   }
 }
 
-TEST_CASE("sink: a callback that throws still releases the slot; the next batches reuse it") {
+TEST_CASE("sink: a callback that throws still releases the slot, the next batches reuse it") {
   Rig rig({-1});
   Pack pack(rig.res, Dispatch::round_robin, rig.cfg.batch, OnError::skip);
   PackCopy copy;

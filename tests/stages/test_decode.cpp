@@ -2,6 +2,8 @@
 // corrupt files, the max_pixels guard.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <algorithm>
 #include <cstdint>
 #include <random>
@@ -244,6 +246,27 @@ TEST_CASE("decode: only JPEG, PNG, BMP, WebP and TIFF reach OpenCV, so a malform
   REQUIRE_FALSE(cv::imdecode(ppm, cv::IMREAD_COLOR).empty());
   CHECK(decode(ppm, out).rfind("not a recognised image format", 0) == 0);
   CHECK(decode(Bytes{}, out) == "empty file (0 bytes)");
+}
+
+TEST_CASE("decode: header sizes cannot overflow the max_pixels check, sizes beyond a format's limit are corrupt") {
+  // Found by the decode fuzzer: a PNG IHDR of 0xffe30100 x 0xd04e4840 made
+  // width * height overflow (undefined behaviour, so the check's result was
+  // anyone's guess). Kept in the seed corpus as found.
+  const auto regress = imgpipe::test::source_dir() / "tests" / "fuzz" / "corpus_decode";
+  const Bytes png = imgpipe::test::read_bytes(regress / "regress-size-overflow.bin");
+  REQUIRE(png.size() == 24);
+  CHECK(sniff_header(png).width == 0xffe30100LL);
+  cv::Mat out;
+  CHECK(decode(png, out) ==
+        "corrupt PNG: header claims 4293067008x3494791232, beyond the format's limit of 2147483647 per side");
+  CHECK(out.empty());
+  // At the limit itself (2^31 - 1 per side, ~4.6e18 pixels) the check still
+  // holds without overflowing: a max_pixels failure, with the exact product.
+  const std::string err = decode(crafted_png(2147483647, 2147483647), out);
+  CHECK(err == "image of 2147483647x2147483647 (4611686014132420609 pixels) exceeds decode.max_pixels (100000000)");
+  DecodeConfig huge;
+  huge.max_pixels = std::numeric_limits<std::int64_t>::max();
+  CHECK(decode(crafted_png(2147483647, 2147483647), out, huge).find("max_pixels") == std::string::npos);
 }
 
 TEST_CASE("decode: images larger than max_pixels are rejected from the header") {
