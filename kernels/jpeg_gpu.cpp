@@ -50,8 +50,12 @@ std::string_view to_string(ChromaSubsampling c) noexcept {
 namespace imgpipe::kernels {
 namespace {
 
+// imgpipe::Error, not CudaError: CudaError's constructor lives in
+// imgpipe_core, above this target, and a static link of kernels alone (the
+// benchmark) would not find it.
 [[noreturn]] void throw_cuda(cudaError_t e, const char* call, int line) {
-  throw CudaError(call, __FILE__, line, static_cast<int>(e), cudaGetErrorName(e), cudaGetErrorString(e));
+  throw Error(std::string("CUDA error ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ") in " + call +
+              " at " + __FILE__ + ":" + std::to_string(line));
 }
 #define JPEG_CUDA_TRY(expr)                                              \
   do {                                                                   \
@@ -78,27 +82,44 @@ class DeviceGuard {
   int device_ = 0;
 };
 
-// The default allocators. A failed allocation's error is not left behind
-// as the thread's last CUDA error: nvJPEG reports it as ALLOCATOR_FAILURE.
-int default_device_malloc(void*, void** ptr, std::size_t bytes, CUstream_st*) {
-  if (cudaMalloc(ptr, bytes) == cudaSuccess) return 0;
+// The default allocators; ctx points at the decoder's device ordinal (nvJPEG
+// may allocate from a thread where another device is current). A failed
+// allocation's error is not left behind as the thread's last CUDA error:
+// nvJPEG reports it as ALLOCATOR_FAILURE.
+template <class Fn>
+int on_device(void* ctx, Fn&& fn) {
+  const int device = *static_cast<const int*>(ctx);
+  int previous = device;
+  if (cudaGetDevice(&previous) != cudaSuccess || (previous != device && cudaSetDevice(device) != cudaSuccess)) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  const cudaError_t e = fn();
+  if (previous != device) (void)cudaSetDevice(previous);
+  if (e == cudaSuccess) return 0;
   (void)cudaGetLastError();
   return 1;
 }
-int default_device_free(void*, void* ptr, std::size_t, CUstream_st*) { return cudaFree(ptr) == cudaSuccess ? 0 : 1; }
-int default_pinned_malloc(void*, void** ptr, std::size_t bytes, CUstream_st*) {
-  if (cudaHostAlloc(ptr, bytes, cudaHostAllocDefault) == cudaSuccess) return 0;
-  (void)cudaGetLastError();
-  return 1;
+int default_device_malloc(void* ctx, void** ptr, std::size_t bytes, CUstream_st*) {
+  return on_device(ctx, [&] { return cudaMalloc(ptr, bytes); });
 }
-int default_pinned_free(void*, void* ptr, std::size_t, CUstream_st*) { return cudaFreeHost(ptr) == cudaSuccess ? 0 : 1; }
+int default_device_free(void* ctx, void* ptr, std::size_t, CUstream_st*) {
+  return on_device(ctx, [&] { return cudaFree(ptr); });
+}
+int default_pinned_malloc(void* ctx, void** ptr, std::size_t bytes, CUstream_st*) {
+  return on_device(ctx, [&] { return cudaHostAlloc(ptr, bytes, cudaHostAllocDefault); });
+}
+int default_pinned_free(void* ctx, void* ptr, std::size_t, CUstream_st*) {
+  return on_device(ctx, [&] { return cudaFreeHost(ptr); });
+}
 
-nvj::nvjpegDevAllocatorV2_t device_allocator_for(const JpegAllocator& a) {
-  if (a.empty()) return {default_device_malloc, default_device_free, nullptr};
+// `device` must outlive the nvJPEG handle the allocators are given to.
+nvj::nvjpegDevAllocatorV2_t device_allocator_for(const JpegAllocator& a, int* device) {
+  if (a.empty()) return {default_device_malloc, default_device_free, device};
   return {a.allocate, a.deallocate, a.ctx};
 }
-nvj::nvjpegPinnedAllocatorV2_t pinned_allocator_for(const JpegAllocator& a) {
-  if (a.empty()) return {default_pinned_malloc, default_pinned_free, nullptr};
+nvj::nvjpegPinnedAllocatorV2_t pinned_allocator_for(const JpegAllocator& a, int* device) {
+  if (a.empty()) return {default_pinned_malloc, default_pinned_free, device};
   return {a.allocate, a.deallocate, a.ctx};
 }
 
@@ -263,8 +284,9 @@ std::optional<JpegHardwareInfo> GpuJpegDecoder::probe(int device, std::string* w
     JpegHardwareInfo info;
     info.library = api.library;
     for (int i = 0; i < 3; ++i) info.version[i] = api.version[i];
-    nvj::nvjpegDevAllocatorV2_t dev = device_allocator_for({});
-    nvj::nvjpegPinnedAllocatorV2_t pinned = pinned_allocator_for({});
+    int dev_ordinal = device;
+    nvj::nvjpegDevAllocatorV2_t dev = device_allocator_for({}, &dev_ordinal);
+    nvj::nvjpegPinnedAllocatorV2_t pinned = pinned_allocator_for({}, &dev_ordinal);
     nvj::nvjpegHandle_t h = nullptr;
     nvj::nvjpegStatus_t s = api.nvjpegCreateExV2(nvj::NVJPEG_BACKEND_HARDWARE, &dev, &pinned, 0, &h);
     if (s == nvj::NVJPEG_STATUS_ARCH_MISMATCH)
@@ -296,8 +318,8 @@ GpuJpegDecoder::GpuJpegDecoder(int device, const GpuJpegOptions& options) : impl
   Impl& m = *impl_;
   m.api = &api;
   m.device = device;
-  m.device_allocator = device_allocator_for(options.device_allocator);
-  m.pinned_allocator = pinned_allocator_for(options.pinned_allocator);
+  m.device_allocator = device_allocator_for(options.device_allocator, &m.device);
+  m.pinned_allocator = pinned_allocator_for(options.pinned_allocator, &m.device);
   unsigned int flags = nvj::flags_default;
   if (options.hw_no_pipeline) flags |= nvj::flag_hw_decode_no_pipeline;
   if (options.fancy_upsampling && api.at_least(12, 1)) flags |= nvj::flag_upsampling_with_interpolation;

@@ -127,8 +127,8 @@ class GpuJpegDecoder {
 
   // A decoder for `device` (the current device is restored on return).
   // Throws imgpipe::Error (its message the reason) when nvJPEG or the
-  // requested backend is unavailable, NvjpegError / CudaError on other
-  // failures.
+  // requested backend is unavailable or a CUDA call fails, NvjpegError when
+  // nvJPEG fails otherwise.
   explicit GpuJpegDecoder(int device, const GpuJpegOptions& options = {});
   ~GpuJpegDecoder();
   GpuJpegDecoder(const GpuJpegDecoder&) = delete;
@@ -153,7 +153,7 @@ class GpuJpegDecoder {
   // such batches allocates nothing. Returns false where the backend has no
   // pre-allocation (gpu_hybrid; a library answering IMPLEMENTATION_NOT_
   // SUPPORTED). Waits for the previous batch. Throws std::invalid_argument,
-  // NvjpegError, CudaError.
+  // NvjpegError, imgpipe::Error (a CUDA call failed).
   bool preallocate(int max_batch, int max_width, int max_height);
 
   // Decodes data[i] (sizes[i] bytes; device memory when input_on_device(),
@@ -173,8 +173,8 @@ class GpuJpegDecoder {
   // that only the bad ones are reported; the decoder stays usable and leaves
   // no pending CUDA error. One caller at a time (calls are serialised).
   // Throws std::invalid_argument (bad arguments), NvjpegError (nvJPEG cannot
-  // be initialised for the batch), CudaError (the stream failed: a CUDA
-  // error that is not the images' fault).
+  // be initialised for the batch), imgpipe::Error naming the CUDA error (the
+  // stream failed: not the images' fault; a sticky error stays sticky).
   int decode_batch(const std::uint8_t* const* data, const std::size_t* sizes, int n, const DecodedFrame* out,
                    int* status, CUstream_st* stream);
 
