@@ -652,7 +652,8 @@ TEST_CASE("nvjpeg decoder: a batch of baseline JPEGs matches OpenCV's decode") {
         max_w = std::max(max_w, s.width);
         max_h = std::max(max_h, s.height);
       }
-      if (dec.backend() != kn::JpegBackend::gpu_hybrid) REQUIRE(batch.size() == samples.size());
+      if (dec.backend() != kn::JpegBackend::gpu_hybrid) CHECK(batch.size() == samples.size());
+      REQUIRE(batch.size() >= 2);
       try {
         const bool pre = dec.preallocate(static_cast<int>(batch.size()), max_w, max_h);
         MESSAGE(name << ": preallocate " << (pre ? "done" : "not offered by this backend"));
@@ -700,7 +701,9 @@ TEST_CASE("nvjpeg decoder: a batch of baseline JPEGs matches OpenCV's decode") {
       TEST_CUDA(cudaStreamSynchronize(stream.s));
       MESSAGE(name << ": nvJPEG allocated " << dev_alloc.allocations.load() << " device and "
                    << pinned_alloc.allocations.load() << " pinned buffers through the given allocators");
-      CHECK(dev_alloc.allocations.load() + pinned_alloc.allocations.load() > 0);
+      // GPU_HYBRID's buffers are device memory; the engines' may not pass
+      // through the allocators at all (printed above).
+      if (dec.backend() == kn::JpegBackend::gpu_hybrid) CHECK(dev_alloc.allocations.load() > 0);
     }
     // The decoder gave back everything it took.
     CHECK(dev_alloc.live.load() == 0);
