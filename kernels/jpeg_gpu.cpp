@@ -57,9 +57,9 @@ namespace {
   throw Error(std::string("CUDA error ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ") in " + call +
               " at " + __FILE__ + ":" + std::to_string(line));
 }
-#define JPEG_CUDA_TRY(expr)                                              \
-  do {                                                                   \
-    const cudaError_t jpeg_err_ = (expr);                                \
+#define JPEG_CUDA_TRY(expr)                                               \
+  do {                                                                    \
+    const cudaError_t jpeg_err_ = (expr);                                 \
     if (jpeg_err_ != cudaSuccess) throw_cuda(jpeg_err_, #expr, __LINE__); \
   } while (0)
 
@@ -160,6 +160,7 @@ struct GpuJpegDecoder::Impl {
   const nvj::Api* api = nullptr;
   int device = 0;
   JpegBackend backend = JpegBackend::hardware;
+  bool host_barrier = true;
   // nvJPEG may keep pointers to the allocator structs: they live here.
   nvj::nvjpegDevAllocatorV2_t device_allocator{};
   nvj::nvjpegPinnedAllocatorV2_t pinned_allocator{};
@@ -185,8 +186,8 @@ struct GpuJpegDecoder::Impl {
     // Never throws: a destructor. The device must be current for nvJPEG to
     // free what it allocated there.
     int previous = -1;
-    const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device &&
-                          cudaSetDevice(device) == cudaSuccess;
+    const bool switched =
+        cudaGetDevice(&previous) == cudaSuccess && previous != device && cudaSetDevice(device) == cudaSuccess;
     if (api != nullptr) {
       for (nvj::nvjpegJpegStream_t s : idle_streams) (void)api->nvjpegJpegStreamDestroy(s);
       if (state != nullptr) (void)api->nvjpegJpegStateDestroy(state);
@@ -211,8 +212,7 @@ struct GpuJpegDecoder::Impl {
     const nvj::nvjpegStatus_t s = api->nvjpegDecodeBatchedInitialize(handle, state, n, 1, nvj::NVJPEG_OUTPUT_RGBI);
     if (s != nvj::NVJPEG_STATUS_SUCCESS) {
       initialized_n = 0;
-      throw NvjpegError("nvjpegDecodeBatchedInitialize(batch " + std::to_string(n) + ") failed: " +
-                            nvj::status_name(s),
+      throw NvjpegError("nvjpegDecodeBatchedInitialize(batch " + std::to_string(n) + ") failed: " + nvj::status_name(s),
                         s);
     }
     initialized_n = n;
@@ -301,8 +301,7 @@ std::optional<JpegHardwareInfo> GpuJpegDecoder::probe(int device, std::string* w
     if (info.engines == 0 || info.cores_per_engine == 0)
       return fail("device " + std::to_string(device) + " reports no JPEG engine (0 engines or cores)");
     h = nullptr;
-    if (api.nvjpegCreateExV2(nvj::NVJPEG_BACKEND_HARDWARE_DEVICE, &dev, &pinned, 0, &h) ==
-        nvj::NVJPEG_STATUS_SUCCESS) {
+    if (api.nvjpegCreateExV2(nvj::NVJPEG_BACKEND_HARDWARE_DEVICE, &dev, &pinned, 0, &h) == nvj::NVJPEG_STATUS_SUCCESS) {
       info.device_input = true;
       (void)api.nvjpegDestroy(h);
     }
@@ -318,6 +317,7 @@ GpuJpegDecoder::GpuJpegDecoder(int device, const GpuJpegOptions& options) : impl
   Impl& m = *impl_;
   m.api = &api;
   m.device = device;
+  m.host_barrier = options.host_barrier;
   m.device_allocator = device_allocator_for(options.device_allocator, &m.device);
   m.pinned_allocator = pinned_allocator_for(options.pinned_allocator, &m.device);
   unsigned int flags = nvj::flags_default;
@@ -443,8 +443,7 @@ int GpuJpegDecoder::decode_batch(const std::uint8_t* const* data, const std::siz
     const DecodedFrame& f = out[i];
     if (data[i] == nullptr || sizes[i] == 0)
       throw std::invalid_argument("GpuJpegDecoder::decode_batch: image " + std::to_string(i) + " has no data");
-    if (f.d_rgb == nullptr || f.width <= 0 || f.height <= 0 ||
-        f.pitch < static_cast<std::size_t>(f.width) * 3)
+    if (f.d_rgb == nullptr || f.width <= 0 || f.height <= 0 || f.pitch < static_cast<std::size_t>(f.width) * 3)
       throw std::invalid_argument("GpuJpegDecoder::decode_batch: output " + std::to_string(i) +
                                   " needs a buffer, a positive size and pitch >= 3 * width");
   }
@@ -454,7 +453,7 @@ int GpuJpegDecoder::decode_batch(const std::uint8_t* const* data, const std::siz
   // The state's buffers (pinned staging included) serve every batch: the
   // previous batch must be finished before the host refills them.
   m.finish_previous_batch();
-  if (m.hardware()) {
+  if (m.hardware() && m.host_barrier) {
     // The engines write when nvjpegDecodeBatched is called, not when the
     // stream gets there (seen on H100 with nvJPEG 12.3-13.2): whatever is
     // queued on `stream` before the decode (uploading the bitstreams, last
@@ -485,7 +484,8 @@ int GpuJpegDecoder::decode_batch(const std::uint8_t* const* data, const std::siz
 namespace imgpipe::kernels {
 
 namespace {
-constexpr const char* no_cuda = "GPU JPEG decode unavailable: imgpipe was built without CUDA (IMGPIPE_WITH_CUDA=off or no nvcc)";
+constexpr const char* no_cuda =
+    "GPU JPEG decode unavailable: imgpipe was built without CUDA (IMGPIPE_WITH_CUDA=off or no nvcc)";
 }
 
 struct GpuJpegDecoder::Impl {};

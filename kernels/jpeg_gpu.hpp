@@ -60,6 +60,10 @@ struct GpuJpegOptions {
   bool fancy_upsampling = true;
   // NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE: the library buffers no extra images.
   bool hw_no_pipeline = true;
+  // Hardware backends: synchronise the caller's stream before each decode
+  // (see decode_batch). Turn off only to measure or to show the hazard:
+  // without it, work queued on the stream can overwrite decoded pixels.
+  bool host_barrier = true;
   // nvJPEG's device and pinned buffers. Empty: cudaMalloc/cudaFree and
   // cudaHostAlloc/cudaFreeHost.
   JpegAllocator device_allocator;
@@ -68,20 +72,20 @@ struct GpuJpegOptions {
 
 // What probe() found.
 struct JpegHardwareInfo {
-  unsigned engines = 0;           // nvjpegGetHardwareDecoderInfo
+  unsigned engines = 0;  // nvjpegGetHardwareDecoderInfo
   unsigned cores_per_engine = 0;
-  bool device_input = false;      // NVJPEG_BACKEND_HARDWARE_DEVICE could be created
-  int version[3] = {0, 0, 0};     // nvJPEG major, minor, patch
-  std::string library;            // what was dlopen()ed
+  bool device_input = false;   // NVJPEG_BACKEND_HARDWARE_DEVICE could be created
+  int version[3] = {0, 0, 0};  // nvJPEG major, minor, patch
+  std::string library;         // what was dlopen()ed
 };
 
 // What parse() found in a bitstream's header.
 struct JpegInfo {
-  bool valid = false;   // the header parsed
-  int status = 0;       // nvJPEG status of the parse (0 when valid); nvj::status_name() names it
+  bool valid = false;  // the header parsed
+  int status = 0;      // nvJPEG status of the parse (0 when valid); nvj::status_name() names it
   int width = 0;
   int height = 0;
-  int components = 0;   // encoded components (1 grey, 3 YCbCr/RGB, 4 CMYK/YCCK)
+  int components = 0;  // encoded components (1 grey, 3 YCbCr/RGB, 4 CMYK/YCCK)
   ChromaSubsampling subsampling = ChromaSubsampling::unknown;
   bool progressive = false;      // SOF2
   bool batch_supported = false;  // nvjpegDecodeBatchedSupported accepts it for this decoder's backend

@@ -83,10 +83,10 @@ enum libraryPropertyType : int {
 };
 
 // nvjpegCreateEx* flags (bit fields).
-constexpr unsigned int flags_default = 0;                          // NVJPEG_FLAGS_DEFAULT
-constexpr unsigned int flag_hw_decode_no_pipeline = 1;             // NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE
-constexpr unsigned int flag_bitstream_strict = 4;                  // NVJPEG_FLAGS_BITSTREAM_STRICT
-constexpr unsigned int flag_upsampling_with_interpolation = 32;    // NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION (>= 12.1)
+constexpr unsigned int flags_default = 0;                        // NVJPEG_FLAGS_DEFAULT
+constexpr unsigned int flag_hw_decode_no_pipeline = 1;           // NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE
+constexpr unsigned int flag_bitstream_strict = 4;                // NVJPEG_FLAGS_BITSTREAM_STRICT
+constexpr unsigned int flag_upsampling_with_interpolation = 32;  // NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION (>= 12.1)
 
 // Output descriptor: per-plane device pointers and row pitches in bytes.
 struct nvjpegImage_t {
@@ -139,8 +139,8 @@ using PFN_nvjpegJpegStreamCreate = nvjpegStatus_t (*)(nvjpegHandle_t handle, nvj
 using PFN_nvjpegJpegStreamDestroy = nvjpegStatus_t (*)(nvjpegJpegStream_t jpeg_stream);
 using PFN_nvjpegJpegStreamParseHeader = nvjpegStatus_t (*)(nvjpegHandle_t handle, const unsigned char* data,
                                                            std::size_t length, nvjpegJpegStream_t jpeg_stream);
-using PFN_nvjpegJpegStreamGetFrameDimensions = nvjpegStatus_t (*)(nvjpegJpegStream_t jpeg_stream,
-                                                                  unsigned int* width, unsigned int* height);
+using PFN_nvjpegJpegStreamGetFrameDimensions = nvjpegStatus_t (*)(nvjpegJpegStream_t jpeg_stream, unsigned int* width,
+                                                                  unsigned int* height);
 using PFN_nvjpegJpegStreamGetComponentsNum = nvjpegStatus_t (*)(nvjpegJpegStream_t jpeg_stream,
                                                                 unsigned int* components_num);
 using PFN_nvjpegJpegStreamGetChromaSubsampling = nvjpegStatus_t (*)(nvjpegJpegStream_t jpeg_stream,

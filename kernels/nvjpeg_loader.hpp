@@ -18,7 +18,7 @@ namespace imgpipe::nvj {
 
 // The names tried, in order, when no path is given.
 inline constexpr const char* default_library_names[] = {"libnvjpeg.so.13", "libnvjpeg.so.12", "libnvjpeg.so.11",
-                                                         "libnvjpeg.so"};
+                                                        "libnvjpeg.so"};
 
 // The resolved entry points of one loaded libnvjpeg. All pointers are
 // non-null in a table handed out by load_api() / api().
@@ -42,7 +42,7 @@ struct Api {
   PFN_nvjpegDecodeBatchedInitialize nvjpegDecodeBatchedInitialize = nullptr;
   PFN_nvjpegDecodeBatched nvjpegDecodeBatched = nullptr;
 
-  std::string library;      // the name or path dlopen accepted
+  std::string library;         // the name or path dlopen accepted
   int version[3] = {0, 0, 0};  // major, minor, patch (nvjpegGetProperty)
 
   // True when the library is at least major.minor.

@@ -111,10 +111,14 @@ Args parse_args(int argc, char** argv) {
       a.warmup = to_int(value(), "warmup");
     } else if (k == "--no-pipeline") {
       const std::string v = value();
-      if (v == "on") a.no_pipeline = {true};
-      else if (v == "off") a.no_pipeline = {false};
-      else if (v == "both") a.no_pipeline = {true, false};
-      else usage("--no-pipeline takes on, off or both");
+      if (v == "on")
+        a.no_pipeline = {true};
+      else if (v == "off")
+        a.no_pipeline = {false};
+      else if (v == "both")
+        a.no_pipeline = {true, false};
+      else
+        usage("--no-pipeline takes on, off or both");
     } else if (k == "--plain") {
       const std::string v = value();
       if (v != "on" && v != "off") usage("--plain takes on or off");
@@ -140,7 +144,8 @@ std::vector<std::vector<std::uint8_t>> load_jpegs(const fs::path& dir, std::size
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir)) {
     std::string ext = e.path().extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg")) files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
@@ -167,8 +172,8 @@ double median(std::vector<double> v) {
 }
 
 struct Result {
-  std::string label;            // backend as asked
-  std::string backend;          // backend in use ("" when unavailable)
+  std::string label;    // backend as asked
+  std::string backend;  // backend in use ("" when unavailable)
   bool no_pipeline = true;
   int batch = 0;                // 1 for the plain loop
   int images = 0;               // images per pass
@@ -289,8 +294,8 @@ std::vector<Result> bench_backend(const Args& a, kn::JpegBackend backend, bool n
         const int count = std::min(b, n - first);
         for (int i = 0; i < count; ++i)
           frames[i] = {out.slot(i), out.pitch, infos[first + i].width, infos[first + i].height};
-        const int ok =
-            dec->decode_batch(in.ptrs.data() + first, in.sizes.data() + first, count, frames.data(), status.data(), stream);
+        const int ok = dec->decode_batch(in.ptrs.data() + first, in.sizes.data() + first, count, frames.data(),
+                                         status.data(), stream);
         r.failed += count - ok;
       }
       cuda_check(cudaStreamSynchronize(stream), "stream synchronise");
@@ -445,8 +450,8 @@ int main(int argc, char** argv) {
   if (a.plain) results.push_back(bench_plain(a, files, stream));
   cuda_check(cudaStreamDestroy(stream), "cudaStreamDestroy");
 
-  std::printf("\n%-24s %-11s %6s %7s %12s %10s %19s %6s\n", "decoder", "no_pipeline", "batch", "images",
-              "median ms", "img/s", "min..max ms", "failed");
+  std::printf("\n%-24s %-11s %6s %7s %12s %10s %19s %6s\n", "decoder", "no_pipeline", "batch", "images", "median ms",
+              "img/s", "min..max ms", "failed");
   for (const Result& r : results) {
     if (!r.error.empty()) {
       std::printf("%-24s %-11s %6d  unavailable: %s\n", r.label.c_str(), r.no_pipeline ? "on" : "off", r.batch,
@@ -465,8 +470,7 @@ int main(int argc, char** argv) {
     std::ofstream js(a.json);
     js << "{\n  \"device\": \"" << json_escape(prop.name) << "\",\n  \"files\": " << distinct.size()
        << ",\n  \"repeat\": " << a.repeat << ",\n  \"mean_bytes\": " << bytes / distinct.size()
-       << ",\n  \"passes\": " << a.passes
-       << ",\n  \"warmup\": " << a.warmup << ",\n";
+       << ",\n  \"passes\": " << a.passes << ",\n  \"warmup\": " << a.warmup << ",\n";
     if (hw)
       js << "  \"nvjpeg\": \"" << hw->version[0] << "." << hw->version[1] << "." << hw->version[2]
          << "\",\n  \"engines\": " << hw->engines << ",\n  \"cores_per_engine\": " << hw->cores_per_engine

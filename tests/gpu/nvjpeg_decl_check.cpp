@@ -41,10 +41,10 @@ template <class R, class... A>
 struct real<R (*)(A...)> {
   using type = real_t<R> (*)(real_t<A>...);
 };
-#define MAP(mine, theirs)        \
-  template <>                    \
-  struct real<nvj::mine> {       \
-    using type = theirs;         \
+#define MAP(mine, theirs)  \
+  template <>              \
+  struct real<nvj::mine> { \
+    using type = theirs;   \
   };
 MAP(nvjpegStatus_t, ::nvjpegStatus_t)
 MAP(nvjpegChromaSubsampling_t, ::nvjpegChromaSubsampling_t)
@@ -60,13 +60,11 @@ MAP(nvjpegJpegState, ::nvjpegJpegState)
 MAP(nvjpegJpegStream, ::nvjpegJpegStream)
 #undef MAP
 
-
 // ---- enums: same size, every value equal
-#define SAME_ENUM_TYPE(t)                                                               \
+#define SAME_ENUM_TYPE(t)                                                                              \
   static_assert(sizeof(nvj::t) == sizeof(::t) && alignof(nvj::t) == alignof(::t), "enum size of " #t); \
   static_assert(std::is_same_v<real_t<nvj::t>, ::t>, "mapping of " #t);
-#define SAME_VALUE(e) \
-  static_assert(static_cast<long long>(nvj::e) == static_cast<long long>(::e), "value of " #e);
+#define SAME_VALUE(e) static_assert(static_cast<long long>(nvj::e) == static_cast<long long>(::e), "value of " #e);
 
 SAME_ENUM_TYPE(nvjpegStatus_t)
 SAME_VALUE(NVJPEG_STATUS_SUCCESS)
@@ -131,12 +129,12 @@ static_assert(nvj::flag_upsampling_with_interpolation == (NVJPEG_FLAGS_UPSAMPLIN
               "NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION");
 
 // ---- structs: size, alignment, each field's offset and type
-#define SAME_STRUCT(t)                                                         \
-  static_assert(sizeof(nvj::t) == sizeof(::t), "size of " #t);                 \
-  static_assert(alignof(nvj::t) == alignof(::t), "alignment of " #t);          \
+#define SAME_STRUCT(t)                                                \
+  static_assert(sizeof(nvj::t) == sizeof(::t), "size of " #t);        \
+  static_assert(alignof(nvj::t) == alignof(::t), "alignment of " #t); \
   static_assert(std::is_standard_layout_v<nvj::t>, #t " is not standard-layout");
-#define SAME_FIELD(t, f)                                                                         \
-  static_assert(offsetof(nvj::t, f) == offsetof(::t, f), "offset of " #t "::" #f);               \
+#define SAME_FIELD(t, f)                                                           \
+  static_assert(offsetof(nvj::t, f) == offsetof(::t, f), "offset of " #t "::" #f); \
   static_assert(std::is_same_v<real_t<decltype(nvj::t::f)>, decltype(::t::f)>, "type of " #t "::" #f);
 
 SAME_STRUCT(nvjpegImage_t)
@@ -162,8 +160,7 @@ static_assert(std::is_same_v<real_t<nvj::nvjpegJpegStream_t>, ::nvjpegJpegStream
 static_assert(std::is_same_v<CUstream_st*, cudaStream_t>, "cudaStream_t");
 
 // ---- functions
-#define SAME_FN(f) \
-  static_assert(std::is_same_v<real_t<nvj::PFN_##f>, decltype(&::f)>, "function type of " #f);
+#define SAME_FN(f) static_assert(std::is_same_v<real_t<nvj::PFN_##f>, decltype(&::f)>, "function type of " #f);
 SAME_FN(nvjpegGetProperty)
 SAME_FN(nvjpegCreateExV2)
 SAME_FN(nvjpegDestroy)
@@ -199,8 +196,9 @@ int main() {
       std::printf("status_name(%d) = %s, expected %s\n", static_cast<int>(e.s), nvj::status_name(e.s), e.name);
       ++bad;
     }
-  std::printf("nvjpeg_decl_check: nvjpeg.h %d.%d.%d: 6 enum types (41 values), 5 macros, 3 structs, 7 pointer "
-              "types and 18 function types match kernels/nvjpeg_api.hpp%s\n",
-              NVJPEG_VER_MAJOR, NVJPEG_VER_MINOR, NVJPEG_VER_PATCH, bad ? "; status names DIFFER" : "");
+  std::printf(
+      "nvjpeg_decl_check: nvjpeg.h %d.%d.%d: 6 enum types (41 values), 5 macros, 3 structs, 7 pointer "
+      "types and 18 function types match kernels/nvjpeg_api.hpp%s\n",
+      NVJPEG_VER_MAJOR, NVJPEG_VER_MINOR, NVJPEG_VER_PATCH, bad ? "; status names DIFFER" : "");
   return bad == 0 ? 0 : 1;
 }
