@@ -1,0 +1,8 @@
+# Raw batched nvJPEG decode throughput (GPU builds only; libnvjpeg is loaded
+# at run time):
+#   imgpipe_bench_nvjpeg --dir FOLDER [--backends hardware_device,hardware,gpu_hybrid]
+#                        [--batches 32,128,256] [--passes 7] [--json FILE]
+if(IMGPIPE_HAS_CUDA)
+  add_executable(imgpipe_bench_nvjpeg ${CMAKE_CURRENT_LIST_DIR}/bench_nvjpeg.cpp)
+  target_link_libraries(imgpipe_bench_nvjpeg PRIVATE imgpipe::core CUDA::cudart imgpipe_warnings)
+endif()
