@@ -4,5 +4,5 @@
 #                        [--batches 32,128,256] [--passes 7] [--json FILE]
 if(IMGPIPE_HAS_CUDA)
   add_executable(imgpipe_bench_nvjpeg ${CMAKE_CURRENT_LIST_DIR}/bench_nvjpeg.cpp)
-  target_link_libraries(imgpipe_bench_nvjpeg PRIVATE imgpipe::core CUDA::cudart imgpipe_warnings)
+  target_link_libraries(imgpipe_bench_nvjpeg PRIVATE imgpipe::kernels CUDA::cudart imgpipe_warnings)
 endif()

@@ -42,8 +42,9 @@ void Pack::start_batch() {
   writer_.emplace(res_.ring().acquire());  // waits for the slot's previous batch
   own_stats().add_wait(std::chrono::steady_clock::now() - t0);
   current_ = res_.slots()[writer_->slot()].get();
-  current_->index = batches_++;
-  current_->dev = choose_device();
+  current_->index = batches_;
+  current_->dev = choose_device();  // round robin from batches_
+  ++batches_;
   ++current_->dev->in_flight;
   current_->count = 0;
   current_->staged_bytes = 0;
