@@ -11,7 +11,7 @@ std::unique_ptr<DeviceContext> make_device(int d, const BatchLayout& l, const me
   ctx->stream = gpu::Stream(d);
   for (int i = 0; i < ring.slots(); ++i) {
     DeviceBuffers b;
-    if (!ring.zero_copy()) b.d_input = gpu::DeviceBuffer(d, l.staging.slot_bytes);
+    if (!ring.zero_copy()) b.d_input = gpu::DeviceBuffer(d, l.staging.slot_bytes + l.decode_bytes);
     if (l.device_output) b.d_output = gpu::DeviceBuffer(d, l.out_sample_bytes * l.batch_size);
     b.d_checksum = gpu::DeviceBuffer(d, sizeof(std::uint64_t));
     b.copy_start = gpu::Event(d, true);
@@ -20,6 +20,7 @@ std::unique_ptr<DeviceContext> make_device(int d, const BatchLayout& l, const me
     if (d >= 0) device_bytes += b.d_input.size() + b.d_output.size() + b.d_checksum.size();
     ctx->buffers.push_back(std::move(b));
   }
+  if (l.decode_bytes > 0 && d >= 0) ctx->jpeg = std::make_unique<kernels::GpuJpegDecoder>(d, l.jpeg);
   return ctx;
 }
 
@@ -38,6 +39,19 @@ std::unique_ptr<BatchSlot> make_slot(int i, const BatchLayout& l) {
 }
 
 }  // namespace
+
+void BatchSlot::remove(int i) {
+  samples.erase(samples.begin() + i);
+  samples.emplace_back();  // keeps batch.size entries
+  if (!images.empty()) {
+    images.erase(images.begin() + i);
+    images.emplace_back();
+  }
+  std::erase_if(jpegs, [i](const GpuJpegSample& j) { return j.index == i; });
+  for (GpuJpegSample& j : jpegs)
+    if (j.index > i) --j.index;
+  --count;
+}
 
 BatchResources::BatchResources(const BatchLayout& layout) {
   gpu::set_device(layout.staging.device);

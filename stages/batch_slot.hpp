@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "imgpipe/batch.hpp"
+#include "kernels/jpeg_gpu.hpp"
 #include "kernels/resize.hpp"
 #include "memory/gpu.hpp"
 #include "memory/staging_ring.hpp"
@@ -41,6 +42,17 @@ struct DeviceContext {
   std::vector<DeviceBuffers> buffers;  // one per staging slot
   std::atomic<int> in_flight{0};       // batches dispatched, not yet through the sink
   DeviceTransferStats transfer;        // written by the transfer stage only
+  std::unique_ptr<kernels::GpuJpegDecoder> jpeg;  // GPU JPEG decode; null when off
+};
+
+// A JPEG of the batch that the GPU decodes: its bitstream in the slot, its
+// decoded BGR frame in the device frame area that follows the staged bytes.
+struct GpuJpegSample {
+  int index = 0;                 // position in the batch
+  std::size_t offset = 0;        // of the bitstream, from the slot's (and d_input's) start
+  std::size_t size = 0;          // bitstream bytes
+  std::size_t frame_offset = 0;  // of the decoded frame, from d_input's start
+  int width = 0, height = 0;
 };
 
 struct BatchSlot {
@@ -50,12 +62,17 @@ struct BatchSlot {
   std::size_t staged_bytes = 0;   // bytes written into the slot
   std::size_t out_sample_bytes = 0;
   std::vector<SampleId> samples;  // size = batch.size; first `count` valid
-  std::vector<kernels::SrcImage> images;  // GPU resize: where each staged frame is
+  std::vector<kernels::SrcImage> images;  // GPU resize: where each sample's frame is (from d_input)
+  std::vector<GpuJpegSample> jpegs;       // GPU decode: this batch's JPEGs for the engines
+  std::size_t frame_bytes = 0;            // GPU decode: bytes used in the device frame area
   DeviceContext* dev = nullptr;   // where the batch was dispatched
   const void* staged = nullptr;   // device-visible staged data (d_input, or the mapped slot)
   DeviceBatch batch;              // what the sink and the callback see
 
   DeviceBuffers& buffers() const { return dev->buffers[slot]; }
+  // Takes sample `i` out of the batch (it failed after packing): the later
+  // samples move up one place.
+  void remove(int i);
 };
 
 // What BatchResources allocates: sizes decided by the run plan.
@@ -66,6 +83,8 @@ struct BatchLayout {
   std::size_t out_sample_bytes = 0;  // bytes of one sample of the output tensor
   bool device_output = true;        // kernels write d_output (else the staged tensor is the output)
   bool per_image_geometry = false;  // GPU resize: each batch records where its frames are
+  std::size_t decode_bytes = 0;     // GPU decode: device frame area per slot, after the staged bytes
+  kernels::GpuJpegOptions jpeg;     // GPU decode: the decoder made for each device
   std::vector<std::int64_t> shape;  // of a full batch
   DType dtype = DType::float32;
   Layout layout = Layout::nchw;

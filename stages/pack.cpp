@@ -4,8 +4,10 @@
 
 namespace imgpipe::stages {
 
-Pack::Pack(BatchResources& resources, Dispatch dispatch, const BatchConfig& batch, OnError on_error)
-    : Stage("pack", false), res_(resources), dispatch_(dispatch), cfg_(batch), on_error_(on_error) {}
+Pack::Pack(BatchResources& resources, Dispatch dispatch, const BatchConfig& batch, OnError on_error,
+           std::size_t decode_bytes)
+    : Stage("pack", false), res_(resources), dispatch_(dispatch), cfg_(batch), on_error_(on_error),
+      decode_bytes_(decode_bytes) {}
 
 DeviceContext* Pack::choose_device() {
   auto& devices = res_.devices();
@@ -48,6 +50,20 @@ void Pack::start_batch() {
   ++current_->dev->in_flight;
   current_->count = 0;
   current_->staged_bytes = 0;
+  current_->jpegs.clear();
+  current_->frame_bytes = 0;
+}
+
+void Pack::place_gpu_jpeg(const FrameView& f) {
+  // The decoded frame's place in the device frame area after the slot's
+  // bytes, 256-byte aligned; the probe admits only frames that fit a share.
+  const std::size_t frame = static_cast<std::size_t>(f.width) * static_cast<std::size_t>(f.height) * 3;
+  const std::size_t at = (current_->frame_bytes + 255) & ~std::size_t{255};
+  if (at + frame > decode_bytes_) throw std::logic_error("pack: a decoded frame does not fit the device frame area");
+  const std::size_t frame_offset = res_.ring().slot_bytes() + at;
+  current_->jpegs.push_back({current_->count, current_->staged_bytes, f.bytes, frame_offset, f.width, f.height});
+  current_->images[current_->count] = {frame_offset, f.width, f.height, 0};
+  current_->frame_bytes = at + frame;
 }
 
 Tally Pack::run(Work& w) {
@@ -62,12 +78,15 @@ Tally Pack::run(Work& w) {
   if (f.bytes > writer_->capacity() - current_->staged_bytes)
     throw std::logic_error("pack: a frame does not fit its staging slot (frame budget violated)");
   w.dest = {*writer_, current_->staged_bytes};  // PackCopy writes it there
-  if (!current_->images.empty()) current_->images[current_->count] = {current_->staged_bytes, f.width, f.height, 0};
+  const bool on_gpu = w.route == Route::gpu_jpeg;
+  if (on_gpu) place_gpu_jpeg(f);
+  else if (!current_->images.empty()) current_->images[current_->count] = {current_->staged_bytes, f.width, f.height, 0};
   current_->staged_bytes += f.bytes;
   SampleId& id = current_->samples[current_->count];
   id.input_index = w.sample.seq;
   id.path = w.sample.input->path;  // reuses the string's capacity
   id.frame = w.sample.frame;
+  id.decoded_on_gpu = on_gpu;
   ++packed_;
   if (++current_->count == cfg_.size) {
     w.batch = current_;

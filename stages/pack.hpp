@@ -23,8 +23,11 @@ namespace imgpipe::stages {
 
 class Pack : public Stage<Pack, Takes::every_token> {
  public:
-  // Uses `resources` (ring, slots, devices) for the whole run.
-  Pack(BatchResources& resources, Dispatch dispatch, const BatchConfig& batch, OnError on_error);
+  // Uses `resources` (ring, slots, devices) for the whole run. GPU-route
+  // JPEGs (Route::gpu_jpeg) get a place in the device frame area of
+  // `decode_bytes` per slot (BatchLayout::decode_bytes).
+  Pack(BatchResources& resources, Dispatch dispatch, const BatchConfig& batch, OnError on_error,
+       std::size_t decode_bytes = 0);
   Tally run(Work& w);
 
   // Failed inputs in input order (path, frame, reason).
@@ -35,11 +38,13 @@ class Pack : public Stage<Pack, Takes::every_token> {
  private:
   Tally flush(Work& w);
   void start_batch();
+  void place_gpu_jpeg(const FrameView& f);
   DeviceContext* choose_device();
   BatchResources& res_;
   Dispatch dispatch_;
   BatchConfig cfg_;
   OnError on_error_;
+  std::size_t decode_bytes_;
   std::vector<InputFailure> failures_;
   std::uint64_t dropped_ = 0, packed_ = 0, batches_ = 0;
   BatchSlot* current_ = nullptr;

@@ -85,7 +85,8 @@ std::uint64_t Sink::dump(BatchSlot& b) {
   for (int i = 0; i < b.count; ++i) {
     const SampleId& s = db.samples[i];
     manifest_ << nlohmann::json{{"batch", b.index}, {"index", i}, {"input_index", s.input_index},
-                                {"path", s.path}, {"frame", s.frame}}
+                                {"path", s.path}, {"frame", s.frame},
+                                {"route", s.decoded_on_gpu ? "gpu" : "cpu"}}
                      .dump()
               << '\n';
   }
@@ -103,6 +104,10 @@ Tally Sink::run(Work& w) {
     --b.dev->in_flight;
     ring_.release(b.slot, b.dev->stream);
   };
+  if (b.count == 0) {  // every sample failed after packing (GPU ops reported them)
+    release();
+    return {0, 0};
+  }
   try {
     fill(b);
     const BatchRecord rec{b.index, static_cast<std::uint64_t>(b.count),

@@ -3,7 +3,8 @@
 //    kept per batch in the report;
 //  - dump: the batch as dir/batch_NNNNNN.npy (float32 '<f4', float16 '<f2' or
 //    uint8 '|u1', in the configured layout) plus one line per sample in
-//    dir/manifest.jsonl: {"batch", "index", "input_index", "path", "frame"};
+//    dir/manifest.jsonl: {"batch", "index", "input_index", "path", "frame", "route"}
+//    (route: "gpu" for a JPEG the GPU decoded, else "cpu");
 //  - then the library callback, if any;
 //  - then the slot's release event, after whatever the callback enqueued on
 //    the batch's stream.

@@ -94,6 +94,12 @@ struct SlotPosition {
   std::size_t offset = 0;
 };
 
+// Where a sample is decoded (stages/probe.hpp decides).
+enum class Route : std::uint8_t {
+  cpu,       // decode and transform on the CPU; the slot gets the frame
+  gpu_jpeg,  // the slot gets the JPEG bitstream as read; the GPU decodes it
+};
+
 // The token that travels through the pipeline: one per token in flight,
 // recycled by the sink.
 struct Work {
@@ -103,6 +109,7 @@ struct Work {
     flush,        // end of input: pack emits the partial batch
   };
   Kind kind = Kind::image;
+  Route route = Route::cpu;
   Sample sample;
   Pixels pixels;
   SlotPosition dest;
@@ -111,6 +118,7 @@ struct Work {
   bool failed() const noexcept { return !sample.error.empty(); }
   void reset_for(Kind k, std::uint64_t seq, const InputItem* in) {
     kind = k;
+    route = Route::cpu;
     sample.seq = seq;
     sample.input = in;
     sample.frame = in ? in->frame : -1;
@@ -124,7 +132,7 @@ struct Work {
 
 // Which tokens a stage works on; the base passes the others through untouched.
 enum class Takes : std::uint8_t {
-  samples,          // image and video-frame tokens that have not failed
+  samples,          // image and video-frame tokens on the CPU route that have not failed
   encoded_samples,  // the same, without video frames (already decoded)
   every_token,      // all, flush and failed tokens included
   staged_frames,    // tokens whose frame pack placed in a slot
@@ -162,8 +170,8 @@ class Stage {
 
   static bool takes(const Work& w) noexcept {
     switch (T) {
-      case Takes::samples: return w.kind != Work::Kind::flush && !w.failed();
-      case Takes::encoded_samples: return w.kind == Work::Kind::image && !w.failed();
+      case Takes::samples: return w.kind != Work::Kind::flush && !w.failed() && w.route == Route::cpu;
+      case Takes::encoded_samples: return w.kind == Work::Kind::image && !w.failed() && w.route == Route::cpu;
       case Takes::every_token: return true;
       case Takes::staged_frames: return w.dest.writer.has_value();
       case Takes::batches: return w.batch != nullptr;

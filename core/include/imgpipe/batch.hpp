@@ -16,6 +16,7 @@ struct SampleId {
   std::uint64_t input_index = 0;  // position in the discovered input list
   std::string path;
   std::int64_t frame = -1;  // frame index within a video; -1 for still images
+  bool decoded_on_gpu = false;  // a JPEG decoded by the GPU's JPEG engines (else decoded on the CPU)
 };
 
 // A batch resident in device memory (host memory on the host backend).

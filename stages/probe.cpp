@@ -1,0 +1,188 @@
+#include "probe.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "decode.hpp"
+#include "kernels/jpeg_gpu.hpp"
+
+namespace imgpipe::stages {
+
+namespace {
+
+unsigned be16(std::span<const unsigned char> b, std::size_t i) noexcept { return (b[i] << 8) | b[i + 1]; }
+
+std::string classify_subsampling(const JpegLayout& j, const unsigned char* factors) {
+  if (j.components == 1) return "gray";
+  if (j.components != 3) return "other";
+  // Chroma components must share one sampling (1x1) and luma holds the maximum.
+  const int h0 = factors[0] >> 4, v0 = factors[0] & 15;
+  for (int c = 1; c < 3; ++c)
+    if ((factors[c] >> 4) != 1 || (factors[c] & 15) != 1) return "other";
+  if (h0 == 1 && v0 == 1) return "444";
+  if (h0 == 2 && v0 == 1) return "422";
+  if (h0 == 2 && v0 == 2) return "420";
+  if (h0 == 1 && v0 == 2) return "440";
+  if (h0 == 4 && v0 == 1) return "411";
+  if (h0 == 4 && v0 == 2) return "410";
+  return "other";
+}
+
+// Reads a frame header (SOFn) segment of `len` bytes at `i` (after the length).
+void read_frame(std::span<const unsigned char> b, std::size_t i, unsigned len, int marker, JpegLayout& j) {
+  if (len < 8) return;
+  j.sof = marker - 0xC0;
+  j.precision = b[i + 2];
+  j.height = static_cast<int>(be16(b, i + 3));
+  j.width = static_cast<int>(be16(b, i + 5));
+  j.components = b[i + 7];
+  if (j.components < 1 || len < 8 + 3u * static_cast<unsigned>(j.components)) {
+    j.components = 0;
+    return;
+  }
+  unsigned char factors[4] = {0x11, 0x11, 0x11, 0x11};
+  for (int c = 0; c < j.components; ++c) {
+    const unsigned char f = b[i + 8 + 3 * c + 1];
+    if (c < 4) factors[c] = f;
+    j.h_max = std::max(j.h_max, f >> 4);
+    j.v_max = std::max(j.v_max, f & 15);
+  }
+  j.subsampling = classify_subsampling(j, factors);
+}
+
+}  // namespace
+
+JpegLayout parse_jpeg_layout(std::span<const unsigned char> b) noexcept {
+  JpegLayout j;
+  if (b.size() < 4 || b[0] != 0xFF || b[1] != 0xD8) return j;
+  std::size_t i = 2;
+  bool frame = false;
+  while (i + 4 <= b.size()) {
+    if (b[i] != 0xFF) return j;  // not at a marker: damaged
+    const int marker = b[i + 1];
+    if (marker == 0xFF) {  // fill byte
+      ++i;
+      continue;
+    }
+    if (marker == 0xD8 || marker == 0xD9 || (marker >= 0xD0 && marker <= 0xD7) || marker == 0x01) return j;
+    const unsigned len = be16(b, i + 2);
+    if (len < 2 || i + 2 + len > b.size()) return j;
+    const std::size_t body = i + 4;
+    const bool sof = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+    if (sof && !frame) {
+      read_frame(b, body, len, marker, j);
+      frame = true;
+    } else if (marker == 0xDD && len >= 4) {
+      j.restart_interval = static_cast<int>(be16(b, body));
+    } else if (marker == 0xDA) {
+      j.valid = frame && j.components > 0 && j.width > 0 && j.height > 0;
+      return j;
+    }
+    i += 2 + len;
+  }
+  return j;
+}
+
+std::string gpu_route_refusal(const JpegLayout& j) {
+  if (!j.valid) return "header not understood";
+  if (j.sof == 2 || j.sof == 6 || j.sof == 10 || j.sof == 14) return "progressive";
+  if (j.sof == 3 || j.sof == 7 || j.sof == 11 || j.sof == 15) return "lossless";
+  if (j.sof >= 9) return "arithmetic coding";
+  if (j.sof != 0 && j.sof != 1) return "hierarchical";
+  if (j.precision != 8) return std::to_string(j.precision) + "-bit samples";
+  if (j.components == 4) return "4 components (CMYK/YCCK)";
+  if (j.components != 1 && j.components != 3) return std::to_string(j.components) + " components";
+  if (j.subsampling == "411" || j.subsampling == "410" || j.subsampling == "other")
+    return "chroma subsampling " + j.subsampling;
+  return {};
+}
+
+// ---------------------------------------------------------------- steering
+
+RouteSteering::RouteSteering(bool adaptive, double initial_share, int cpu_threads)
+    : adaptive_(adaptive), cpu_threads_(std::max(1, cpu_threads)),
+      share_(adaptive ? std::clamp(initial_share, 0.0, 1.0) : 1.0) {}
+
+bool RouteSteering::take_gpu() {
+  std::lock_guard lk(m_);
+  acc_ += share_;
+  if (acc_ >= 1.0) {
+    acc_ -= 1.0;
+    return true;
+  }
+  return false;
+}
+
+void RouteSteering::update(std::uint64_t cpu_images, double cpu_seconds, std::uint64_t gpu_images,
+                           double gpu_seconds) {
+  std::lock_guard lk(m_);
+  if (!adaptive_) return;
+  const double dc = static_cast<double>(cpu_images - last_cpu_images_), dcs = cpu_seconds - last_cpu_s_;
+  const double dg = static_cast<double>(gpu_images - last_gpu_images_), dgs = gpu_seconds - last_gpu_s_;
+  if (dc < 16 || dg < 16 || dcs <= 0 || dgs <= 0) return;  // too little in this window to judge
+  const double c = cpu_threads_ * dc / dcs, g = dg / dgs;
+  // Damped: half-way to the balance point each window, and never quite 0 or
+  // 1, so both rates keep being measured.
+  share_ = std::clamp(0.5 * share_ + 0.5 * g / (g + c), 0.02, 0.98);
+  history_.push_back(share_);
+  last_cpu_images_ = cpu_images;
+  last_cpu_s_ = cpu_seconds;
+  last_gpu_images_ = gpu_images;
+  last_gpu_s_ = gpu_seconds;
+}
+
+double RouteSteering::share() const {
+  std::lock_guard lk(m_);
+  return share_;
+}
+
+std::vector<double> RouteSteering::history() const {
+  std::lock_guard lk(m_);
+  return history_;
+}
+
+// ---------------------------------------------------------------- stage
+
+Probe::Probe(const ProbeLimits& limits, const kernels::GpuJpegDecoder& decoder, RouteSteering& steering,
+             const StageStats& decode, const StageStats& transform, const GpuDecodeMeter& gpu)
+    : Stage("probe", true), limits_(limits), decoder_(decoder), steering_(steering), decode_(decode),
+      transform_(transform), gpu_(gpu) {}
+
+bool Probe::gpu_able(const Work& w, int& width, int& height) const {
+  const std::span<const unsigned char> b(w.pixels.bytes);
+  const ImageHeader h = sniff_header(b);
+  if (h.format != "jpeg") return false;
+  // What the CPU route checks or does that the engines would not: these stay there.
+  if (limits_.accept_truncated || !jpeg_has_eoi(b)) return false;
+  if (limits_.exif_orientation && h.orientation != 1) return false;
+  const JpegLayout j = parse_jpeg_layout(b);
+  if (!gpu_route_refusal(j).empty()) return false;
+  const std::size_t frame = static_cast<std::size_t>(j.width) * static_cast<std::size_t>(j.height) * 3;
+  if (j.width > limits_.max_pixels / j.height || frame > limits_.max_frame_bytes || b.size() > limits_.max_bitstream)
+    return false;
+  const kernels::JpegInfo info = decoder_.parse(b.data(), b.size());
+  if (!info.valid || !info.batch_supported || info.width != j.width || info.height != j.height) return false;
+  width = j.width;
+  height = j.height;
+  return true;
+}
+
+void Probe::steer() {
+  const std::uint64_t n = decode_.items.load();
+  const double cpu_s = (decode_.busy_ns.load() + transform_.busy_ns.load()) * 1e-9;
+  steering_.update(n, cpu_s, gpu_.images.load(), gpu_.ns.load() * 1e-9);
+}
+
+Tally Probe::run(Work& w) {
+  int width = 0, height = 0;
+  if ((++seen_ & 63) == 0) steer();
+  if (!gpu_able(w, width, height)) return {1, 0};
+  ++gpu_able_;
+  if (!steering_.take_gpu()) return {1, 0};
+  ++to_gpu_;
+  w.route = Route::gpu_jpeg;
+  w.pixels.out = {w.pixels.bytes.data(), w.pixels.bytes.size(), width, height};
+  return {1, w.pixels.bytes.size()};
+}
+
+}  // namespace imgpipe::stages

@@ -1,0 +1,117 @@
+// Probe stage (parallel, after read): decides where each JPEG is decoded.
+//
+// The header is parsed on the cached bytes the read stage made. A JPEG whose
+// layout the GPU's JPEG engines take (baseline Huffman, 8-bit, 1 or 3
+// components, 4:4:4 / 4:2:2 / 4:2:0 / 4:4:0 / grey; confirmed by
+// nvjpegDecodeBatchedSupported) and that the CPU route would not treat
+// differently (an end-of-image marker present, no EXIF rotation to apply, a
+// bitstream and a decoded frame that fit their shares of the slot and of the
+// device's frame buffer) may take the GPU route: its bitstream is staged as
+// it is and decoded on the GPU. The share of such JPEGs sent to the GPU is
+// steered by the rates both routes achieve during the run
+// (RouteSteering), so that the CPUs and the JPEG engines are all busy.
+// Everything else (other formats, progressive, CMYK, 12-bit, arithmetic
+// coding, video frames) takes the CPU route.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "stage.hpp"
+
+namespace imgpipe::kernels {
+class GpuJpegDecoder;
+}
+
+namespace imgpipe::stages {
+
+// What a JPEG's markers say, read without decoding. Never throws.
+struct JpegLayout {
+  bool valid = false;        // SOI, a frame header and a scan header were found, in bounds
+  int sof = -1;              // the frame marker's number: 0 baseline, 1 extended, 2 progressive, 3 lossless, 9.. arithmetic
+  int precision = 0;         // bits per sample
+  int width = 0, height = 0;
+  int components = 0;
+  int h_max = 0, v_max = 0;  // largest sampling factors
+  int restart_interval = 0;  // DRI, in MCUs; 0 = none
+  std::string subsampling;   // "444", "422", "420", "440", "411", "410", "gray" or "other"
+};
+JpegLayout parse_jpeg_layout(std::span<const unsigned char> bytes) noexcept;
+
+// Why a JPEG cannot take the GPU route, or empty when its layout can. The
+// hardware's own rules (GPU-DECODE.md); nvJPEG has the last word.
+std::string gpu_route_refusal(const JpegLayout& j);
+
+// The share of GPU-able JPEGs sent to the GPU: fixed (decode.where: gpu -> 1)
+// or steered so that both routes finish together: share = g / (g + c), with
+// g the GPU route's measured images/s while decoding and c the CPU route's
+// (decode + transform threads over their measured seconds per image).
+// Thread-safe.
+class RouteSteering {
+ public:
+  // `adaptive` false: every GPU-able JPEG goes to the GPU.
+  RouteSteering(bool adaptive, double initial_share, int cpu_threads);
+  // Whether the next GPU-able JPEG goes to the GPU (a deterministic
+  // error-diffusion sequence at the current share).
+  bool take_gpu();
+  // Measurements: CPU route (images and thread-seconds, cumulative) and GPU
+  // route (images decoded and seconds spent decoding, cumulative).
+  void update(std::uint64_t cpu_images, double cpu_seconds, std::uint64_t gpu_images, double gpu_seconds);
+  double share() const;
+  // The share after each update, in order (the report's split over time).
+  std::vector<double> history() const;
+
+ private:
+  bool adaptive_;
+  int cpu_threads_;
+  mutable std::mutex m_;
+  double share_;
+  double acc_ = 0;
+  std::vector<double> history_;
+  std::uint64_t last_cpu_images_ = 0, last_gpu_images_ = 0;
+  double last_cpu_s_ = 0, last_gpu_s_ = 0;
+};
+
+// Cumulative GPU decode figures, written by the GPU ops stage.
+struct GpuDecodeMeter {
+  std::atomic<std::uint64_t> images{0};  // decoded on the GPU
+  std::atomic<std::int64_t> ns{0};       // host time inside the decode calls
+  std::atomic<std::uint64_t> fallbacks{0};  // failed on the GPU, decoded on the CPU instead
+};
+
+struct ProbeLimits {
+  bool accept_truncated = false;      // decode.accept_truncated: damaged JPEGs stay on the CPU route
+  bool exif_orientation = true;       // rotated JPEGs stay on the CPU route (nvJPEG does not rotate)
+  std::int64_t max_pixels = 0;        // decode.max_pixels: larger ones stay on the CPU route (reported there)
+  std::size_t max_bitstream = 0;      // a sample's share of the staging slot
+  std::size_t max_frame_bytes = 0;    // a sample's share of the device frame buffer (w * h * 3)
+};
+
+class Probe : public Stage<Probe, Takes::encoded_samples> {
+ public:
+  // `decoder` confirms each candidate (nvjpegDecodeBatchedSupported); the
+  // CPU route's figures come from `decode` and `transform`'s statistics.
+  Probe(const ProbeLimits& limits, const kernels::GpuJpegDecoder& decoder, RouteSteering& steering,
+        const StageStats& decode, const StageStats& transform, const GpuDecodeMeter& gpu);
+  Tally run(Work& w);
+
+  std::uint64_t gpu_able() const noexcept { return gpu_able_.load(); }
+  std::uint64_t routed_to_gpu() const noexcept { return to_gpu_.load(); }
+
+ private:
+  bool gpu_able(const Work& w, int& width, int& height) const;
+  void steer();
+  ProbeLimits limits_;
+  const kernels::GpuJpegDecoder& decoder_;
+  RouteSteering& steering_;
+  const StageStats& decode_;
+  const StageStats& transform_;
+  const GpuDecodeMeter& gpu_;
+  std::atomic<std::uint64_t> gpu_able_{0}, to_gpu_{0}, seen_{0};
+};
+
+}  // namespace imgpipe::stages
