@@ -43,13 +43,13 @@ PoolOptions pool_options(const StagingOptions& o) {
   p.fallback = o.fallback;
   p.track = o.track;
   p.name = "staging";
-  if (o.device < 0 || o.transfer == Transfer::pageable || o.memory == StagingMemory::pageable) {
+  if (o.device < 0 || o.memory == StagingMemory::pageable) {
     p.kind = MemoryKind::pageable;
     return p;
   }
   p.kind = o.memory == StagingMemory::write_combined ? MemoryKind::write_combined : MemoryKind::pinned;
   if (o.portable) p.extra_flags |= PinnedResource::portable;
-  if (o.transfer == Transfer::zero_copy) p.extra_flags |= PinnedResource::mapped;
+  if (o.transfer == TransferMode::zero_copy) p.extra_flags |= PinnedResource::mapped;
   return p;
 }
 }  // namespace

@@ -444,7 +444,7 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
 
   report.transfer.mode = device < 0                               ? "host memcpy"
                          : ring.zero_copy()                       ? "zero_copy"
-                         : cfg.staging.transfer == Transfer::pageable ? "pageable"
+                         : cfg.staging.memory == StagingMemory::pageable ? "pageable"
                                                                   : "copy";
   report.transfer.bytes = st_transfer.bytes.load();
   report.transfer.seconds = device >= 0 ? sink.transfer_seconds() : st_transfer.busy_ns.load() * 1e-9;
