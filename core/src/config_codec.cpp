@@ -11,6 +11,29 @@ namespace imgpipe::detail {
 
 int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
 
+namespace {
+
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const std::size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    std::uint32_t cp = len == 1 ? b : b & (0x7F >> len);
+    for (std::size_t j = 1; j < len; ++j) {
+      const auto c = static_cast<unsigned char>(s[i + j]);
+      if ((c >> 6) != 0x2) return false;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+    constexpr std::uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < smallest[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool to_bool(const YAML::Node& n, const std::string& key) {
   if (!n.IsScalar()) throw ConfigError(key, line_of(n), "expected true or false");
   const std::string& s = n.Scalar();
@@ -21,6 +44,9 @@ bool to_bool(const YAML::Node& n, const std::string& key) {
 
 std::string to_text(const YAML::Node& n, const std::string& key) {
   if (!n.IsScalar()) throw ConfigError(key, line_of(n), "expected a string");
+  // yaml-cpp passes bytes through that its emitter then replaces: refuse them
+  // here, so that to_yaml() reads back as the same config.
+  if (!valid_utf8(n.Scalar())) throw ConfigError(key, line_of(n), "is not valid UTF-8 text");
   return n.Scalar();
 }
 
@@ -64,10 +90,18 @@ std::uint64_t to_unsigned(const YAML::Node& n, const std::string& key) {
 float to_float(const YAML::Node& n, const std::string& key) {
   if (!n.IsScalar()) throw ConfigError(key, line_of(n), "expected a number");
   const std::string& s = n.Scalar();
+  // Parsed as a float directly, so that float_text's shortest form reads back
+  // exactly (no double rounding); stod takes the forms from_chars does not
+  // (a leading '+', hex floats).
+  float f = 0;
+  if (const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), f);
+      ec == std::errc() && p == s.data() + s.size() && std::isfinite(f))
+    return f;
   try {
     std::size_t used = 0;
     const double v = std::stod(s, &used);
-    if (used != s.size() || !std::isfinite(v)) throw std::invalid_argument(s);
+    if (used != s.size() || !std::isfinite(v) || std::abs(v) > std::numeric_limits<float>::max())
+      throw std::invalid_argument(s);
     return static_cast<float>(v);
   } catch (const std::exception&) {
     throw ConfigError(key, line_of(n), "expected a finite number, got '" + s + "'");
@@ -75,7 +109,7 @@ float to_float(const YAML::Node& n, const std::string& key) {
 }
 
 std::vector<std::string> to_text_list(const YAML::Node& n, const std::string& key) {
-  if (n.IsScalar()) return {n.Scalar()};
+  if (n.IsScalar()) return {to_text(n, key)};
   if (!n.IsSequence()) throw ConfigError(key, line_of(n), "expected a list of strings");
   std::vector<std::string> out;
   for (std::size_t i = 0; i < n.size(); ++i) out.push_back(to_text(n[i], key + "[" + std::to_string(i) + "]"));
@@ -83,6 +117,15 @@ std::vector<std::string> to_text_list(const YAML::Node& n, const std::string& ke
 }
 
 std::string number_text(double v) {
+  char buf[64];
+  // Whole numbers in full ("1000000", not "1e+06"), as a reader types them.
+  const bool whole = std::abs(v) < 1e15 && v == std::floor(v);
+  const auto [end, ec] = whole ? std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed)
+                               : std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+}
+
+std::string float_text(float v) {
   char buf[64];
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   return ec == std::errc() ? std::string(buf, end) : std::to_string(v);

@@ -29,6 +29,9 @@ std::vector<std::string> to_text_list(const YAML::Node& n, const std::string& ke
 
 // "65535", "0.5", "-3": the shortest text that reads back as v.
 std::string number_text(double v);
+// The shortest text that to_float reads back as exactly v ("0.485", not
+// "0.485000014").
+std::string float_text(float v);
 // "1 .. 65535", ">= 1", "> 0"; empty for an unbounded range.
 std::string range_text(const Range& r);
 // ConfigError unless r holds v: "value 0 is out of range [1, 65535]" or
@@ -118,8 +121,10 @@ template <typename T>
 void encode(YAML::Emitter& e, const T& v) {
   if constexpr (std::is_same_v<T, std::vector<std::string>> || std::is_same_v<T, std::array<float, 3>>) {
     e << YAML::Flow << YAML::BeginSeq;
-    for (const auto& x : v) e << x;
+    for (const auto& x : v) encode(e, x);
     e << YAML::EndSeq;
+  } else if constexpr (std::is_same_v<T, float>) {
+    e << float_text(v);
   } else {
     e << v;
   }

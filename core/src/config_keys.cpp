@@ -47,7 +47,9 @@ void check_threads(const KeySpec& k, const Config& c) {
 
 void check_ordinal(const KeySpec& k, long long v, const std::vector<int>& earlier, const std::string& key, int line) {
   if (!k.range.contains(static_cast<double>(v)))
-    throw ConfigError(key, line, "a GPU ordinal must be " + number_text(k.range.min) + ".." + number_text(k.range.max));
+    throw ConfigError(key, line,
+                      "a GPU ordinal must be " + number_text(k.range.min) + ".." + number_text(k.range.max) +
+                          ", got " + std::to_string(v));
   if (std::find(earlier.begin(), earlier.end(), v) != earlier.end())
     throw ConfigError(key, line, "GPU " + std::to_string(v) + " is listed twice");
 }
@@ -289,7 +291,7 @@ constexpr KeySpec kKeys[] = {
 
 constexpr RetiredSpelling kRetired[] = {
   {"staging.transfer", "pageable", "staging.memory: pageable",
-   "pageable staging is a kind of host memory, not a transfer mode (staging.transfer takes copy | zero_copy)"},
+   "pageable staging is a kind of host memory, not a transfer mode; staging.transfer takes copy | zero_copy"},
 };
 // clang-format on
 

@@ -44,7 +44,9 @@ struct Range {
   double max = std::numeric_limits<double>::infinity();
   bool min_open = false;
   bool contains(double v) const { return (min_open ? v > min : v >= min) && v <= max; }
-  bool bounded() const { return min > -std::numeric_limits<double>::infinity() || max < std::numeric_limits<double>::infinity(); }
+  bool bounded() const {
+    return min > -std::numeric_limits<double>::infinity() || max < std::numeric_limits<double>::infinity();
+  }
 };
 
 struct KeySpec;

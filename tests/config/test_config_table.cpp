@@ -94,10 +94,22 @@ TEST_CASE("config: docs/config.md is generated from the key table") {
     MESSAGE("rewrote " << path.string());
   }
   const std::string committed = read_text(path);
-  CHECK_MESSAGE(committed == expected, path.string()
-                                           << " is not what the key table (core/src/config_keys.cpp) gives. "
-                                              "Refresh it with:\n  IMGPIPE_UPDATE_DOCS=1 build/tests/imgpipe_tests "
-                                              "-tc=\"config: docs/config.md*\"\nand commit the result.");
+  if (committed == expected) return;
+  // Point at the first line that differs rather than printing both files.
+  std::istringstream a(committed), b(expected);
+  std::string line_a, line_b;
+  int line = 1;
+  for (;; ++line) {
+    const bool more_a = static_cast<bool>(std::getline(a, line_a));
+    const bool more_b = static_cast<bool>(std::getline(b, line_b));
+    if (!more_a) line_a = "(end of file)";
+    if (!more_b) line_b = "(end of file)";
+    if (!more_a || !more_b || line_a != line_b) break;
+  }
+  FAIL(path.string() << " is not what the key table (core/src/config_keys.cpp) gives; first difference on line "
+                     << line << ":\n  committed: " << line_a << "\n  generated: " << line_b
+                     << "\nRefresh it with\n  IMGPIPE_UPDATE_DOCS=1 build/tests/imgpipe_tests "
+                        "-tc=\"config: docs/config.md*\"\nand commit the result.");
 }
 
 TEST_CASE("config: the key table is well formed") {
@@ -110,10 +122,10 @@ TEST_CASE("config: the key table is well formed") {
     CHECK(seen.insert(key).second);
     CHECK_FALSE(k.doc.empty());
     CHECK(k.doc.find('\n') == std::string_view::npos);
-    CHECK(k.codec.read != nullptr);
-    CHECK(k.codec.write != nullptr);
-    CHECK(k.codec.check != nullptr);
-    CHECK((k.codec.names != nullptr) == (k.kind == detail::Kind::enumeration));
+    CHECK(bool(k.codec.read));
+    CHECK(bool(k.codec.write));
+    CHECK(bool(k.codec.check));
+    CHECK(bool(k.codec.names) == (k.kind == detail::Kind::enumeration));
     for (std::size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1))
       rows_of_section[key.substr(0, dot)].push_back(row);
     ++row;
@@ -234,6 +246,15 @@ TEST_CASE("config: unknown keys suggest the nearest known key") {
   CHECK(seed.key() == "input.shuffle.sed");
   CHECK(std::string(seed.what()).find("did you mean 'seed'") != std::string::npos);
   CHECK(error_of("input:\n  shard: {rank: 0, size: 2}\n").key() == "input.shard.size");
+}
+
+TEST_CASE("config: strings must be UTF-8 (what to_yaml writes must read back the same)") {
+  CHECK(Config::from_yaml_string("input:\n  paths: [caf\xc3\xa9]\n").input.paths[0] == "caf\xc3\xa9");
+  const ConfigError e = error_of("input:\n  paths: [a, \"b\xff\"]\n");
+  CHECK(e.key() == "input.paths[1]");
+  CHECK(std::string(e.what()).find("UTF-8") != std::string::npos);
+  CHECK(error_of("input:\n  paths: \"\xc0\xafx\"\n").key() == "input.paths");  // overlong '/'
+  CHECK(error_of("sink:\n  dir: \"\xed\xa0\x80\"\n").key() == "sink.dir");     // a surrogate
 }
 
 TEST_CASE("config: input.shuffle and input.shard") {
