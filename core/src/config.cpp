@@ -53,8 +53,9 @@ void reject_retired(const std::string& key, const YAML::Node& value, int line) {
     if (r.key != key) continue;
     const bool value_matches = value.IsScalar() && value.Scalar() == r.value;
     if (!r.value.empty() && !value_matches) continue;
-    std::string reason = r.value.empty() ? std::string("this key is retired") : std::string(1, '\'');
-    if (!r.value.empty()) reason.append(r.value).append("' is retired");
+    std::string reason;
+    if (r.value.empty()) reason = "this key is retired";
+    else reason.append("'").append(r.value).append("' is retired");
     reason.append(": write ").append(r.instead).append(" instead (").append(r.why).append(")");
     throw ConfigError(key, line, reason);
   }

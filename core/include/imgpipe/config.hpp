@@ -174,17 +174,20 @@ struct Config {
   PipelineTuning pipeline;
 
   // Parse and validate. Throw ConfigError naming the key and line for
-  // malformed YAML, unknown keys, wrong types and out-of-range values.
+  // malformed YAML, unknown keys (suggesting the nearest), keys given twice,
+  // wrong types, text that is not UTF-8, out-of-range values and retired
+  // spellings (the message names the key to write instead).
   // Relative input paths and sink.dir in a file resolve against the
   // current directory (as a user typing them expects).
   static Config from_yaml_file(const std::filesystem::path& file);
   static Config from_yaml_string(const std::string& yaml);
 
-  // Cross-field checks (also run by the loaders). Throws ConfigError.
+  // Each key's range and allowed values (as the loaders check them), then the
+  // cross-field checks; also run by the loaders. Throws ConfigError (line 0).
   void validate() const;
 
   // The effective config as YAML (every key), for logs and --print-config;
-  // from_yaml_string(c.to_yaml()) == c.
+  // from_yaml_string(c.to_yaml()) == c for a config that validates.
   std::string to_yaml() const;
 
   // Member-wise (floats compared exactly).
