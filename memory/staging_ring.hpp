@@ -53,7 +53,7 @@ struct StagingOptions {
   int slots = 2;
   std::size_t slot_bytes = 0;
   StagingMemory memory = StagingMemory::write_combined;
-  Transfer transfer = Transfer::copy;  // zero_copy maps the slots; pageable uses plain memory
+  TransferMode transfer = TransferMode::copy;  // zero_copy maps the slots
   bool portable = false;          // slots used by several GPUs
   std::size_t budget_bytes = 0;   // page-locked bytes allowed; 0 = none
   bool fallback = true;

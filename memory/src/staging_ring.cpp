@@ -43,13 +43,13 @@ PoolOptions pool_options(const StagingOptions& o) {
   p.fallback = o.fallback;
   p.track = o.track;
   p.name = "staging";
-  if (o.device < 0 || o.transfer == Transfer::pageable || o.memory == StagingMemory::pageable) {
+  if (o.device < 0 || o.memory == StagingMemory::pageable) {
     p.kind = MemoryKind::pageable;
     return p;
   }
   p.kind = o.memory == StagingMemory::write_combined ? MemoryKind::write_combined : MemoryKind::pinned;
   if (o.portable) p.extra_flags |= PinnedResource::portable;
-  if (o.transfer == Transfer::zero_copy) p.extra_flags |= PinnedResource::mapped;
+  if (o.transfer == TransferMode::zero_copy) p.extra_flags |= PinnedResource::mapped;
   return p;
 }
 }  // namespace
@@ -71,12 +71,12 @@ StagingRing::StagingRing(const StagingOptions& o) : slot_bytes_(o.slot_bytes) {
   // Every slot is asked for with the same kind; after a fallback they may
   // differ (a budget reached halfway): the ring reports the least capable.
   kind_ = slots_.front()->block.kind;
-  zero_copy_ = o.transfer == Transfer::zero_copy;
+  zero_copy_ = o.transfer == TransferMode::zero_copy;
   for (const auto& s : slots_) {
     if (s->block.kind == MemoryKind::pageable) kind_ = MemoryKind::pageable;
     if (!s->block.device) zero_copy_ = false;
   }
-  if (o.transfer == Transfer::zero_copy && !zero_copy_)
+  if (o.transfer == TransferMode::zero_copy && !zero_copy_)
     spdlog::warn("staging.transfer zero_copy: the slots are not mapped ({}); copying instead",
                  fallback_reason().empty() ? std::string("no CUDA device") : fallback_reason());
 }

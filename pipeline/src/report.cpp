@@ -76,7 +76,7 @@ void add_memory_and_transfer(Report& r, const Config& cfg, const StageSet& s, co
   const bool on_gpu = res.devices().front()->device >= 0;
   r.transfer.mode = !on_gpu                                         ? "host memcpy"
                     : ring.zero_copy()                              ? "zero_copy"
-                    : cfg.staging.transfer == Transfer::pageable    ? "pageable"
+                    : cfg.staging.memory == StagingMemory::pageable ? "pageable"
                                                                     : "copy";
   r.transfer.bytes = s.transfer.stats().bytes.load();
   for (const auto& d : res.devices()) {

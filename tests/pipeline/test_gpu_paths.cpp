@@ -125,11 +125,12 @@ TEST_CASE("pipeline: copy, zero_copy and pageable transfers deliver identical ba
     Config c = small_config(dir.path(), 16, 12, 1);
     c.staging.slots = 3;
     std::vector<std::uint64_t> reference;
-    for (Transfer t : {Transfer::copy, Transfer::zero_copy, Transfer::pageable}) {
+    for (int t = 0; t < 3; ++t) {  // copy, zero_copy, pageable staging (staging.memory)
       for (Where w : {Where::gpu, Where::cpu}) {
         CAPTURE(static_cast<int>(t));
         CAPTURE(static_cast<int>(w));
-        c.staging.transfer = t;
+        c.staging.transfer = t == 1 ? TransferMode::zero_copy : TransferMode::copy;
+        c.staging.memory = t == 2 ? StagingMemory::pageable : StagingMemory::write_combined;
         c.transform.normalize.where = w;
         c.transform.resize.where = w == Where::cpu ? Where::cpu : Where::automatic;
         const Report r = run(c, dev);
@@ -138,8 +139,8 @@ TEST_CASE("pipeline: copy, zero_copy and pageable transfers deliver identical ba
         if (dev.kind == DeviceSelection::Kind::cpu) {
           CHECK(r.transfer.mode == "host memcpy");
         } else {
-          CHECK(r.transfer.mode == (t == Transfer::copy ? "copy" : t == Transfer::zero_copy ? "zero_copy" : "pageable"));
-          CHECK(r.memory.staging_kind == (t == Transfer::pageable ? "pageable" : "write_combined"));
+          CHECK(r.transfer.mode == (t == 0 ? "copy" : t == 1 ? "zero_copy" : "pageable"));
+          CHECK(r.memory.staging_kind == (t == 2 ? "pageable" : "write_combined"));
         }
         if (reference.empty()) reference = checksums(r);
         else CHECK(checksums(r) == reference);

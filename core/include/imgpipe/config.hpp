@@ -1,5 +1,7 @@
 // Pipeline configuration: C++ structs with the documented defaults of
-// configs/pipeline.yaml, loaded from YAML with full validation.
+// configs/pipeline.yaml, loaded from YAML with full validation. Every key is
+// described once, in core/src/config_keys.cpp (type, range, doc, member);
+// docs/config.md is generated from it.
 #pragma once
 
 #include <array>
@@ -18,15 +20,36 @@ enum class OnError : std::uint8_t { skip, fail };
 enum class Where : std::uint8_t { cpu, gpu, automatic };
 enum class ResizeMode : std::uint8_t { stretch, letterbox, center_crop };
 enum class Interpolation : std::uint8_t { linear, nearest, area, cubic };
+// Pageable staging is a memory kind, not a transfer mode: one way to ask for it.
 enum class StagingMemory : std::uint8_t { write_combined, pinned, pageable };
 enum class SinkType : std::uint8_t { discard, dump };
-enum class Transfer : std::uint8_t { copy, zero_copy, pageable };
+// staging.transfer (named apart from stages::Transfer, the stage that does it).
+enum class TransferMode : std::uint8_t { copy, zero_copy };
 enum class Dispatch : std::uint8_t { round_robin, least_loaded };
+
+// The names config files use for each enum's values (the only list of them).
+inline constexpr EnumName<OnError> on_error_names[] = {{OnError::skip, "skip"}, {OnError::fail, "fail"}};
+inline constexpr EnumName<Where> where_names[] = {{Where::cpu, "cpu"}, {Where::gpu, "gpu"}, {Where::automatic, "auto"}};
+inline constexpr EnumName<ResizeMode> resize_mode_names[] = {
+    {ResizeMode::stretch, "stretch"}, {ResizeMode::letterbox, "letterbox"}, {ResizeMode::center_crop, "center_crop"}};
+inline constexpr EnumName<Interpolation> interpolation_names[] = {{Interpolation::linear, "linear"},
+                                                                  {Interpolation::nearest, "nearest"},
+                                                                  {Interpolation::area, "area"},
+                                                                  {Interpolation::cubic, "cubic"}};
+inline constexpr EnumName<StagingMemory> staging_memory_names[] = {{StagingMemory::write_combined, "write_combined"},
+                                                                   {StagingMemory::pinned, "pinned"},
+                                                                   {StagingMemory::pageable, "pageable"}};
+inline constexpr EnumName<SinkType> sink_type_names[] = {{SinkType::discard, "discard"}, {SinkType::dump, "dump"}};
+inline constexpr EnumName<TransferMode> transfer_mode_names[] = {{TransferMode::copy, "copy"},
+                                                                 {TransferMode::zero_copy, "zero_copy"}};
+inline constexpr EnumName<Dispatch> dispatch_names[] = {{Dispatch::round_robin, "round_robin"},
+                                                        {Dispatch::least_loaded, "least_loaded"}};
 
 struct VideoConfig {
   std::int64_t start = 0;       // first frame index delivered from each video
   std::int64_t stride = 1;      // every stride-th frame from start
   std::int64_t max_frames = 0;  // per video; 0 = all
+  bool operator==(const VideoConfig&) const = default;
 };
 
 // input.shard; rank -1 = from the launcher's environment (RANK/WORLD_SIZE,
@@ -34,6 +57,7 @@ struct VideoConfig {
 struct ShardConfig {
   int rank = -1;
   int world_size = 0;
+  bool operator==(const ShardConfig&) const = default;
 };
 
 struct InputConfig {
@@ -47,6 +71,7 @@ struct InputConfig {
   std::optional<std::uint64_t> shuffle_seed;  // input.shuffle: {seed: S}
   ShardConfig shard;
   VideoConfig video;
+  bool operator==(const InputConfig&) const = default;
 };
 
 struct DecodeConfig {
@@ -61,6 +86,7 @@ struct DecodeConfig {
   bool reduced = true;
   // Rotate/flip by the EXIF orientation tag (false: keep the stored pixels).
   bool exif_orientation = true;
+  bool operator==(const DecodeConfig&) const = default;
 };
 
 struct ResizeConfig {
@@ -73,6 +99,7 @@ struct ResizeConfig {
   // resize (fused with normalise) on the GPU; auto: cpu (measured faster on
   // the H200 machine; see configs/pipeline.yaml).
   Where where = Where::automatic;
+  bool operator==(const ResizeConfig&) const = default;
 };
 
 struct NormalizeConfig {
@@ -80,6 +107,7 @@ struct NormalizeConfig {
   std::array<float, 3> std{0.229f, 0.224f, 0.225f};
   float scale = 1.0f / 255.0f;
   Where where = Where::automatic;
+  bool operator==(const NormalizeConfig&) const = default;
 };
 
 struct TransformConfig {
@@ -88,23 +116,27 @@ struct TransformConfig {
   Layout layout = Layout::nchw;
   DType dtype = DType::float32;
   bool swap_rb = true;  // decode gives BGR; true delivers RGB
+  bool operator==(const TransformConfig&) const = default;
 };
 
 struct BatchConfig {
   int size = 32;
   bool drop_last = false;
+  bool operator==(const BatchConfig&) const = default;
 };
 
 struct StagingConfig {
   int slots = 2;
   StagingMemory memory = StagingMemory::write_combined;
-  Transfer transfer = Transfer::copy;
+  TransferMode transfer = TransferMode::copy;
+  bool operator==(const StagingConfig&) const = default;
 };
 
 struct MemoryConfig {
   int pinned_budget_mb = 0;  // page-locked staging bytes allowed; 0 = no limit
   bool fallback = true;      // false: a failed pinned allocation is an error, not a step down the chain
   bool track = false;        // record allocation sites; report leaks at shutdown
+  bool operator==(const MemoryConfig&) const = default;
 };
 
 // devices: auto (first GPU, or LOCAL_RANK's GPU under a launcher; else host)
@@ -115,15 +147,18 @@ struct DeviceSelection {
   std::vector<int> ordinals;  // Kind::list
   static DeviceSelection parse(const std::string& text);  // throws ConfigError(key "devices")
   std::string to_string() const;
+  bool operator==(const DeviceSelection&) const = default;
 };
 
 struct SinkConfig {
   SinkType type = SinkType::discard;
   std::string dir = "out";
+  bool operator==(const SinkConfig&) const = default;
 };
 
 struct PipelineTuning {
   int max_tokens = 0;  // frames in flight; 0 = auto (2 x decode threads, at least 4)
+  bool operator==(const PipelineTuning&) const = default;
 };
 
 struct Config {
@@ -139,17 +174,24 @@ struct Config {
   PipelineTuning pipeline;
 
   // Parse and validate. Throw ConfigError naming the key and line for
-  // malformed YAML, unknown keys, wrong types and out-of-range values.
+  // malformed YAML, unknown keys (suggesting the nearest), keys given twice,
+  // wrong types, text that is not UTF-8, out-of-range values and retired
+  // spellings (the message names the key to write instead).
   // Relative input paths and sink.dir in a file resolve against the
   // current directory (as a user typing them expects).
   static Config from_yaml_file(const std::filesystem::path& file);
   static Config from_yaml_string(const std::string& yaml);
 
-  // Cross-field checks (also run by the loaders). Throws ConfigError.
+  // Each key's range and allowed values (as the loaders check them), then the
+  // cross-field checks; also run by the loaders. Throws ConfigError (line 0).
   void validate() const;
 
-  // The effective config as YAML (every key), for logs and --print-config.
+  // The effective config as YAML (every key), for logs and --print-config;
+  // from_yaml_string(c.to_yaml()) == c for a config that validates.
   std::string to_yaml() const;
+
+  // Member-wise (floats compared exactly).
+  bool operator==(const Config&) const = default;
 };
 
 }  // namespace imgpipe

@@ -16,12 +16,30 @@ namespace imgpipe {
 enum class Layout : std::uint8_t { nchw, nhwc };
 enum class DType : std::uint8_t { float32, float16, uint8 };
 
+// One enum value and the name that config files and reports use for it. Each
+// enum's names are listed once, in one such array (no array indexed by value).
+template <typename E>
+struct EnumName {
+  E value;
+  std::string_view name;
+};
+
+inline constexpr EnumName<Layout> layout_names[] = {{Layout::nchw, "nchw"}, {Layout::nhwc, "nhwc"}};
+inline constexpr EnumName<DType> dtype_names[] = {
+    {DType::float32, "float32"}, {DType::float16, "float16"}, {DType::uint8, "uint8"}};
+
+// The value's name in `names`, or "?" for a value not listed there.
+template <typename E, std::size_t N>
+constexpr std::string_view enum_name(const EnumName<E> (&names)[N], E value) noexcept {
+  for (const auto& n : names)
+    if (n.value == value) return n.name;
+  return "?";
+}
+
 constexpr std::size_t dtype_size(DType t) noexcept {
   return t == DType::float32 ? 4 : t == DType::float16 ? 2 : 1;
 }
-constexpr std::string_view to_string(DType t) noexcept {
-  return t == DType::float32 ? "float32" : t == DType::float16 ? "float16" : "uint8";
-}
-constexpr std::string_view to_string(Layout l) noexcept { return l == Layout::nchw ? "nchw" : "nhwc"; }
+constexpr std::string_view to_string(DType t) noexcept { return enum_name(dtype_names, t); }
+constexpr std::string_view to_string(Layout l) noexcept { return enum_name(layout_names, l); }
 
 }  // namespace imgpipe

@@ -1,0 +1,310 @@
+// The config keys, described once. A key's row gives its dotted name, kind,
+// range, documentation and the Config member it lives in; parsing, to_yaml,
+// validate()'s per-key checks and docs/config.md are all made from these rows.
+// Defaults are not repeated here: they are the member initialisers of
+// imgpipe/config.hpp, read through the same accessors.
+//
+// Adding a key: add the member (with its default) to config.hpp, a row here,
+// the key to configs/pipeline.yaml, then refresh docs/config.md
+// (IMGPIPE_UPDATE_DOCS=1, see tests/config/test_config_table.cpp).
+#include <algorithm>
+
+#include "core/src/config_codec.hpp"
+
+namespace imgpipe::detail {
+
+namespace {
+
+// Booleans that the YAML spells with two words.
+constexpr EnumName<bool> reduced_names[] = {{true, "auto"}, {false, "off"}};
+constexpr EnumName<bool> color_names[] = {{true, "rgb"}, {false, "bgr"}};
+
+// ---- decode.threads: auto | N (0 in the struct means auto)
+
+void read_threads(const YAML::Node& n, const KeySpec& k, Config& c) {
+  if (n.IsScalar() && n.Scalar() == "auto") {
+    c.decode.threads = 0;
+    return;
+  }
+  const long long v = to_integer(n, std::string(k.key));
+  if (!k.range.contains(static_cast<double>(v)))
+    throw ConfigError(std::string(k.key), line_of(n),
+                      "must be auto or " + number_text(k.range.min) + ".." + number_text(k.range.max) + ", got " +
+                          std::to_string(v));
+  c.decode.threads = static_cast<int>(v);
+}
+void write_threads(YAML::Emitter& e, const Config& c) {
+  if (c.decode.threads == 0) e << "auto";
+  else e << c.decode.threads;
+}
+void check_threads(const KeySpec& k, const Config& c) {
+  if (c.decode.threads != 0 && !k.range.contains(c.decode.threads))
+    throw ConfigError(std::string(k.key), 0,
+                      "must be 0 (auto) or " + range_text(k.range) + ", got " + std::to_string(c.decode.threads));
+}
+
+// ---- devices: auto | cpu | all | N | [N, M, ...]
+
+void check_ordinal(const KeySpec& k, long long v, const std::vector<int>& earlier, const std::string& key, int line) {
+  if (!k.range.contains(static_cast<double>(v)))
+    throw ConfigError(key, line,
+                      "a GPU ordinal must be " + number_text(k.range.min) + ".." + number_text(k.range.max) +
+                          ", got " + std::to_string(v));
+  if (std::find(earlier.begin(), earlier.end(), v) != earlier.end())
+    throw ConfigError(key, line, "GPU " + std::to_string(v) + " is listed twice");
+}
+
+void read_devices(const YAML::Node& n, const KeySpec& k, Config& c) {
+  const std::string key(k.key);
+  if (n.IsSequence()) {
+    DeviceSelection d;
+    d.kind = DeviceSelection::Kind::list;
+    if (n.size() == 0) throw ConfigError(key, line_of(n), "the list of GPU ordinals is empty");
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      const std::string element = key + "[" + std::to_string(i) + "]";
+      const long long v = to_integer(n[i], element);
+      check_ordinal(k, v, d.ordinals, element, line_of(n[i]));
+      d.ordinals.push_back(static_cast<int>(v));
+    }
+    c.devices = d;
+    return;
+  }
+  if (!n.IsScalar())
+    throw ConfigError(key, line_of(n), "expected auto, cpu, all, a GPU ordinal or a list of ordinals");
+  try {
+    c.devices = DeviceSelection::parse(n.Scalar());
+  } catch (const ConfigError& e) {
+    throw ConfigError(key, line_of(n), e.reason());
+  }
+  if (c.devices.kind == DeviceSelection::Kind::ordinal) check_ordinal(k, c.devices.ordinal, {}, key, line_of(n));
+}
+void write_devices(YAML::Emitter& e, const Config& c) {
+  if (c.devices.kind != DeviceSelection::Kind::list) {
+    e << c.devices.to_string();
+    return;
+  }
+  e << YAML::Flow << YAML::BeginSeq;
+  for (int o : c.devices.ordinals) e << o;
+  e << YAML::EndSeq;
+}
+void check_devices(const KeySpec& k, const Config& c) {
+  const std::string key(k.key);
+  const DeviceSelection& d = c.devices;
+  if (d.kind == DeviceSelection::Kind::ordinal) check_ordinal(k, d.ordinal, {}, key, 0);
+  if (d.kind != DeviceSelection::Kind::list) return;
+  if (d.ordinals.empty()) throw ConfigError(key, 0, "the list of GPU ordinals is empty");
+  for (std::size_t i = 0; i < d.ordinals.size(); ++i)
+    check_ordinal(k, d.ordinals[i], std::vector<int>(d.ordinals.begin(), d.ordinals.begin() + i),
+                  key + "[" + std::to_string(i) + "]", 0);
+}
+
+// ---- input.shuffle: {seed: S} (no seed: discovery order)
+
+void read_shuffle(const YAML::Node& n, const KeySpec& k, Config& c) {
+  const std::string key(k.key);
+  expect_mapping(n, key);
+  for (const auto& kv : n) {
+    const std::string name = kv.first.Scalar();
+    if (name != "seed") unknown_key(key + "." + name, line_of(kv.first), {"seed"});
+    if (!kv.second.IsNull()) c.input.shuffle_seed = to_unsigned(kv.second, key + ".seed");
+  }
+}
+void write_shuffle(YAML::Emitter& e, const Config& c) {
+  e << YAML::Flow << YAML::BeginMap;
+  if (c.input.shuffle_seed) e << YAML::Key << "seed" << YAML::Value << *c.input.shuffle_seed;
+  e << YAML::EndMap;
+}
+void no_check(const KeySpec&, const Config&) {}
+
+// ---- input.shard: {rank: R, world_size: W}, both or neither (-1/0: unset)
+
+void check_shard_pair(const KeySpec& k, const ShardConfig& s, int line, int rank_line) {
+  const std::string key(k.key);
+  if ((s.rank >= 0) != (s.world_size > 0)) throw ConfigError(key, line, "give both rank and world_size (or neither)");
+  if (s.rank < 0) return;
+  check_range(k.range, s.world_size, key + ".world_size", line);
+  if (s.rank >= s.world_size)
+    throw ConfigError(key + ".rank", rank_line, "must be < world_size (" + std::to_string(s.world_size) + ")");
+}
+
+void read_shard(const YAML::Node& n, const KeySpec& k, Config& c) {
+  const std::string key(k.key);
+  expect_mapping(n, key);
+  ShardConfig s = c.input.shard;
+  int rank_line = line_of(n);
+  for (const auto& kv : n) {
+    const std::string name = kv.first.Scalar();
+    const std::string sub = key + "." + name;
+    if (name != "rank" && name != "world_size") unknown_key(sub, line_of(kv.first), {"rank", "world_size"});
+    if (kv.second.IsNull()) continue;
+    const long long v = to_integer(kv.second, sub);
+    // A rank is below world_size, so it shares world_size's upper bound.
+    check_range(name == "rank" ? between(0, k.range.max) : k.range, static_cast<double>(v), sub, line_of(kv.second));
+    (name == "rank" ? s.rank : s.world_size) = static_cast<int>(v);
+    if (name == "rank") rank_line = line_of(kv.second);
+  }
+  check_shard_pair(k, s, line_of(n), rank_line);
+  c.input.shard = s;
+}
+void write_shard(YAML::Emitter& e, const Config& c) {
+  e << YAML::Flow << YAML::BeginMap;
+  if (c.input.shard.rank >= 0)
+    e << YAML::Key << "rank" << YAML::Value << c.input.shard.rank << YAML::Key << "world_size" << YAML::Value
+      << c.input.shard.world_size;
+  e << YAML::EndMap;
+}
+void check_shard(const KeySpec& k, const Config& c) { check_shard_pair(k, c.input.shard, 0, 0); }
+
+using C = Config;
+using In = InputConfig;
+using Vid = VideoConfig;
+using Dec = DecodeConfig;
+using Tr = TransformConfig;
+using Rs = ResizeConfig;
+using Nm = NormalizeConfig;
+
+// clang-format off
+constexpr KeySpec kKeys[] = {
+  field<&C::input, &In::paths>("input.paths", any_value(),
+      "Files, folders or glob patterns (`*`, `?`, `[...]` in the last component); one path may be written "
+      "as a plain string. Relative paths resolve against the current directory. Overridden by --input on "
+      "the command line."),
+  field<&C::input, &In::recursive>("input.recursive", any_value(),
+      "Descend into sub-folders of the folders in paths (directory symlinks are not followed)."),
+  field<&C::input, &In::extensions>("input.extensions", any_value(),
+      "Extensions taken from folders and globs (case-insensitive; each starts with a dot). Files named "
+      "explicitly in paths are always taken. Video files (.avi .mp4 .mkv .mov .webm ...) deliver their "
+      "frames, in order, each named by file and frame."),
+  choice<on_error_names, &C::input, &In::on_error>("input.on_error",
+      "A bad input (unreadable, corrupt, truncated, too large): skip reports it and goes on (exit 0); fail "
+      "stops at the first one, in input order (exit 1)."),
+  field<&C::input, &In::list>("input.list", any_value(),
+      "A file naming one input per line (# comments and blank lines ignored; relative paths resolve against "
+      "the list's folder), added after paths. Empty: no list."),
+  field<&C::input, &In::loop>("input.loop", between(1, 1000000),
+      "Repeat the whole input list this many times (benchmarks, soak runs)."),
+  special("input.shuffle", Kind::shuffle, any_value(), {&read_shuffle, &write_shuffle, &no_check, nullptr},
+      "Shuffle the (looped) list with this seed, e.g. {seed: 42}; {} keeps the discovery order."),
+  special("input.shard", Kind::shard, between(1, 1 << 20), {&read_shard, &write_shard, &check_shard, nullptr},
+      "This process's part of the input: items i with i % world_size == rank, e.g. {rank: 0, world_size: 4}. "
+      "{} takes it from the launcher's environment (RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, "
+      "SLURM_PROCID/SLURM_NTASKS), or the whole input when none is set."),
+  field<&C::input, &In::video, &Vid::start>("input.video.start", at_least(0),
+      "First frame index delivered from each video. Videos decode on their own threads (several upcoming "
+      "files at once); a video that cannot be opened or breaks off is one failure naming the frame where it "
+      "stopped, after the frames it delivered."),
+  field<&C::input, &In::video, &Vid::stride>("input.video.stride", at_least(1),
+      "Deliver every stride-th frame from start."),
+  field<&C::input, &In::video, &Vid::max_frames>("input.video.max_frames", at_least(0),
+      "Frames delivered per video; 0 = all."),
+
+  special("decode.threads", Kind::threads, between(1, 1024), {&read_threads, &write_threads, &check_threads, nullptr},
+      "Worker threads for read/decode/transform; auto = every hardware thread."),
+  field<&C::decode, &Dec::accept_truncated>("decode.accept_truncated", any_value(),
+      "Deliver damaged images that a decoder can still fill in: JPEGs without their end-of-image marker or "
+      "on which libjpeg warns (they decode to a partly grey or smeared image), PNGs without IEND. false "
+      "reports them as corrupt."),
+  field<&C::decode, &Dec::max_pixels>("decode.max_pixels", at_least(1),
+      "Reject images whose header claims more pixels than this, before decoding."),
+  choice<reduced_names, &C::decode, &Dec::reduced>("decode.reduced",
+      "auto: decode JPEGs at 1/2, 1/4 or 1/8 size in the DCT domain when that still covers the resize "
+      "target (much faster); off: always decode full size."),
+  field<&C::decode, &Dec::exif_orientation>("decode.exif_orientation", any_value(),
+      "Apply the EXIF orientation tag (rotate/flip) when decoding; false keeps the stored pixels."),
+
+  field<&C::transform, &Tr::resize, &Rs::width>("transform.resize.width", between(1, 16384),
+      "Output width in pixels."),
+  field<&C::transform, &Tr::resize, &Rs::height>("transform.resize.height", between(1, 16384),
+      "Output height in pixels."),
+  choice<resize_mode_names, &C::transform, &Tr::resize, &Rs::mode>("transform.resize.mode",
+      "stretch: to width x height ignoring the aspect ratio; letterbox: keep the aspect ratio, pad with "
+      "pad_value, centred; center_crop: cover the target keeping the aspect ratio, cut the centre (as "
+      "cv::dnn::blobFromImage with crop=true)."),
+  choice<interpolation_names, &C::transform, &Tr::resize, &Rs::interpolation>("transform.resize.interpolation",
+      "OpenCV's INTER_LINEAR, INTER_NEAREST, INTER_AREA or INTER_CUBIC. The GPU resize does linear and "
+      "nearest only."),
+  field<&C::transform, &Tr::resize, &Rs::pad_value>("transform.resize.pad_value", between(0, 255),
+      "Letterbox padding value, for every channel."),
+  choice<where_names, &C::transform, &Tr::resize, &Rs::where>("transform.resize.where",
+      "cpu: resize in the transform stage; gpu: stage the decoded frames (up to 1920x1088 each; larger ones "
+      "are resized on the CPU) and resize fused with normalisation on the GPU (linear or nearest; needs "
+      "normalize.where gpu or auto); auto: cpu, which measured faster on the H200 machine (W1: 620 against "
+      "453 img/s) because staging whole frames costs the decode threads more memory bandwidth than the "
+      "resize saves."),
+  field<&C::transform, &Tr::normalize, &Nm::mean>("transform.normalize.mean", any_value(),
+      "out = (pixel * scale - mean[c]) / std[c], per output channel (R, G, B when color is rgb). Ignored "
+      "for dtype uint8."),
+  field<&C::transform, &Tr::normalize, &Nm::std>("transform.normalize.std", above(0),
+      "The divisor of each output channel (see mean)."),
+  field<&C::transform, &Tr::normalize, &Nm::scale>("transform.normalize.scale", above(0),
+      "Factor applied to each pixel before mean and std; 1/255 maps 0..255 to 0..1."),
+  choice<where_names, &C::transform, &Tr::normalize, &Nm::where>("transform.normalize.where",
+      "cpu: normalise in the transform stage (parallel, cached memory) and transfer the final tensor; gpu: "
+      "transfer u8 pixels (a quarter of the bytes for float32) and normalise with a CUDA kernel; auto: gpu "
+      "when a CUDA device is in use, else cpu."),
+  choice<layout_names, &C::transform, &Tr::layout>("transform.layout",
+      "Tensor layout of a batch: nchw (channel planes) or nhwc (interleaved channels)."),
+  choice<dtype_names, &C::transform, &Tr::dtype>("transform.dtype",
+      "Element type of a batch."),
+  choice<color_names, &C::transform, &Tr::swap_rb>("transform.color",
+      "Channel order of the output: rgb (the decoder's BGR swapped) or bgr (as decoded)."),
+
+  field<&C::batch, &BatchConfig::size>("batch.size", between(1, 65535),
+      "Samples per batch."),
+  field<&C::batch, &BatchConfig::drop_last>("batch.drop_last", any_value(),
+      "true: a last, partial batch is dropped (and counted)."),
+
+  field<&C::staging, &StagingConfig::slots>("staging.slots", between(2, 64),
+      "Host staging slots; at least 2, so that the packer fills one while another transfers."),
+  choice<staging_memory_names, &C::staging, &StagingConfig::memory>("staging.memory",
+      "Host memory of the staging slots: write_combined (CPU writes stream to the bus; the CPU never reads "
+      "it), pinned, or pageable (plain memory, a baseline; the only way to ask for pageable staging). Falls "
+      "back write_combined -> pinned -> pageable if pinned memory cannot be allocated (reported)."),
+  choice<transfer_mode_names, &C::staging, &StagingConfig::transfer>("staging.transfer",
+      "copy: cudaMemcpyAsync from the slot to device memory; zero_copy: mapped staging, kernels read the "
+      "slot in place (events order host writes and kernel reads)."),
+
+  field<&C::memory, &MemoryConfig::pinned_budget_mb>("memory.pinned_budget_mb", between(0, 1 << 24),
+      "Page-locked bytes the staging may hold (MiB); 0 = no limit. Past it the fallback chain applies."),
+  field<&C::memory, &MemoryConfig::fallback>("memory.fallback", any_value(),
+      "When pinned allocation fails or the budget is hit: true walks write_combined -> pinned -> "
+      "host_registered -> pageable (each step counted, logged once and reported); false makes it an error."),
+  field<&C::memory, &MemoryConfig::track>("memory.track", any_value(),
+      "Record where each pinned block was allocated; report leaks at shutdown."),
+
+  special("devices", Kind::devices, between(0, 1024), {&read_devices, &write_devices, &check_devices, nullptr},
+      "auto: the first CUDA GPU (LOCAL_RANK's GPU under a launcher), or the host backend when there is none; "
+      "cpu: force the host backend; all: every GPU; N: GPU ordinal N; [N, M]: these GPUs (an error if one "
+      "is absent)."),
+  choice<dispatch_names, &C::dispatch>("dispatch",
+      "With several GPUs: round_robin (batch k to GPU k mod n) or least_loaded."),
+
+  choice<sink_type_names, &C::sink, &SinkConfig::type>("sink.type",
+      "discard: keep statistics and a checksum per batch; dump: write each batch as dir/batch_NNNNNN.npy "
+      "plus dir/manifest.jsonl (one line per sample)."),
+  field<&C::sink, &SinkConfig::dir>("sink.dir", any_value(),
+      "Folder the dump sink writes to (relative: against the current directory); not empty with type dump."),
+
+  field<&C::pipeline, &PipelineTuning::max_tokens>("pipeline.max_tokens", between(0, 4096),
+      "Frames in flight (bounds host memory); 0 = 2 x decode threads, at least 4."),
+};
+
+constexpr RetiredSpelling kRetired[] = {
+  {"staging.transfer", "pageable", "staging.memory: pageable",
+   "pageable staging is a kind of host memory, not a transfer mode; staging.transfer takes copy | zero_copy"},
+};
+// clang-format on
+
+}  // namespace
+
+std::span<const KeySpec> config_keys() { return kKeys; }
+
+std::span<const RetiredSpelling> retired_spellings() { return kRetired; }
+
+const KeySpec* find_key(std::string_view dotted) {
+  for (const KeySpec& k : kKeys)
+    if (k.key == dotted) return &k;
+  return nullptr;
+}
+
+}  // namespace imgpipe::detail
