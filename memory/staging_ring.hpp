@@ -119,8 +119,9 @@ class StagingRing {
   StagingStats stats() const;
   // Steps of the fallback chain taken for the slots (empty when none).
   std::vector<FallbackRecord> fallback_records() const;
-  // Empty unless `track` was set and a slot is still allocated.
-  std::string leak_report() const;
+  // With `track`: the slots allocated now, each with its allocation site
+  // (the TrackingAdaptor's report); empty without `track`.
+  std::string tracking_report() const;
   // Transitional, see PoolStats: ring.pool().stats() is ring.stats().
   const StagingRing& pool() const noexcept { return *this; }
 

@@ -178,6 +178,6 @@ StagingStats StagingRing::stats() const {
   return s;
 }
 
-std::string StagingRing::leak_report() const { return tracker_ ? tracker_->leak_report() : std::string(); }
+std::string StagingRing::tracking_report() const { return tracker_ ? tracker_->leak_report() : std::string(); }
 
 }  // namespace imgpipe::memory
