@@ -177,7 +177,8 @@ bool FallbackResource::owns(const void* p) const {
 MemoryKind FallbackResource::kind_of(const void* p) const {
   std::lock_guard lock(impl_->m);
   auto it = impl_->live.find(p);
-  if (it == impl_->live.end()) throw std::invalid_argument(impl_->name + ": kind_of a pointer that is not a live block");
+  if (it == impl_->live.end())
+    throw std::invalid_argument(impl_->name + ": kind_of a pointer that is not a live block");
   return impl_->steps[it->second.step].kind;
 }
 

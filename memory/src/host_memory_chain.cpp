@@ -43,14 +43,15 @@ struct HostMemoryChain::PageLocked {
   HostRegisteredResource registered;
   FallbackResource kinds;
   StatisticsAdaptor<FallbackResource> counted{kinds};
-  LimitingAdaptor<StatisticsAdaptor<FallbackResource>> budgeted;
+  using Budget = LimitingAdaptor<StatisticsAdaptor<FallbackResource>>;
+  Budget budgeted;
 
   PageLocked(const HostChainOptions& o, unsigned extra)
       : first(pinned_flags(o.kind, extra)),
         plain(pinned_flags(MemoryKind::pinned, extra)),
         registered(registered_flags(o.kind, extra)),
         kinds(o.name, steps(o.kind), o.fallback),
-        budgeted(counted, o.budget_bytes ? o.budget_bytes : LimitingAdaptor<StatisticsAdaptor<FallbackResource>>::unlimited) {}
+        budgeted(counted, o.budget_bytes ? o.budget_bytes : Budget::unlimited) {}
 
   std::vector<FallbackStep> steps(MemoryKind requested) {
     std::vector<FallbackStep> v;

@@ -76,7 +76,8 @@ struct RefToPageable {
 struct FallbackFixture {
   WriteCombinedResource wc;
   PageableResource pageable;
-  FallbackResource r{"conformance", {{MemoryKind::write_combined, wc, false, {}}, {MemoryKind::pageable, pageable, false, {}}}};
+  FallbackResource r{"conformance",
+                     {{MemoryKind::write_combined, wc, false, {}}, {MemoryKind::pageable, pageable, false, {}}}};
   bool available() const { return true; }
   bool readable(const void* p) const { return r.kind_of(p) != MemoryKind::write_combined; }
 };

@@ -42,7 +42,8 @@ HostChainOptions gpu_chain(MemoryKind kind) {
 }  // namespace
 
 TEST_CASE("fallback chains") {
-  CHECK(fallback_chain(K::write_combined) == std::vector<K>{K::write_combined, K::pinned, K::host_registered, K::pageable});
+  CHECK(fallback_chain(K::write_combined) ==
+        std::vector<K>{K::write_combined, K::pinned, K::host_registered, K::pageable});
   CHECK(fallback_chain(K::pinned) == std::vector<K>{K::pinned, K::host_registered, K::pageable});
   CHECK(fallback_chain(K::portable) == std::vector<K>{K::portable, K::host_registered, K::pageable});
   CHECK(fallback_chain(K::mapped) == std::vector<K>{K::mapped, K::host_registered, K::pageable});
@@ -54,7 +55,8 @@ TEST_CASE("FallbackResource: each step counted, logged once, failed page-locked 
   fault_injection::Scope faults;
   LogCapture log;
   PageableResource a, b, c;  // stand-ins for pinned, host_registered, pageable
-  FallbackResource chain("chain", {{K::pinned, a, false, {}}, {K::host_registered, b, false, {}}, {K::pageable, c, false, {}}});
+  FallbackResource chain("chain",
+                         {{K::pinned, a, false, {}}, {K::host_registered, b, false, {}}, {K::pageable, c, false, {}}});
   CHECK(chain.requested() == K::pinned);
 
   fault_injection::fail_next(K::pageable, 1);  // the first step asked fails
@@ -113,7 +115,8 @@ TEST_CASE("FallbackResource: the budget is asked again, a failed malloc too") {
   chain.deallocate(c, MiB);
 
   // The last step failing too is an error listing every reason; not remembered.
-  FallbackResource host("host", {{K::pinned, pageable, false, "no CUDA device (test)"}, {K::pageable, last, false, {}}});
+  FallbackResource host("host",
+                        {{K::pinned, pageable, false, "no CUDA device (test)"}, {K::pageable, last, false, {}}});
   fault_injection::fail_next(K::pageable, 1, fault_injection::Failure::bad_alloc);
   try {
     (void)host.allocate(MiB);
@@ -307,6 +310,12 @@ TEST_CASE("host memory chain (GPU): every step of write_combined -> pinned -> ho
     CHECK_THROWS_AS((void)chain.allocate(MiB), AllocationError);
     CHECK(chain.failures() == 1);
   }
+}
+
+TEST_CASE("host memory chain (GPU): fallback off, the budget, mapped memory and extra flags") {
+  if (!test::have_gpu()) return;
+  fault_injection::Scope faults;
+
   SUBCASE("fallback off: the first failure is an error") {
     HostChainOptions o = gpu_chain(K::write_combined);
     o.fallback = false;
