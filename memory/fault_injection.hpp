@@ -6,7 +6,7 @@
 //
 //   fault_injection::Scope guard;                       // clears on exit
 //   fault_injection::fail_next(MemoryKind::write_combined, 2);
-//   pool.allocate(...);  // the write-combined step fails: cudaErrorMemoryAllocation
+//   chain.allocate(...);  // the write-combined step fails: cudaErrorMemoryAllocation
 //
 // Which kind an allocation counts as: PageableResource -> pageable,
 // HostRegisteredResource and HostRegistration -> host_registered,

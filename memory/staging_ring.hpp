@@ -4,9 +4,13 @@
 // memory by default: the CPU only ever writes them, sequentially and in bulk;
 // the API has no way to read a slot back.
 //
-// Slots come from a PinnedPool, allocated at construction (never on the hot
-// path) with the pool's fallback chain write_combined -> pinned ->
-// host_registered -> pageable, budget and leak tracking.
+// Slots are the blocks of a FixedSlotResource, made at construction (never on
+// the hot path) through a HostMemoryChain: write_combined -> pinned ->
+// host_registered -> pageable, within the page-locked budget, each step
+// counted and logged once; with `track`, a TrackingAdaptor records where each
+// slot was allocated and reports any still live at shutdown. Reuse of a slot
+// is guarded by its release event (acquire() waits for it), not by the
+// allocator.
 //
 // Protocol (one packer thread; then the transfer/kernel/sink stages in order):
 //   SlotWriter w = ring.acquire();               // waits until slot w.slot() is free
@@ -18,13 +22,16 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "imgpipe/config.hpp"
 #include "memory/gpu.hpp"
-#include "memory/pool.hpp"
+#include "memory/host_memory_chain.hpp"
+#include "memory/slot_resource.hpp"
+#include "memory/tracking_adaptor.hpp"
 
 namespace imgpipe::memory {
 
@@ -48,6 +55,15 @@ class SlotWriter {
   int slot_;
 };
 
+// The ring's memory figures, for the run report.
+struct StagingStats {
+  std::size_t pinned_bytes = 0;  // page-locked bytes the slots hold now
+  std::size_t pinned_peak = 0;   // the most page-locked bytes held at once
+  std::uint64_t hits = 0;        // acquire() calls: a slot reused, no allocation
+  std::uint64_t misses = 0;      // blocks allocated through the chain (one per slot, at construction)
+  std::uint64_t fallbacks = 0;   // fallback steps taken by those allocations
+};
+
 struct StagingOptions {
   int device = -1;                // CUDA device whose context allocates; -1 = host backend
   int slots = 2;
@@ -63,7 +79,8 @@ struct StagingOptions {
 class StagingRing {
  public:
   // Allocates every slot now. Throws std::invalid_argument (slots < 2, size 0),
-  // AllocationError (fallback off, or nothing in the chain worked).
+  // AllocationError (fallback off, or nothing in the chain worked). The ring
+  // owns the slots and frees them at destruction, after drain().
   explicit StagingRing(const StagingOptions& options);
   StagingRing(int device, int slots, std::size_t slot_bytes, StagingMemory requested);
   ~StagingRing();
@@ -96,17 +113,26 @@ class StagingRing {
   double wait_seconds() const noexcept { return wait_ns_.load() * 1e-9; }
   int fallbacks() const noexcept;
   std::string fallback_reason() const;
-  const PinnedPool& pool() const noexcept { return *pool_; }
+  StagingStats stats() const;
+  // Steps of the fallback chain taken for the slots (empty when none).
+  std::vector<FallbackRecord> fallback_records() const;
+  // With `track`: the slots allocated now, each with its allocation site
+  // (the TrackingAdaptor's report); empty without `track`.
+  std::string tracking_report() const;
 
  private:
   struct Slot;
-  std::unique_ptr<PinnedPool> pool_;
+  void* allocate_slot(std::size_t bytes);
+  std::unique_ptr<HostMemoryChain> chain_;
+  std::unique_ptr<FixedSlotResource> slot_resource_;
+  std::unique_ptr<TrackingAdaptor<FixedSlotResource>> tracker_;  // with `track` only
   std::vector<std::unique_ptr<Slot>> slots_;
   std::size_t slot_bytes_;
   MemoryKind kind_ = MemoryKind::pageable;
   bool zero_copy_ = false;
   int next_ = 0;
   std::atomic<long long> wait_ns_{0};
+  std::atomic<std::uint64_t> acquires_{0};
 };
 
 std::string_view to_string(StagingMemory m) noexcept;

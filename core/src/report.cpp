@@ -44,11 +44,11 @@ void Report::print_table(std::ostream& os) const {
   }
   if (inputs.failures.size() > shown)
     os << fmt::format("  ... and {} more (see the JSON report)\n", inputs.failures.size() - shown);
-  os << fmt::format("memory: staging {} x {} {} ({} pinned, peak {}; pool {} hits, {} misses), device {}, "
+  os << fmt::format("memory: staging {} x {} {} ({} pinned, peak {}; {} slot reuses, {} allocations), device {}, "
                     "slot wait {:.3f} s",
                     memory.slots, mib(memory.slots ? static_cast<double>(memory.staging_bytes) / memory.slots : 0),
-                    memory.staging_kind, mib(memory.pinned_bytes), mib(memory.pinned_peak), memory.pool_hits,
-                    memory.pool_misses, mib(memory.device_bytes), memory.slot_wait_s);
+                    memory.staging_kind, mib(memory.pinned_bytes), mib(memory.pinned_peak), memory.slot_reuses,
+                    memory.slot_allocations, mib(memory.device_bytes), memory.slot_wait_s);
   if (memory.fallbacks) os << fmt::format(", {} fallback(s): {}", memory.fallbacks, memory.fallback_reason);
   os << "\n";
   os << fmt::format("transfer: {} {} in {:.3f} s = {:.2f} GB/s\n", transfer.mode, mib(transfer.bytes),
@@ -97,7 +97,7 @@ std::string Report::to_json(int indent) const {
                  {"failures", failures}};
   j["memory"] = {{"staging_kind", memory.staging_kind}, {"staging_bytes", memory.staging_bytes},
                  {"pinned_bytes", memory.pinned_bytes}, {"pinned_peak", memory.pinned_peak},
-                 {"pool_hits", memory.pool_hits},       {"pool_misses", memory.pool_misses},
+                 {"slot_reuses", memory.slot_reuses},       {"slot_allocations", memory.slot_allocations},
                  {"device_bytes", memory.device_bytes},
                  {"slots", memory.slots},               {"slot_wait_s", memory.slot_wait_s},
                  {"fallbacks", memory.fallbacks},       {"fallback_reason", memory.fallback_reason}};

@@ -18,7 +18,9 @@ std::string_view to_string(StagingMemory m) noexcept {
 }
 
 struct StagingRing::Slot {
-  PoolBlock block;
+  void* host = nullptr;
+  void* device = nullptr;  // mapped slots only
+  MemoryKind kind = MemoryKind::pageable;
   // One release event per device that has read the slot; acquire() waits for
   // the last one recorded (streams of one device complete in order, and the
   // slot's users are serialised by the pipeline).
@@ -36,21 +38,20 @@ void SlotWriter::write(std::size_t offset, const void* src, std::size_t bytes) c
 }
 
 namespace {
-PoolOptions pool_options(const StagingOptions& o) {
-  PoolOptions p;
-  p.device = o.device;
-  p.budget_bytes = o.budget_bytes;
-  p.fallback = o.fallback;
-  p.track = o.track;
-  p.name = "staging";
+HostChainOptions chain_options(const StagingOptions& o) {
+  HostChainOptions c;
+  c.device = o.device;
+  c.budget_bytes = o.budget_bytes;
+  c.fallback = o.fallback;
+  c.name = "staging";
   if (o.device < 0 || o.memory == StagingMemory::pageable) {
-    p.kind = MemoryKind::pageable;
-    return p;
+    c.kind = MemoryKind::pageable;
+    return c;
   }
-  p.kind = o.memory == StagingMemory::write_combined ? MemoryKind::write_combined : MemoryKind::pinned;
-  if (o.portable) p.extra_flags |= PinnedResource::portable;
-  if (o.transfer == TransferMode::zero_copy) p.extra_flags |= PinnedResource::mapped;
-  return p;
+  c.kind = o.memory == StagingMemory::write_combined ? MemoryKind::write_combined : MemoryKind::pinned;
+  if (o.portable) c.extra_flags |= PinnedResource::portable;
+  if (o.transfer == TransferMode::zero_copy) c.extra_flags |= PinnedResource::mapped;
+  return c;
 }
 }  // namespace
 
@@ -60,25 +61,34 @@ StagingRing::StagingRing(int device, int slots, std::size_t slot_bytes, StagingM
 StagingRing::StagingRing(const StagingOptions& o) : slot_bytes_(o.slot_bytes) {
   if (o.slots < 2) throw std::invalid_argument("StagingRing: at least 2 slots are needed");
   if (o.slot_bytes == 0) throw std::invalid_argument("StagingRing: slot size is 0");
-  pool_ = std::make_unique<PinnedPool>(pool_options(o));
+  chain_ = std::make_unique<HostMemoryChain>(chain_options(o));
+  slot_resource_ = std::make_unique<FixedSlotResource>(*chain_, o.slot_bytes, static_cast<std::size_t>(o.slots));
+  if (o.track) tracker_ = std::make_unique<TrackingAdaptor<FixedSlotResource>>(*slot_resource_, "staging");
   for (int i = 0; i < o.slots; ++i) {
     auto s = std::make_unique<Slot>();
-    s->block = pool_->allocate_block(o.slot_bytes, 4096);
+    s->host = allocate_slot(o.slot_bytes);
+    s->kind = chain_->kind_of(s->host);
+    s->device = chain_->device_pointer(s->host);
     // Fault every page in now, not on the hot path (a write: allowed for WC).
-    std::memset(s->block.host, 0, o.slot_bytes);
+    std::memset(s->host, 0, o.slot_bytes);
     slots_.push_back(std::move(s));
   }
   // Every slot is asked for with the same kind; after a fallback they may
   // differ (a budget reached halfway): the ring reports the least capable.
-  kind_ = slots_.front()->block.kind;
+  kind_ = slots_.front()->kind;
   zero_copy_ = o.transfer == TransferMode::zero_copy;
   for (const auto& s : slots_) {
-    if (s->block.kind == MemoryKind::pageable) kind_ = MemoryKind::pageable;
-    if (!s->block.device) zero_copy_ = false;
+    if (s->kind == MemoryKind::pageable) kind_ = MemoryKind::pageable;
+    if (!s->device) zero_copy_ = false;
   }
   if (o.transfer == TransferMode::zero_copy && !zero_copy_)
     spdlog::warn("staging.transfer zero_copy: the slots are not mapped ({}); copying instead",
                  fallback_reason().empty() ? std::string("no CUDA device") : fallback_reason());
+}
+
+void* StagingRing::allocate_slot(std::size_t bytes) {
+  if (tracker_) return tracker_->allocate(bytes, FixedSlotResource::slot_alignment);
+  return slot_resource_->allocate(bytes, FixedSlotResource::slot_alignment);
 }
 
 StagingRing::~StagingRing() {
@@ -87,7 +97,14 @@ StagingRing::~StagingRing() {
   } catch (...) {
     // A sticky CUDA error at shutdown: the memory is freed regardless.
   }
-  for (auto& s : slots_) pool_->deallocate(s->block.host);
+  for (auto& s : slots_) {
+    if (tracker_)
+      tracker_->deallocate(s->host, slot_bytes_, FixedSlotResource::slot_alignment);
+    else
+      slot_resource_->deallocate(s->host, slot_bytes_, FixedSlotResource::slot_alignment);
+  }
+  // Members then go in reverse order: tracker, slot resource (returns the
+  // blocks to the chain), chain.
 }
 
 SlotWriter StagingRing::acquire() {
@@ -95,18 +112,19 @@ SlotWriter StagingRing::acquire() {
   const auto t0 = std::chrono::steady_clock::now();
   if (s.last) s.last->synchronize();
   wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-  SlotWriter w(static_cast<unsigned char*>(s.block.host), slot_bytes_, next_);
+  ++acquires_;
+  SlotWriter w(static_cast<unsigned char*>(s.host), slot_bytes_, next_);
   next_ = (next_ + 1) % slots();
   return w;
 }
 
 void StagingRing::copy_to_device(int slot, void* d_dst, std::size_t bytes, const gpu::Stream& stream) const {
   if (bytes > slot_bytes_) throw std::out_of_range("StagingRing::copy_to_device: more bytes than a slot holds");
-  gpu::copy_h2d_async(d_dst, slots_.at(slot)->block.host, bytes, stream);
+  gpu::copy_h2d_async(d_dst, slots_.at(slot)->host, bytes, stream);
 }
 
 const void* StagingRing::device_pointer(int slot) const noexcept {
-  return zero_copy_ ? slots_.at(slot)->block.device : nullptr;
+  return zero_copy_ ? slots_.at(slot)->device : nullptr;
 }
 
 void StagingRing::release(int slot, const gpu::Stream& stream) {
@@ -134,17 +152,32 @@ StagingMemory StagingRing::memory() const noexcept {
   }
 }
 
-std::size_t StagingRing::pinned_bytes() const noexcept { return pool_->stats().pinned_bytes; }
+std::size_t StagingRing::pinned_bytes() const noexcept { return chain_->page_locked().bytes; }
 
-int StagingRing::fallbacks() const noexcept { return static_cast<int>(pool_->stats().fallbacks); }
+int StagingRing::fallbacks() const noexcept { return static_cast<int>(chain_->fallback_count()); }
+
+std::vector<FallbackRecord> StagingRing::fallback_records() const { return chain_->fallbacks(); }
 
 std::string StagingRing::fallback_reason() const {
   std::string out;
-  for (const auto& f : pool_->fallbacks()) {
+  for (const auto& f : chain_->fallbacks()) {
     if (!out.empty()) out += "; ";
     out += std::string(to_string(f.from)) + " -> " + std::string(to_string(f.to)) + ": " + f.reason;
   }
   return out;
 }
+
+StagingStats StagingRing::stats() const {
+  const AllocationStats locked = chain_->page_locked();
+  StagingStats s;
+  s.pinned_bytes = locked.bytes;
+  s.pinned_peak = locked.peak_bytes;
+  s.hits = acquires_.load();
+  s.misses = slot_resource_->upstream_allocations();
+  s.fallbacks = chain_->fallback_count();
+  return s;
+}
+
+std::string StagingRing::tracking_report() const { return tracker_ ? tracker_->leak_report() : std::string(); }
 
 }  // namespace imgpipe::memory

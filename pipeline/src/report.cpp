@@ -60,13 +60,13 @@ void add_stages(Report& r, const StageSet& s, int threads) {
 
 void add_memory_and_transfer(Report& r, const Config& cfg, const StageSet& s, const stages::BatchResources& res) {
   const memory::StagingRing& ring = res.ring();
-  const memory::PoolStats ps = ring.pool().stats();
+  const memory::StagingStats ps = ring.stats();
   r.memory.staging_kind = std::string(memory::to_string(ring.kind()));
   r.memory.staging_bytes = ring.slot_bytes() * ring.slots();
   r.memory.pinned_bytes = ps.pinned_bytes;
   r.memory.pinned_peak = ps.pinned_peak;
-  r.memory.pool_hits = ps.hits;
-  r.memory.pool_misses = ps.misses;
+  r.memory.slot_reuses = ps.hits;
+  r.memory.slot_allocations = ps.misses;
   r.memory.device_bytes = res.device_bytes();
   r.memory.slots = ring.slots();
   r.memory.slot_wait_s = ring.wait_seconds();

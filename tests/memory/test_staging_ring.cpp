@@ -1,5 +1,6 @@
 // The staging ring: slot order, write-only access with bounds checks, exact
-// copies to the device, and slot reuse guarded by the release event. Runs on
+// copies to the device, slot reuse guarded by the release event, and the
+// memory figures (stats, fallbacks, budget, tracking) it reports. Runs on
 // the host backend (device -1) always and on GPU 0 when there is one.
 #include <doctest/doctest.h>
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "memory/fault_injection.hpp"
 #include "memory/gpu.hpp"
 #include "memory/staging_ring.hpp"
 
@@ -314,5 +316,96 @@ TEST_CASE("staging ring: a slot is reused only after its release event completed
     ring.release(0, stream);
     ring.release(1, stream);
     ring.drain();
+  }
+}
+
+TEST_CASE("staging ring: stats() for the report") {
+  for (int dev : ring_devices()) {
+    CAPTURE(dev);
+    gpu::Stream stream(dev);
+    StagingRing ring(dev, 3, 1 << 16, StagingMemory::write_combined);
+    for (int i = 0; i < 7; ++i) ring.release(ring.acquire().slot(), stream);
+    ring.drain();
+    const imgpipe::memory::StagingStats s = ring.stats();
+    CHECK(s.hits == 7);    // every acquire reused a slot
+    CHECK(s.misses == 3);  // one allocation per slot, at construction
+    CHECK(s.fallbacks == 0);
+    CHECK(s.pinned_bytes == (dev >= 0 ? 3u << 16 : 0u));
+    CHECK(s.pinned_peak == s.pinned_bytes);
+    CHECK(s.pinned_bytes == ring.pinned_bytes());
+    // The transitional spelling used by pipeline.cpp reads the same figures.
+    const imgpipe::memory::StagingStats ps = ring.stats();
+    CHECK(ps.hits == s.hits);
+    CHECK(ps.misses == s.misses);
+    CHECK(ps.pinned_peak == s.pinned_peak);
+  }
+}
+
+TEST_CASE("staging ring: a device asked for where there is none: pageable slots, the reason reported") {
+  if (imgpipe::test::have_gpu()) return;
+  imgpipe::test::LogCapture log;
+  StagingRing ring(0, 2, 4096, StagingMemory::write_combined);
+  CHECK(ring.memory() == StagingMemory::pageable);
+  CHECK(ring.fallbacks() == 2);  // one step per slot
+  CHECK(ring.fallback_reason().find("write_combined -> pageable: no CUDA device") != std::string::npos);
+  CHECK(ring.stats().pinned_bytes == 0);
+  CHECK(log.count("staging: write_combined allocation") == 1);
+
+  imgpipe::memory::StagingOptions o;
+  o.device = 0;
+  o.slot_bytes = 4096;
+  o.fallback = false;
+  CHECK_THROWS_WITH_AS(StagingRing{o}, doctest::Contains("fallback is off"), imgpipe::memory::AllocationError);
+}
+
+TEST_CASE("staging ring: track records where each slot was allocated") {
+  for (int dev : ring_devices()) {
+    CAPTURE(dev);
+    imgpipe::test::LogCapture log;
+    {
+      imgpipe::memory::StagingOptions o;
+      o.device = dev;
+      o.slots = 2;
+      o.slot_bytes = 10000;
+      o.track = true;
+      StagingRing ring(o);
+      const std::string report = ring.tracking_report();
+      CAPTURE(report);
+      CHECK(report.find("staging: 2 block(s)") != std::string::npos);
+      CHECK(report.find("staging_ring.cpp:") != std::string::npos);
+      CHECK(StagingRing(dev, 2, 64, StagingMemory::pinned).tracking_report().empty());  // not tracked
+    }
+    CHECK(log.count("still allocated") == 0);  // every slot came back at destruction
+  }
+}
+
+TEST_CASE("staging ring (GPU): fallbacks and the budget, the least capable slot reported") {
+  if (!imgpipe::test::have_gpu()) return;
+  namespace mem = imgpipe::memory;
+  mem::fault_injection::Scope faults;
+  SUBCASE("write_combined fails: pinned slots") {
+    mem::fault_injection::fail_next(mem::MemoryKind::write_combined, 1);
+    StagingRing ring(0, 3, 1 << 16, StagingMemory::write_combined);
+    CHECK(ring.memory() == StagingMemory::pinned);
+    CHECK(ring.fallbacks() == 3);
+    CHECK(mem::fault_injection::pending(mem::MemoryKind::write_combined) == 0);
+    CHECK(ring.pinned_bytes() == 3u << 16);
+  }
+  SUBCASE("a budget of one slot: the second is pageable") {
+    mem::StagingOptions o;
+    o.device = 0;
+    o.slots = 2;
+    o.slot_bytes = 1 << 20;
+    o.budget_bytes = 1 << 20;
+    StagingRing ring(o);
+    CHECK(ring.kind() == mem::MemoryKind::pageable);
+    CHECK(ring.stats().pinned_bytes == 1u << 20);
+    const auto rec = ring.fallback_records();
+    REQUIRE(rec.size() == 1);
+    CHECK(rec[0].from == mem::MemoryKind::write_combined);
+    CHECK(rec[0].to == mem::MemoryKind::pageable);
+    CHECK(rec[0].reason.find("budget") != std::string::npos);
+    o.fallback = false;
+    CHECK_THROWS_WITH_AS(StagingRing{o}, doctest::Contains("budget"), mem::AllocationError);
   }
 }

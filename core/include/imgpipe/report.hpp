@@ -80,8 +80,8 @@ struct Report {
     std::uint64_t staging_bytes = 0;
     std::uint64_t pinned_bytes = 0;
     std::uint64_t pinned_peak = 0;
-    std::uint64_t pool_hits = 0;
-    std::uint64_t pool_misses = 0;
+    std::uint64_t slot_reuses = 0;       // slots handed out again without allocating
+    std::uint64_t slot_allocations = 0;  // slots allocated (at start-up)
     std::uint64_t device_bytes = 0;
     int slots = 0;
     double slot_wait_s = 0;

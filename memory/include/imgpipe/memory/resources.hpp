@@ -170,7 +170,7 @@ class HostRegistration {
 
 // RAII: one block of a kind chosen at run time (benchmarks, tools, the
 // staging ring). `extra_flags` (PinnedResource::portable / mapped) are added
-// to page-locked kinds, as the pool does; ignored for pageable. Throws like
+// to page-locked kinds, as the fallback chain does; ignored for pageable. Throws like
 // the kind's resource. Move-only.
 class HostBuffer {
  public:
