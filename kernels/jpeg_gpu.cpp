@@ -157,6 +157,7 @@ const nvj::Api& require_api_and_device(int device) {
 }  // namespace
 
 struct GpuJpegDecoder::Impl {
+  nvj::nvjpegOutputFormat_t output = nvj::NVJPEG_OUTPUT_RGBI;  // interleaved, in the order GpuJpegOptions::bgr asks
   const nvj::Api* api = nullptr;
   int device = 0;
   JpegBackend backend = JpegBackend::hardware;
@@ -209,7 +210,7 @@ struct GpuJpegDecoder::Impl {
     if (initialized_n == n) return;
     finish_previous_batch();
     ++initializations;
-    const nvj::nvjpegStatus_t s = api->nvjpegDecodeBatchedInitialize(handle, state, n, 1, nvj::NVJPEG_OUTPUT_RGBI);
+    const nvj::nvjpegStatus_t s = api->nvjpegDecodeBatchedInitialize(handle, state, n, 1, output);
     if (s != nvj::NVJPEG_STATUS_SUCCESS) {
       initialized_n = 0;
       throw NvjpegError("nvjpegDecodeBatchedInitialize(batch " + std::to_string(n) + ") failed: " + nvj::status_name(s),
@@ -318,6 +319,7 @@ GpuJpegDecoder::GpuJpegDecoder(int device, const GpuJpegOptions& options) : impl
   m.api = &api;
   m.device = device;
   m.host_barrier = options.host_barrier;
+  m.output = options.bgr ? nvj::NVJPEG_OUTPUT_BGRI : nvj::NVJPEG_OUTPUT_RGBI;
   m.device_allocator = device_allocator_for(options.device_allocator, &m.device);
   m.pinned_allocator = pinned_allocator_for(options.pinned_allocator, &m.device);
   unsigned int flags = nvj::flags_default;
@@ -426,7 +428,7 @@ bool GpuJpegDecoder::preallocate(int max_batch, int max_width, int max_height) {
   m.finish_previous_batch();
   // Mixed subsamplings: 4:4:4 sizes the buffers for all of them.
   const nvj::nvjpegStatus_t s = m.api->nvjpegDecodeBatchedPreAllocate(
-      m.handle, m.state, max_batch, max_width, max_height, nvj::NVJPEG_CSS_444, nvj::NVJPEG_OUTPUT_RGBI);
+      m.handle, m.state, max_batch, max_width, max_height, nvj::NVJPEG_CSS_444, m.output);
   if (s == nvj::NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED) return false;
   if (s != nvj::NVJPEG_STATUS_SUCCESS)
     throw NvjpegError(std::string("nvjpegDecodeBatchedPreAllocate failed: ") + nvj::status_name(s), s);

@@ -63,6 +63,9 @@ struct GpuJpegOptions {
   // on stays the default because per-image failure reporting was only
   // exercised with it (samples/bench/NVJPEG.md).
   bool hw_no_pipeline = true;
+  // Channel order of the output: false R, G, B; true B, G, R (as OpenCV
+  // decodes, so GPU- and CPU-decoded frames can share one kernel).
+  bool bgr = false;
   // Hardware backends: synchronise the caller's stream before each decode
   // (see decode_batch). Turn off only to measure or to show the hazard:
   // without it, work queued on the stream can overwrite decoded pixels.
@@ -95,8 +98,8 @@ struct JpegInfo {
 };
 
 // One output image: caller-owned device memory of at least pitch * height
-// bytes; the decoder writes width * 3 bytes (R, G, B) in each of `height`
-// rows. width and height must be the image's own (from parse()).
+// bytes; the decoder writes width * 3 bytes (R, G, B, or B, G, R with
+// GpuJpegOptions::bgr) in each of `height` rows. width and height must be the image's own (from parse()).
 struct DecodedFrame {
   std::uint8_t* d_rgb = nullptr;
   std::size_t pitch = 0;

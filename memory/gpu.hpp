@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "imgpipe/types.hpp"
@@ -16,6 +17,8 @@ namespace imgpipe::gpu {
 int device_count(std::string* why = nullptr) noexcept;
 // "NVIDIA H200 (sm_90, 139 GiB)". Throws CudaError.
 std::string device_description(int device);
+// Total memory of `device` in bytes; 0 for -1 or without CUDA. Throws CudaError.
+std::uint64_t device_memory(int device);
 // cudaSetDevice for the calling thread; no-op for device -1.
 void set_device(int device);
 // True when this build has the CUDA backend.

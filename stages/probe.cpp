@@ -28,21 +28,23 @@ std::string classify_subsampling(const JpegLayout& j, const unsigned char* facto
   return "other";
 }
 
-// Reads a frame header (SOFn) segment of `len` bytes at `i` (after the length).
+// Reads a frame header (SOFn) whose body (after the 2 length bytes) starts
+// at `i` and whose length field says `len`: P, Y (2), X (2), Nf, then Nf x
+// (id, H << 4 | V, Tq).
 void read_frame(std::span<const unsigned char> b, std::size_t i, unsigned len, int marker, JpegLayout& j) {
   if (len < 8) return;
   j.sof = marker - 0xC0;
-  j.precision = b[i + 2];
-  j.height = static_cast<int>(be16(b, i + 3));
-  j.width = static_cast<int>(be16(b, i + 5));
-  j.components = b[i + 7];
+  j.precision = b[i];
+  j.height = static_cast<int>(be16(b, i + 1));
+  j.width = static_cast<int>(be16(b, i + 3));
+  j.components = b[i + 5];
   if (j.components < 1 || len < 8 + 3u * static_cast<unsigned>(j.components)) {
     j.components = 0;
     return;
   }
   unsigned char factors[4] = {0x11, 0x11, 0x11, 0x11};
   for (int c = 0; c < j.components; ++c) {
-    const unsigned char f = b[i + 8 + 3 * c + 1];
+    const unsigned char f = b[i + 6 + 3 * static_cast<std::size_t>(c) + 1];
     if (c < 4) factors[c] = f;
     j.h_max = std::max(j.h_max, f >> 4);
     j.v_max = std::max(j.v_max, f & 15);

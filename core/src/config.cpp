@@ -183,6 +183,18 @@ void Config::validate() const {
                         "must start with a dot, like .jpg (got '" + e + "')");
   }
   if (sink.type == SinkType::dump && sink.dir.empty()) throw ConfigError("sink.dir", 0, "must not be empty");
+  if (decode.where == Where::gpu) {
+    const Interpolation i = transform.resize.interpolation;
+    if (i != Interpolation::linear && i != Interpolation::nearest)
+      throw ConfigError("decode.where", 0, "gpu decode resizes on the GPU: interpolation linear or nearest only");
+    if (transform.normalize.where == Where::cpu)
+      throw ConfigError("decode.where", 0, "gpu decode needs normalize.where gpu or auto (the GPU resizes and "
+                                           "normalises what it decodes)");
+    if (staging.transfer == TransferMode::zero_copy)
+      throw ConfigError("decode.where", 0, "gpu decode needs staging.transfer copy (the engines read device memory)");
+    if (devices.kind == DeviceSelection::Kind::cpu)
+      throw ConfigError("decode.where", 0, "gpu decode needs a GPU (devices is cpu)");
+  }
   if (transform.resize.where == Where::gpu) {
     if (transform.resize.interpolation != Interpolation::linear &&
         transform.resize.interpolation != Interpolation::nearest)

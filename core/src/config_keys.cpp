@@ -211,6 +211,16 @@ constexpr KeySpec kKeys[] = {
       "target (much faster); off: always decode full size."),
   field<&C::decode, &Dec::exif_orientation>("decode.exif_orientation", any_value(),
       "Apply the EXIF orientation tag (rotate/flip) when decoding; false keeps the stored pixels."),
+  choice<where_names, &C::decode, &Dec::where>("decode.where",
+      "Where JPEGs are decoded. auto: on every engine present: with a GPU whose JPEG engines nvJPEG can "
+      "drive (libnvjpeg is loaded at run time), the JPEGs the engines take are split between them and the "
+      "CPUs, the share steered by the rates both routes reach during the run; otherwise on the CPU. gpu: "
+      "every JPEG the engines take goes to them (needs such a GPU). cpu: libjpeg only, bit-exact with "
+      "cv::imread. The engines take baseline 8-bit JPEGs with 1 or 3 components (not 4:1:1); progressive, "
+      "CMYK, 12-bit, arithmetic-coded, EXIF-rotated and truncated JPEGs, other formats and video frames "
+      "stay on the CPU. The GPU route does not see the corrupt-data warnings libjpeg gives for damaged "
+      "entropy-coded data (cpu reports such files). Needs normalize.where gpu or auto, linear or nearest "
+      "interpolation and staging.transfer copy."),
 
   field<&C::transform, &Tr::resize, &Rs::width>("transform.resize.width", between(1, 16384),
       "Output width in pixels."),
@@ -226,11 +236,12 @@ constexpr KeySpec kKeys[] = {
   field<&C::transform, &Tr::resize, &Rs::pad_value>("transform.resize.pad_value", between(0, 255),
       "Letterbox padding value, for every channel."),
   choice<where_names, &C::transform, &Tr::resize, &Rs::where>("transform.resize.where",
-      "cpu: resize in the transform stage; gpu: stage the decoded frames (up to 1920x1088 each; larger ones "
-      "are resized on the CPU) and resize fused with normalisation on the GPU (linear or nearest; needs "
-      "normalize.where gpu or auto); auto: cpu, which measured faster on the H200 machine (W1: 620 against "
-      "453 img/s) because staging whole frames costs the decode threads more memory bandwidth than the "
-      "resize saves."),
+      "cpu: resize in the transform stage; gpu: stage the decoded frames (each up to its share of the "
+      "staging allowance: memory.pinned_budget_mb, else 1/64 of the host's memory up to 512 MiB, over "
+      "slots x batch.size; larger ones are resized on the CPU) and resize fused with normalisation on the "
+      "GPU (linear or nearest; needs normalize.where gpu or auto); auto: cpu, which measured faster on the "
+      "H200 machine (samples/bench/RESULTS.md) because staging whole frames costs the decode threads more "
+      "memory bandwidth than the resize saves."),
   field<&C::transform, &Tr::normalize, &Nm::mean>("transform.normalize.mean", any_value(),
       "out = (pixel * scale - mean[c]) / std[c], per output channel (R, G, B when color is rgb). Ignored "
       "for dtype uint8."),

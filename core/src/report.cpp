@@ -53,6 +53,17 @@ void Report::print_table(std::ostream& os) const {
   os << "\n";
   os << fmt::format("transfer: {} {} in {:.3f} s = {:.2f} GB/s\n", transfer.mode, mib(transfer.bytes),
                     transfer.seconds, transfer.gb_per_s);
+  if (decode.where == "cpu") {
+    os << "decode: cpu" << (decode.note.empty() ? "" : " (GPU route off: " + decode.note + ")") << "\n";
+  } else {
+    os << fmt::format("decode: {} | GPU ({} JPEG engines): {} images at {:.0f} img/s | CPU: {} images at {:.0f} img/s"
+                      " | {} GPU-able JPEGs, {} rejected by the engines and decoded on the CPU",
+                      decode.where, decode.jpeg_engines, decode.gpu, decode.gpu_images_per_s, decode.cpu,
+                      decode.cpu_images_per_s, decode.gpu_able, decode.gpu_fallbacks);
+    if (!decode.gpu_share.empty())
+      os << fmt::format(" | GPU share {:.2f} -> {:.2f}", decode.gpu_share.front(), decode.gpu_share.back());
+    os << "\n";
+  }
   if (devices.size() > 1)
     for (const auto& d : devices)
       os << fmt::format("  device {}: {} batches, {} copied in {:.3f} s = {:.2f} GB/s\n", d.device, d.batches,
@@ -107,6 +118,16 @@ std::string Report::to_json(int indent) const {
   for (const auto& d : devices)
     j["devices"].push_back({{"device", d.device}, {"batches", d.batches}, {"bytes", d.bytes}, {"copy_s", d.copy_s},
                             {"gb_per_s", d.gb_per_s}});
+  j["decode"] = {{"where", decode.where},
+                 {"note", decode.note},
+                 {"jpeg_engines", decode.jpeg_engines},
+                 {"gpu_able", decode.gpu_able},
+                 {"gpu", decode.gpu},
+                 {"cpu", decode.cpu},
+                 {"gpu_fallbacks", decode.gpu_fallbacks},
+                 {"gpu_images_per_s", decode.gpu_images_per_s},
+                 {"cpu_images_per_s", decode.cpu_images_per_s},
+                 {"gpu_share", decode.gpu_share}};
   j["batches"] = batches;
   nlohmann::json recs = nlohmann::json::array();
   for (const auto& r : batch_records)

@@ -53,6 +53,18 @@ std::string device_description(int device) {
 #endif
 }
 
+std::uint64_t device_memory(int device) {
+#if IMGPIPE_HAS_CUDA
+  if (device < 0) return 0;
+  cudaDeviceProp p{};
+  IMGPIPE_CUDA_TRY(cudaGetDeviceProperties(&p, device));
+  return p.totalGlobalMem;
+#else
+  (void)device;
+  return 0;
+#endif
+}
+
 // ---------------------------------------------------------------- Stream
 Stream::Stream(int device) : device_(device) {
 #if IMGPIPE_HAS_CUDA

@@ -55,9 +55,9 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   const Config& cfg = impl_->config;
   const ClearStopOnExit clear_stop{impl_->stop};
   detail::RunTimes times;
-  const detail::RunPlan plan =
-      detail::RunPlan::make(cfg, detail::select_devices(options.device.value_or(cfg.devices)),
-                            detail::HostFacts::of_this_machine());
+  const std::vector<int> devices = detail::select_devices(options.device.value_or(cfg.devices));
+  const detail::RunPlan plan = detail::RunPlan::make(
+      cfg, devices, detail::HostFacts::of_this_machine(devices.front(), cfg.decode.where != Where::cpu));
   if (plan.tokens < plan.wanted_tokens)
     spdlog::info("frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more",
                  plan.tokens, cfg.staging.slots, cfg.batch.size);

@@ -39,7 +39,8 @@ void add_inputs(Report& r, const StageSet& s, bool resize_on_gpu) {
   r.inputs.discovered = s.source.emitted() + s.source.not_reached();
   r.inputs.delivered = s.sink.delivered();
   r.inputs.failures = s.pack.failures();
-  r.inputs.failed = s.pack.failures().size();
+  r.inputs.failures.insert(r.inputs.failures.end(), s.gpu_ops.failures().begin(), s.gpu_ops.failures().end());
+  r.inputs.failed = r.inputs.failures.size();
   r.inputs.dropped = s.pack.dropped();
   r.inputs.not_processed = s.source.not_reached();
   r.inputs.cpu_resized = resize_on_gpu ? s.transform.cpu_resized() : 0;
@@ -49,9 +50,10 @@ void add_inputs(Report& r, const StageSet& s, bool resize_on_gpu) {
 
 void add_stages(Report& r, const StageSet& s, int threads) {
   for (const stages::StageStats* st :
-       {&s.source.stats(), &s.read.stats(), &s.decode.stats(), &s.transform.stats(), &s.pack.stats(),
-        &s.pack_copy.stats(), &s.transfer.stats(), &s.gpu_ops.stats(), &s.sink.stats()})
-    r.stages.push_back(make_stage_report(*st, threads, r.pipeline_s));
+       {&s.source.stats(), &s.read.stats(), s.probe ? &s.probe->stats() : nullptr, &s.decode.stats(),
+        &s.transform.stats(), &s.pack.stats(), &s.pack_copy.stats(), &s.transfer.stats(), &s.gpu_ops.stats(),
+        &s.sink.stats()})
+    if (st) r.stages.push_back(make_stage_report(*st, threads, r.pipeline_s));
   if (r.inputs.delivered == 0) return;  // nothing ran through: no stage bounded anything
   const auto b = std::max_element(r.stages.begin(), r.stages.end(),
                                   [](const auto& x, const auto& y) { return x.utilization < y.utilization; });
@@ -88,6 +90,22 @@ void add_memory_and_transfer(Report& r, const Config& cfg, const StageSet& s, co
   r.transfer.gb_per_s = r.transfer.seconds > 0 ? r.transfer.bytes / r.transfer.seconds / 1e9 : 0;
 }
 
+void add_decode(Report& r, const RunPlan& plan, const StageSet& s) {
+  Report::Decode& d = r.decode;
+  d.where = !plan.gpu_decode ? "cpu" : plan.gpu_decode_adaptive ? "cpu+gpu" : "gpu";
+  d.note = plan.decode_note;
+  d.jpeg_engines = plan.jpeg_engines;
+  d.gpu_fallbacks = s.gpu_decode.fallbacks.load();
+  d.gpu = s.gpu_decode.images.load();
+  d.cpu = s.decode.stats().items.load() + d.gpu_fallbacks;
+  const double gpu_s = s.gpu_decode.ns.load() * 1e-9;
+  d.gpu_images_per_s = gpu_s > 0 ? d.gpu / gpu_s : 0;
+  const double cpu_s = (s.decode.stats().busy_ns.load() + s.transform.stats().busy_ns.load()) * 1e-9;
+  d.cpu_images_per_s = cpu_s > 0 ? plan.threads * s.decode.stats().items.load() / cpu_s : 0;
+  if (s.probe) d.gpu_able = s.probe->gpu_able();
+  d.gpu_share = s.steering.history();
+}
+
 }  // namespace
 
 Report assemble_report(const Config& cfg, const RunPlan& plan, const StageSet& s,
@@ -109,6 +127,7 @@ Report assemble_report(const Config& cfg, const RunPlan& plan, const StageSet& s
   r.steady_images_per_s = r.pipeline_s > 0 ? r.inputs.delivered / r.pipeline_s : 0;
   add_stages(r, s, plan.threads);
   add_memory_and_transfer(r, cfg, s, res);
+  add_decode(r, plan, s);
   return r;
 }
 

@@ -9,15 +9,30 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kernels/jpeg_gpu.hpp"
+#include "memory/gpu.hpp"
 #include "stages/source.hpp"
 
 namespace imgpipe::detail {
 
-HostFacts HostFacts::of_this_machine() noexcept {
+HostFacts HostFacts::of_this_machine(int device, bool jpeg) {
   HostFacts h;
   h.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page > 0) h.physical_memory = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+  if (device < 0) {
+    h.jpeg_why = "no GPU in use";
+    return h;
+  }
+  h.device_memory = gpu::device_memory(device);
+  if (!jpeg) {
+    h.jpeg_why = "not asked for";
+    return h;
+  }
+  if (const auto hw = kernels::GpuJpegDecoder::probe(device, &h.jpeg_why); hw && hw->device_input)
+    h.jpeg_engines = hw->engines * std::max(1u, hw->cores_per_engine);
+  else if (hw)
+    h.jpeg_why = "nvJPEG has no HARDWARE_DEVICE backend here (bitstreams in device memory)";
   return h;
 }
 
@@ -68,18 +83,54 @@ void plan_steps(RunPlan& p, const Config& cfg) {
   p.gpu_op = p.resize_on_gpu ? Op::resize_normalize : p.normalize_on_gpu ? Op::normalize : Op::none;
 }
 
-void plan_tokens(RunPlan& p, const Config& cfg, const HostFacts& host) {
+void plan_tokens(RunPlan& p, const Config& cfg, const HostFacts& host, int& slots) {
   p.threads = cfg.decode.threads > 0 ? cfg.decode.threads : static_cast<int>(std::max(1u, host.hardware_threads));
   p.video_ahead = std::max(2, p.threads / 4);
-  p.wanted_tokens = cfg.pipeline.max_tokens > 0 ? cfg.pipeline.max_tokens : std::max(4, 2 * p.threads);
+  // With GPU decode most tokens wait at the in-order pack stage for the few
+  // CPU-route images decoding ahead of them: keep 3x as many in flight, so
+  // the CPU threads still find work, and as many slots as that takes.
+  const int per_thread = p.gpu_decode ? 6 : 2;
+  p.wanted_tokens = cfg.pipeline.max_tokens > 0 ? cfg.pipeline.max_tokens : std::max(4, per_thread * p.threads);
+  slots = cfg.staging.slots;
+  if (p.gpu_decode && cfg.pipeline.max_tokens == 0)
+    slots = std::max(slots, std::min(64, (p.wanted_tokens - 1 + cfg.batch.size - 1) / cfg.batch.size + 1));
   // The packer reuses a staging slot, with its BatchSlot, `slots` batches
   // later, and StagingRing::acquire() only waits for the slot's release
   // event, which the sink records once the batch and its callback are done.
   // The token that completes batch k stays in flight until then, so with at
   // most (slots - 1) x batch.size + 1 tokens the packer cannot start batch
   // k + slots before the sink has released batch k.
-  const std::int64_t safe = static_cast<std::int64_t>(cfg.staging.slots - 1) * cfg.batch.size + 1;
+  const std::int64_t safe = static_cast<std::int64_t>(slots - 1) * cfg.batch.size + 1;
   p.tokens = static_cast<int>(std::min<std::int64_t>(p.wanted_tokens, safe));
+}
+
+// GPU JPEG decode: where it can run, and the device frame area it needs.
+void plan_decode(RunPlan& p, const Config& cfg, const HostFacts& host) {
+  const Where where = cfg.decode.where;
+  const Interpolation interp = cfg.transform.resize.interpolation;
+  std::string why;
+  if (where == Where::cpu) why = "decode.where is cpu";
+  else if (p.devices.front() < 0) why = "no GPU in use";
+  else if (host.jpeg_engines == 0) why = host.jpeg_why.empty() ? "no JPEG engines" : host.jpeg_why;
+  else if (!p.normalize_on_gpu) why = "normalize.where is cpu";
+  else if (interp != Interpolation::linear && interp != Interpolation::nearest) why = "interpolation is area or cubic";
+  else if (cfg.staging.transfer == TransferMode::zero_copy) why = "staging.transfer is zero_copy";
+  if (!why.empty()) {
+    if (where == Where::gpu) throw ConfigError("decode.where", 0, "gpu decode is not possible here: " + why);
+    p.decode_note = why;
+    return;
+  }
+  p.gpu_decode = true;
+  p.gpu_decode_adaptive = where == Where::automatic;
+  p.jpeg_engines = host.jpeg_engines;
+  p.gpu_op = stages::GpuOps::Op::resize_normalize;  // the GPU resizes what it decodes
+  // Decoded frames live on the device: a slot's frame area is 1/512 of the
+  // device's memory (at least a target frame per sample), shared by
+  // batch.size frames; larger JPEGs take the CPU route.
+  const std::size_t target = static_cast<std::size_t>(cfg.transform.resize.width) * cfg.transform.resize.height * 3;
+  const std::size_t share = host.device_memory / 512 / static_cast<std::size_t>(cfg.batch.size);
+  const std::size_t most = checked_mul(static_cast<std::size_t>(cfg.decode.max_pixels), 3, "decode.max_pixels");
+  p.max_decoded_frame = std::max(target, std::min(share, most));
 }
 
 void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
@@ -97,7 +148,13 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
   l.batch_size = cfg.batch.size;
   l.out_sample_bytes = out_sample;
   l.device_output = p.normalize_on_gpu;  // else the staged tensor is the output
-  l.per_image_geometry = p.resize_on_gpu;
+  l.per_image_geometry = p.resize_on_gpu || p.gpu_decode;
+  if (p.gpu_decode) {
+    l.decode_bytes = checked_mul(p.max_decoded_frame + 256, static_cast<std::size_t>(cfg.batch.size), "batch.size");
+    l.jpeg.backend = kernels::JpegBackend::hardware_device;
+    l.jpeg.allow_host_input_fallback = false;  // the bitstreams are in device memory
+    l.jpeg.bgr = true;                         // as the CPU route's frames
+  }
   const std::int64_t H = t.resize.height, W = t.resize.width;
   l.shape = t.layout == Layout::nchw ? std::vector<std::int64_t>{cfg.batch.size, 3, H, W}
                                      : std::vector<std::int64_t>{cfg.batch.size, H, W, 3};
@@ -105,7 +162,7 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
   l.layout = t.layout;
   memory::StagingOptions& so = l.staging;
   so.device = p.devices.front();
-  so.slots = cfg.staging.slots;
+  so.slots = p.slots;
   so.slot_bytes = checked_mul(p.frame_bytes, static_cast<std::size_t>(cfg.batch.size), "batch.size");
   so.memory = cfg.staging.memory;
   so.transfer = cfg.staging.transfer;
@@ -122,7 +179,8 @@ RunPlan RunPlan::make(const Config& cfg, std::vector<int> devices, const HostFac
   if (devices.empty()) devices = {-1};
   p.devices = std::move(devices);
   plan_steps(p, cfg);
-  plan_tokens(p, cfg, host);
+  plan_decode(p, cfg, host);
+  plan_tokens(p, cfg, host, p.slots);
   plan_layout(p, cfg, host);
   return p;
 }

@@ -19,7 +19,12 @@ namespace imgpipe::detail {
 struct HostFacts {
   unsigned hardware_threads = 1;
   std::uint64_t physical_memory = 0;  // bytes; 0 = unknown
-  static HostFacts of_this_machine() noexcept;
+  std::uint64_t device_memory = 0;    // of the first GPU in use; 0 = unknown or none
+  unsigned jpeg_engines = 0;          // of the first GPU, as nvJPEG reports them; 0 = none usable
+  std::string jpeg_why;               // why there are none (library, GPU, backend)
+  // Threads and memory of this host; the GPU facts for `device` (-1: none),
+  // its JPEG engines only when `jpeg` (loading nvJPEG takes a moment).
+  static HostFacts of_this_machine(int device = -1, bool jpeg = false);
 };
 
 struct RunPlan {
@@ -28,6 +33,7 @@ struct RunPlan {
   int video_ahead = 2;           // video files decoded ahead at once
   int wanted_tokens = 4;         // pipeline.max_tokens, or 2 x threads (at least 4)
   int tokens = 4;                // frames in flight: wanted_tokens, capped so a slot is never reused early
+  int slots = 2;                 // staging slots: staging.slots, raised for GPU decode (see plan_tokens)
   bool normalize_on_gpu = false;
   bool resize_on_gpu = false;
   // Bytes a decoded frame may take in its slot when the GPU resizes: the
@@ -38,10 +44,18 @@ struct RunPlan {
   std::size_t frame_budget = 0;
   std::size_t frame_bytes = 0;  // one frame's share of a slot (Transform::frame_bytes())
   stages::GpuOps::Op gpu_op = stages::GpuOps::Op::none;
+  // GPU JPEG decode (decode.where): on, steered by measured rates (auto) or
+  // taking every JPEG the engines can (gpu); `decode_note` says why it is off.
+  bool gpu_decode = false;
+  bool gpu_decode_adaptive = false;
+  std::string decode_note;
+  std::size_t max_decoded_frame = 0;  // bytes of the largest frame the GPU decodes (w x h x 3)
+  unsigned jpeg_engines = 0;
   kernels::ResizeBatch resize;  // the GPU resize's target, fit, interpolation, padding
   stages::BatchLayout layout;   // what BatchResources allocates
 
-  // Throws ConfigError for sizes that overflow or cannot be allocated.
+  // Throws ConfigError for sizes that overflow or cannot be allocated, and for
+  // decode.where gpu where the GPU route is impossible.
   static RunPlan make(const Config& cfg, std::vector<int> devices, const HostFacts& host);
 };
 

@@ -12,15 +12,34 @@
 
 namespace imgpipe::detail {
 
+namespace {
+// The share of GPU-able JPEGs sent to the engines before the first
+// measurements (decode.where auto); the steering corrects it within the first
+// few batches.
+constexpr double kInitialGpuShare = 0.75;
+}  // namespace
+
 StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,
                    stages::BatchResources& resources, const BatchCallback& callback, const std::atomic<bool>& stop)
-    : source(inputs.items, cfg.input.video, plan.video_ahead, stop),
+    : steering(plan.gpu_decode_adaptive, kInitialGpuShare, plan.threads),
+      source(inputs.items, cfg.input.video, plan.video_ahead, stop),
       decode(cfg.decode, cfg.transform),
       transform(cfg.transform, !plan.normalize_on_gpu, plan.resize_on_gpu, plan.frame_budget),
-      pack(resources, cfg.dispatch, cfg.batch, cfg.input.on_error),
+      pack(resources, cfg.dispatch, cfg.batch, cfg.input.on_error, plan.layout.decode_bytes),
       transfer(resources),
       gpu_ops(transform.normalize_params(), plan.resize, plan.gpu_op),
-      sink(cfg.sink, resources.ring(), callback) {}
+      sink(cfg.sink, resources.ring(), callback) {
+  if (!plan.gpu_decode) return;
+  stages::ProbeLimits limits;
+  limits.accept_truncated = cfg.decode.accept_truncated;
+  limits.exif_orientation = cfg.decode.exif_orientation;
+  limits.max_pixels = cfg.decode.max_pixels;
+  limits.max_bitstream = plan.frame_bytes;
+  limits.max_frame_bytes = plan.max_decoded_frame;
+  probe = std::make_unique<stages::Probe>(limits, *resources.devices().front()->jpeg, steering, decode.stats(),
+                                          transform.stats(), gpu_decode);
+  gpu_ops.enable_gpu_decode(gpu_decode, cfg.decode, cfg.input.on_error);
+}
 
 namespace {
 
@@ -84,6 +103,8 @@ void run_filter_chain(const RunPlan& plan, StageSet& s) {
     pool.release(w);
   };
   const auto f_read = handoff<Tok>(s.read, nullptr, &keys.end);
+  auto probe = [&s](Tok w) { return s.probe ? (*s.probe)(w) : w; };
+  const auto f_probe = handoff<Tok>(probe, nullptr, &keys.end);
   const auto f_decode = handoff<Tok>(s.decode, nullptr, &keys.end);
   const auto f_transform = handoff<Tok>(s.transform, nullptr, &keys.end);
   const auto f_pack = handoff<Tok>(s.pack, &keys.pack, &keys.end);
@@ -97,6 +118,7 @@ void run_filter_chain(const RunPlan& plan, StageSet& s) {
     tbb::parallel_pipeline(static_cast<std::size_t>(plan.tokens),
                            tbb::make_filter<void, Tok>(filter_mode::serial_in_order, over(next)) &
                                tbb::make_filter<Tok, Tok>(filter_mode::parallel, over(f_read)) &
+                               tbb::make_filter<Tok, Tok>(filter_mode::parallel, over(f_probe)) &
                                tbb::make_filter<Tok, Tok>(filter_mode::parallel, over(f_decode)) &
                                tbb::make_filter<Tok, Tok>(filter_mode::parallel, over(f_transform)) &
                                tbb::make_filter<Tok, Tok>(filter_mode::serial_in_order, over(f_pack)) &

@@ -10,6 +10,7 @@
 #include "stages/decode.hpp"
 #include "stages/gpu_ops.hpp"
 #include "stages/pack.hpp"
+#include "stages/probe.hpp"
 #include "stages/read.hpp"
 #include "stages/sink.hpp"
 #include "stages/source.hpp"
@@ -22,8 +23,11 @@ struct StageSet {
   StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,
            stages::BatchResources& resources, const BatchCallback& callback, const std::atomic<bool>& stop);
 
+  stages::RouteSteering steering;
+  stages::GpuDecodeMeter gpu_decode;
   stages::Source source;
   stages::Read read;
+  std::unique_ptr<stages::Probe> probe;  // null without GPU decode (JPEGs stay on the CPU)
   stages::Decode decode;
   stages::Transform transform;
   stages::Pack pack;

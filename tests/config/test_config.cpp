@@ -376,3 +376,26 @@ TEST_CASE("config: to_yaml() round-trips") {
     check_same(Config::from_yaml_string(c.to_yaml()), c, true);
   }
 }
+
+TEST_CASE("config: decode.where gpu needs what the GPU route needs, each refusal names the key") {
+  auto error_of = [](const std::string& yaml) -> std::string {
+    try {
+      imgpipe::Config::from_yaml_string(yaml);
+    } catch (const imgpipe::ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(imgpipe::Config::from_yaml_string("decode: {where: gpu}").decode.where == imgpipe::Where::gpu);
+  CHECK(imgpipe::Config::from_yaml_string("decode: {where: cpu}").decode.where == imgpipe::Where::cpu);
+  CHECK(imgpipe::Config{}.decode.where == imgpipe::Where::automatic);
+  const std::string e1 = error_of("decode: {where: gpu}\ntransform: {normalize: {where: cpu}}");
+  CHECK(e1.find("decode.where") != std::string::npos);
+  CHECK(e1.find("normalize.where") != std::string::npos);
+  CHECK(error_of("decode: {where: gpu}\ntransform: {resize: {interpolation: area}}").find("linear or nearest") !=
+        std::string::npos);
+  CHECK(error_of("decode: {where: gpu}\nstaging: {transfer: zero_copy}").find("staging.transfer copy") !=
+        std::string::npos);
+  CHECK(error_of("decode: {where: gpu}\ndevices: cpu").find("needs a GPU") != std::string::npos);
+  CHECK(error_of("decode: {where: fpga}").find("decode.where") != std::string::npos);
+}

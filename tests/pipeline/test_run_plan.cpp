@@ -13,37 +13,47 @@ using Op = imgpipe::stages::GpuOps::Op;
 
 namespace {
 constexpr std::uint64_t GiB = 1ull << 30, MiB = 1ull << 20;
+
+HostFacts facts(unsigned threads, std::uint64_t memory, std::uint64_t device_memory = 0, unsigned engines = 0) {
+  HostFacts h;
+  h.hardware_threads = threads;
+  h.physical_memory = memory;
+  h.device_memory = device_memory;
+  h.jpeg_engines = engines;
+  h.jpeg_why = engines ? "" : "no nvJPEG in this test";
+  return h;
 }
+}  // namespace
 
 TEST_CASE("run plan: where each step runs follows the config and the device") {
   Config c;
-  RunPlan host = RunPlan::make(c, {-1}, {16, 64 * GiB});
+  RunPlan host = RunPlan::make(c, {-1}, facts(16, 64 * GiB));
   CHECK_FALSE(host.normalize_on_gpu);  // auto: on the CPU without a GPU
   CHECK(host.gpu_op == Op::none);
   CHECK_FALSE(host.layout.device_output);
-  RunPlan gpu = RunPlan::make(c, {0}, {16, 64 * GiB});
+  RunPlan gpu = RunPlan::make(c, {0}, facts(16, 64 * GiB));
   CHECK(gpu.normalize_on_gpu);
   CHECK_FALSE(gpu.resize_on_gpu);  // resize.where auto = cpu
   CHECK(gpu.gpu_op == Op::normalize);
   c.transform.resize.where = Where::gpu;
-  CHECK(RunPlan::make(c, {0}, {16, 64 * GiB}).gpu_op == Op::resize_normalize);
+  CHECK(RunPlan::make(c, {0}, facts(16, 64 * GiB)).gpu_op == Op::resize_normalize);
   c.transform.resize.interpolation = imgpipe::Interpolation::area;  // no GPU twin: stays on the CPU
-  CHECK(RunPlan::make(c, {0}, {16, 64 * GiB}).gpu_op == Op::normalize);
-  CHECK(RunPlan::make(c, {}, {16, 64 * GiB}).devices == std::vector<int>{-1});
+  CHECK(RunPlan::make(c, {0}, facts(16, 64 * GiB)).gpu_op == Op::normalize);
+  CHECK(RunPlan::make(c, {}, facts(16, 64 * GiB)).devices == std::vector<int>{-1});
 }
 
 TEST_CASE("run plan: tokens are 2 x threads but never more than the staging ring can hold safely") {
   Config c;
-  RunPlan p = RunPlan::make(c, {-1}, {16, 64 * GiB});
+  RunPlan p = RunPlan::make(c, {-1}, facts(16, 64 * GiB));
   CHECK(p.threads == 16);
   CHECK(p.wanted_tokens == 32);
   CHECK(p.tokens == 32);  // (2 - 1) x 32 + 1 = 33 allowed
   c.batch.size = 4;
-  p = RunPlan::make(c, {-1}, {16, 64 * GiB});
+  p = RunPlan::make(c, {-1}, facts(16, 64 * GiB));
   CHECK(p.tokens == 5);  // (slots - 1) x batch + 1
   c.decode.threads = 3;
   c.staging.slots = 8;
-  p = RunPlan::make(c, {-1}, {16, 64 * GiB});
+  p = RunPlan::make(c, {-1}, facts(16, 64 * GiB));
   CHECK(p.threads == 3);
   CHECK(p.tokens == 6);
   CHECK(p.video_ahead == 2);
@@ -55,7 +65,7 @@ TEST_CASE("run plan: slot and output sizes, they agree with the transform stage'
   c.transform.resize.height = 480;
   for (bool on_gpu : {false, true}) {
     CAPTURE(on_gpu);
-    const RunPlan p = RunPlan::make(c, {on_gpu ? 0 : -1}, {8, 16 * GiB});
+    const RunPlan p = RunPlan::make(c, {on_gpu ? 0 : -1}, facts(8, 16 * GiB));
     const std::size_t u8 = 640 * 480 * 3;
     CHECK(p.layout.out_sample_bytes == u8 * 4);
     CHECK(p.frame_bytes == (on_gpu ? u8 : u8 * 4));  // the CPU normalises into the slot without a GPU
@@ -72,25 +82,25 @@ TEST_CASE("run plan: the GPU-resize frame budget comes from the pinned budget or
   c.transform.resize.width = 64;
   c.transform.resize.height = 64;
   // No budget: 1/64 of the host's memory (at most 512 MiB) over slots x batch.
-  RunPlan p = RunPlan::make(c, {0}, {8, 16 * GiB});
+  RunPlan p = RunPlan::make(c, {0}, facts(8, 16 * GiB));
   CHECK(p.frame_budget == 256 * MiB / 64);
-  p = RunPlan::make(c, {0}, {8, 256 * GiB});
+  p = RunPlan::make(c, {0}, facts(8, 256 * GiB));
   CHECK(p.frame_budget == 512 * MiB / 64);
   // A pinned budget decides.
   c.memory.pinned_budget_mb = 128;
-  p = RunPlan::make(c, {0}, {8, 256 * GiB});
+  p = RunPlan::make(c, {0}, facts(8, 256 * GiB));
   CHECK(p.frame_budget == 2 * MiB);
   CHECK(p.layout.staging.slot_bytes == 64 * MiB);
   // Never below the target frame, never above max_pixels frames.
   c.transform.resize.width = 100;
   c.transform.resize.height = 100;
   c.memory.pinned_budget_mb = 1;  // 16 KiB a frame
-  CHECK(RunPlan::make(c, {0}, {8, 256 * GiB}).frame_budget == 100 * 100 * 3);
+  CHECK(RunPlan::make(c, {0}, facts(8, 256 * GiB)).frame_budget == 100 * 100 * 3);
   c.memory.pinned_budget_mb = 0;
   c.decode.max_pixels = 1000;
-  CHECK(RunPlan::make(c, {0}, {8, 256 * GiB}).frame_budget == 100 * 100 * 3);
+  CHECK(RunPlan::make(c, {0}, facts(8, 256 * GiB)).frame_budget == 100 * 100 * 3);
   c.decode.max_pixels = 100'000;
-  CHECK(RunPlan::make(c, {0}, {8, 256 * GiB}).frame_budget == 300'000);
+  CHECK(RunPlan::make(c, {0}, facts(8, 256 * GiB)).frame_budget == 300'000);
 }
 
 TEST_CASE("run plan: staging options follow the config, several devices share portable slots") {
@@ -98,14 +108,14 @@ TEST_CASE("run plan: staging options follow the config, several devices share po
   c.memory.pinned_budget_mb = 300;
   c.memory.fallback = false;
   c.staging.slots = 3;
-  RunPlan p = RunPlan::make(c, {0, 1}, {8, 16 * GiB});
+  RunPlan p = RunPlan::make(c, {0, 1}, facts(8, 16 * GiB));
   CHECK(p.layout.staging.device == 0);
   CHECK(p.layout.staging.slots == 3);
   CHECK(p.layout.staging.portable);
   CHECK(p.layout.staging.budget_bytes == 300 * MiB);
   CHECK_FALSE(p.layout.staging.fallback);
   CHECK(p.layout.devices == std::vector<int>{0, 1});
-  CHECK_FALSE(RunPlan::make(c, {0}, {8, 16 * GiB}).layout.staging.portable);
+  CHECK_FALSE(RunPlan::make(c, {0}, facts(8, 16 * GiB)).layout.staging.portable);
 }
 
 TEST_CASE("run plan: sizes that overflow are a ConfigError naming the key") {
@@ -114,10 +124,57 @@ TEST_CASE("run plan: sizes that overflow are a ConfigError naming the key") {
   c.transform.resize.height = 2'147'483'647;
   c.transform.resize.where = Where::gpu;
   try {
-    RunPlan::make(c, {0}, {8, 16 * GiB});
+    RunPlan::make(c, {0}, facts(8, 16 * GiB));
     // ~2^62 pixels x 3 bytes overflows 64 bits.
     FAIL("no ConfigError");
   } catch (const imgpipe::ConfigError& e) {
     CHECK(std::string(e.what()).find("transform.resize") != std::string::npos);
+  }
+}
+
+TEST_CASE("run plan: GPU decode is planned only where it can run, and says why not") {
+  Config c;
+  // auto with engines: the split is steered, the GPU resizes what it decodes.
+  RunPlan p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, 7));
+  CHECK(p.gpu_decode);
+  CHECK(p.gpu_decode_adaptive);
+  CHECK(p.jpeg_engines == 7);
+  CHECK(p.gpu_op == Op::resize_normalize);
+  CHECK(p.layout.per_image_geometry);
+  CHECK(p.layout.jpeg.bgr);
+  // The device frame area: 1/512 of the device's memory a slot, over batch.size frames.
+  CHECK(p.max_decoded_frame == 140 * GiB / 512 / 32);
+  CHECK(p.layout.decode_bytes == (p.max_decoded_frame + 256) * 32);
+  // More tokens, and the slots that holding them safely takes.
+  CHECK(p.wanted_tokens == 96);
+  CHECK(p.slots == 4);
+  CHECK(p.tokens == 96);
+  CHECK(p.layout.staging.slots == 4);
+  // gpu: every JPEG the engines take.
+  c.decode.where = Where::gpu;
+  p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, 7));
+  CHECK(p.gpu_decode);
+  CHECK_FALSE(p.gpu_decode_adaptive);
+  // Off, with the reason.
+  c.decode.where = Where::automatic;
+  CHECK(RunPlan::make(c, {-1}, facts(16, 64 * GiB)).decode_note == "no GPU in use");
+  CHECK(RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, 0)).decode_note == "no nvJPEG in this test");
+  c.transform.normalize.where = Where::cpu;
+  CHECK(RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, 7)).decode_note == "normalize.where is cpu");
+  c.transform.normalize.where = Where::automatic;
+  c.decode.where = Where::cpu;
+  p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, 7));
+  CHECK_FALSE(p.gpu_decode);
+  CHECK(p.decode_note == "decode.where is cpu");
+  CHECK(p.slots == 2);
+  CHECK(p.gpu_op == Op::normalize);
+  // gpu where it cannot run is an error naming the key and the reason.
+  c.decode.where = Where::gpu;
+  try {
+    RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, 0));
+    FAIL("no ConfigError");
+  } catch (const imgpipe::ConfigError& e) {
+    CHECK(std::string(e.what()).find("decode.where") != std::string::npos);
+    CHECK(std::string(e.what()).find("no nvJPEG in this test") != std::string::npos);
   }
 }

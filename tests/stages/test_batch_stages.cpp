@@ -49,13 +49,20 @@ Config rig_config() {
   return c;
 }
 
+imgpipe::detail::HostFacts host_facts() {
+  imgpipe::detail::HostFacts h;
+  h.hardware_threads = 2;
+  h.physical_memory = 1ull << 30;
+  return h;
+}
+
 int ordinal(const imgpipe::DeviceSelection& d) { return d.kind == imgpipe::DeviceSelection::Kind::cpu ? -1 : d.ordinal; }
 
 // A run plan's resources and a supply of tokens carrying distinct frames.
 struct Rig {
   explicit Rig(std::vector<int> devices, Config c = rig_config())
       : cfg(c),
-        plan(imgpipe::detail::RunPlan::make(cfg, std::move(devices), {2, 1ull << 30})),
+        plan(imgpipe::detail::RunPlan::make(cfg, std::move(devices), host_facts())),
         res(plan.layout) {
     for (int i = 0; i < 16; ++i) inputs.push_back({"img" + std::to_string(i) + ".png", -1, {}, false});
   }

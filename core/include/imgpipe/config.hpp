@@ -86,6 +86,10 @@ struct DecodeConfig {
   bool reduced = true;
   // Rotate/flip by the EXIF orientation tag (false: keep the stored pixels).
   bool exif_orientation = true;
+  // Where JPEGs are decoded: auto = every engine present (the GPU's JPEG
+  // engines and the CPUs, split by measured rates), gpu = the engines take
+  // every JPEG they can, cpu = libjpeg only.
+  Where where = Where::automatic;
   bool operator==(const DecodeConfig&) const = default;
 };
 

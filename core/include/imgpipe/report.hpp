@@ -104,6 +104,19 @@ struct Report {
     double gb_per_s = 0;
   };
   std::vector<Device> devices;  // per device: batches dispatched and transfer figures
+  // Where images were decoded (decode.where).
+  struct Decode {
+    std::string where = "cpu";      // "cpu", "gpu" (every JPEG the engines take) or "cpu+gpu" (steered split)
+    std::string note;               // why the GPU route is off, when it is
+    unsigned jpeg_engines = 0;      // JPEG engines x cores of the first GPU
+    std::uint64_t gpu_able = 0;     // JPEGs the engines could take
+    std::uint64_t gpu = 0;          // decoded by the engines
+    std::uint64_t cpu = 0;          // decoded on the CPU (every format, GPU fallbacks included)
+    std::uint64_t gpu_fallbacks = 0;  // rejected by the engines, then decoded on the CPU
+    double gpu_images_per_s = 0;    // the engines' rate while decoding
+    double cpu_images_per_s = 0;    // the CPU route's rate with all its threads (decode + transform)
+    std::vector<double> gpu_share;  // the steered share of GPU-able JPEGs sent to the engines, over time
+  } decode;
 
   std::uint64_t batches = 0;
   std::vector<BatchRecord> batch_records;

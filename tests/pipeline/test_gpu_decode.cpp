@@ -1,0 +1,210 @@
+// GPU JPEG decode in the pipeline (decode.where): the routes each file takes,
+// every good image delivered and every bad one reported on both routes, the
+// GPU route's tensors close to the CPU route's, and the host backend's
+// fallback. The GPU parts run where a GPU with nvJPEG's engines exists (the
+// GPU machine); elsewhere they say why they did not run.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include <jpeglib.h>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "common.hpp"
+#include "imgpipe/pipeline.hpp"
+#include "kernels/jpeg_gpu.hpp"
+
+namespace fs = std::filesystem;
+using namespace imgpipe;
+using Bytes = std::vector<unsigned char>;
+
+namespace {
+
+bool have_engines(std::string* why) {
+  if (!test::have_gpu()) {
+    *why = "no CUDA device";
+    return false;
+  }
+  return kernels::GpuJpegDecoder::probe(0, why).has_value();
+}
+
+cv::Mat photo(int w, int h, int seed) {
+  const auto samples = test::sample_images();
+  cv::Mat src = cv::imread(samples[static_cast<std::size_t>(seed) % samples.size()].string());
+  cv::Mat out;
+  cv::resize(src, out, cv::Size(w, h), 0, 0, cv::INTER_AREA);
+  return out;
+}
+
+void write_cmyk_jpeg(const fs::path& p, int w, int h) {
+  jpeg_compress_struct c{};
+  jpeg_error_mgr err{};
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  FILE* f = std::fopen(p.c_str(), "wb");
+  REQUIRE(f);
+  jpeg_stdio_dest(&c, f);
+  c.image_width = static_cast<JDIMENSION>(w);
+  c.image_height = static_cast<JDIMENSION>(h);
+  c.input_components = 4;
+  c.in_color_space = JCS_CMYK;
+  jpeg_set_defaults(&c);
+  jpeg_start_compress(&c, TRUE);
+  std::vector<unsigned char> row(static_cast<std::size_t>(w) * 4);
+  while (c.next_scanline < c.image_height) {
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < 4; ++k) row[static_cast<std::size_t>(x) * 4 + k] = static_cast<unsigned char>(x * (k + 1) + c.next_scanline);
+    JSAMPROW r = row.data();
+    jpeg_write_scanlines(&c, &r, 1);
+  }
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  std::fclose(f);
+}
+
+// The mixed folder: what each file is, and the route it must take with
+// decode.where gpu ("gpu", "cpu") or "bad" (reported on every route) or
+// "corrupt-data" (damaged entropy-coded data: libjpeg reports it, the
+// engines may decode it).
+std::map<std::string, std::string> make_mixed(const fs::path& dir) {
+  std::map<std::string, std::string> want;
+  auto put = [&](const std::string& name, const cv::Mat& m, std::vector<int> params, const std::string& route) {
+    REQUIRE(cv::imwrite((dir / name).string(), m, params));
+    want[name] = route;
+  };
+  put("a_baseline.jpg", photo(640, 480, 0), {cv::IMWRITE_JPEG_QUALITY, 90}, "gpu");
+  put("b_odd.jpg", photo(333, 211, 1), {}, "gpu");
+  put("c_progressive.jpg", photo(320, 240, 2), {cv::IMWRITE_JPEG_PROGRESSIVE, 1}, "cpu");
+  cv::Mat grey;
+  cv::cvtColor(photo(300, 200, 3), grey, cv::COLOR_BGR2GRAY);
+  put("d_grey.jpg", grey, {}, "gpu");
+  put("e_image.png", photo(200, 150, 4), {}, "cpu");
+  write_cmyk_jpeg(dir / "f_cmyk.jpg", 120, 80);
+  want["f_cmyk.jpg"] = "cpu";
+  Bytes full;
+  REQUIRE(cv::imencode(".jpg", photo(400, 300, 5), full));
+  test::write_bytes(dir / "g_truncated.jpg", Bytes(full.begin(), full.begin() + static_cast<long>(full.size() / 2)));
+  want["g_truncated.jpg"] = "bad";
+  Bytes damaged = full;  // entropy-coded data overwritten mid-scan, EOI kept
+  for (std::size_t i = damaged.size() / 2; i < damaged.size() / 2 + 64; ++i) damaged[i] = 0xFF;
+  test::write_bytes(dir / "h_corrupt_data.jpg", damaged);
+  want["h_corrupt_data.jpg"] = "corrupt-data";
+  test::write_bytes(dir / "i_not_an_image.jpg", Bytes{'h', 'e', 'l', 'l', 'o'});
+  want["i_not_an_image.jpg"] = "bad";
+  put("j_baseline.jpg", photo(1920, 1080, 6), {cv::IMWRITE_JPEG_QUALITY, 90}, "gpu");
+  return want;
+}
+
+struct Outcome {
+  Report report;
+  std::map<std::string, std::string> route;  // file name -> "gpu" | "cpu" for delivered samples
+  std::map<std::string, std::vector<float>> tensor;
+  std::map<std::string, std::string> failure;
+};
+
+Outcome run(const fs::path& dir, const std::string& device, Where where) {
+  Config c;
+  c.input.paths = {dir.string()};
+  c.batch.size = 4;
+  c.decode.threads = 2;
+  c.decode.where = where;
+  c.decode.reduced = false;  // both routes decode full size: the comparison is decoder against decoder
+  c.transform.resize.width = 96;
+  c.transform.resize.height = 64;
+  c.devices = DeviceSelection::parse(device);
+  Outcome o;
+  Pipeline p(c);
+  o.report = p.run([&](const DeviceBatch& b) {
+    const Bytes host = test::batch_to_host(b);
+    const std::size_t per = host.size() / b.size();
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      const std::string name = fs::path(b.samples[i].path).filename().string();
+      o.route[name] = b.samples[i].decoded_on_gpu ? "gpu" : "cpu";
+      std::vector<float> t(per / sizeof(float));
+      std::memcpy(t.data(), host.data() + i * per, per);
+      o.tensor[name] = std::move(t);
+    }
+  });
+  for (const auto& f : o.report.inputs.failures) o.failure[fs::path(f.path).filename().string()] = f.reason;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("gpu decode: a mixed folder on the host backend: CPU route, every good image delivered, every bad one reported") {
+  test::TempDir dir;
+  const auto want = make_mixed(dir.path());
+  const Outcome o = run(dir.path(), "cpu", Where::automatic);
+  CHECK(o.report.decode.where == "cpu");
+  CHECK(o.report.decode.note == "no GPU in use");
+  for (const auto& [name, route] : want) {
+    CAPTURE(name);
+    if (route == "bad" || route == "corrupt-data") {
+      CHECK(o.failure.count(name) == 1);
+    } else {
+      REQUIRE(o.route.count(name) == 1);
+      CHECK(o.route.at(name) == "cpu");
+    }
+  }
+  CHECK(o.report.inputs.discovered == o.report.inputs.delivered + o.report.inputs.failed);
+  // decode.where gpu without a GPU is a clear error, before any work.
+  Config c;
+  c.input.paths = {dir.path().string()};
+  c.decode.where = Where::gpu;
+  c.devices = DeviceSelection::parse("cpu");
+  CHECK_THROWS_WITH_AS(Pipeline{c}, doctest::Contains("decode.where"), ConfigError);
+}
+
+TEST_CASE("gpu decode: on the GPU, routes as stated, good images delivered, bad ones reported, tensors close to the CPU route") {
+  std::string why;
+  if (!have_engines(&why)) {
+    MESSAGE("GPU decode not exercised here: " << why);
+    return;
+  }
+  test::TempDir dir;
+  const auto want = make_mixed(dir.path());
+  const Outcome gpu = run(dir.path(), "0", Where::gpu);
+  const Outcome cpu = run(dir.path(), "0", Where::cpu);
+  CHECK(gpu.report.decode.where == "gpu");
+  CHECK(gpu.report.decode.jpeg_engines > 0);
+  CHECK(cpu.report.decode.where == "cpu");
+  for (const auto& [name, route] : want) {
+    CAPTURE(name);
+    if (route == "bad") {
+      CHECK(gpu.failure.count(name) == 1);
+      CHECK(cpu.failure.count(name) == 1);
+    } else if (route == "corrupt-data") {
+      // libjpeg's corrupt-data warning makes the CPU route report it; the
+      // engines either decode it (no such check) or reject it (then the CPU
+      // fallback reports it). Never lost.
+      CHECK(cpu.failure.count(name) == 1);
+      CHECK(gpu.failure.count(name) + gpu.route.count(name) == 1);
+    } else {
+      REQUIRE(gpu.route.count(name) == 1);
+      CHECK(gpu.route.at(name) == route);
+      REQUIRE(cpu.route.count(name) == 1);
+      CHECK(cpu.route.at(name) == "cpu");
+      // Fidelity: in pixel levels (x std x 255), per element.
+      const auto& a = gpu.tensor.at(name);
+      const auto& b = cpu.tensor.at(name);
+      REQUIRE(a.size() == b.size());
+      double sum = 0, most = 0;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        const double d = std::abs(a[i] - b[i]) * 0.229 * 255.0;
+        sum += d;
+        most = std::max(most, d);
+      }
+      const double mean = sum / static_cast<double>(a.size());
+      MESSAGE(name << ": mean |diff| " << mean << " levels, max " << most);
+      CHECK(mean < 0.5);
+      CHECK(most < 8.0);
+    }
+  }
+  for (const Outcome* o : {&gpu, &cpu})
+    CHECK(o->report.inputs.discovered == o->report.inputs.delivered + o->report.inputs.failed);
+  CHECK(gpu.report.decode.gpu >= 4);
+}

@@ -1,0 +1,164 @@
+// The routing probe: the JPEG marker parser and the rules that keep a JPEG
+// on the CPU route, on real encodings (OpenCV, libjpeg) and on damaged bytes.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <vector>
+
+#include <jpeglib.h>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "common.hpp"
+#include "stages/probe.hpp"
+
+using imgpipe::stages::gpu_route_refusal;
+using imgpipe::stages::JpegLayout;
+using imgpipe::stages::parse_jpeg_layout;
+using imgpipe::stages::RouteSteering;
+using Bytes = std::vector<unsigned char>;
+
+namespace {
+
+cv::Mat pattern(int w, int h) {
+  cv::Mat m(h, w, CV_8UC3);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) m.at<cv::Vec3b>(y, x) = cv::Vec3b(x * 7 & 255, y * 5 & 255, (x + y) & 255);
+  return m;
+}
+
+Bytes encode(const cv::Mat& m, std::vector<int> params = {}) {
+  Bytes b;
+  REQUIRE(cv::imencode(".jpg", m, b, params));
+  return b;
+}
+
+// libjpeg directly: sampling factors, component count, arithmetic coding, restart interval.
+Bytes encode_libjpeg(int components, int h0, int v0, bool progressive, bool arithmetic, int restart) {
+  jpeg_compress_struct c{};
+  jpeg_error_mgr err{};
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  unsigned char* out = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&c, &out, &size);
+  c.image_width = 48;
+  c.image_height = 32;
+  c.input_components = components == 4 ? 4 : components;
+  c.in_color_space = components == 1 ? JCS_GRAYSCALE : components == 4 ? JCS_CMYK : JCS_RGB;
+  jpeg_set_defaults(&c);
+  if (components == 3) {
+    c.comp_info[0].h_samp_factor = h0;
+    c.comp_info[0].v_samp_factor = v0;
+  }
+  if (progressive) jpeg_simple_progression(&c);
+  c.arith_code = arithmetic ? TRUE : FALSE;
+  c.restart_interval = static_cast<unsigned>(restart);
+  jpeg_start_compress(&c, TRUE);
+  std::vector<unsigned char> row(48 * static_cast<std::size_t>(c.input_components), 90);
+  while (c.next_scanline < c.image_height) {
+    JSAMPROW r = row.data();
+    jpeg_write_scanlines(&c, &r, 1);
+  }
+  jpeg_finish_compress(&c);
+  Bytes b(out, out + size);
+  jpeg_destroy_compress(&c);
+  std::free(out);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("probe: the marker parser reads baseline JPEGs from OpenCV: size, precision, components, 4:2:0") {
+  const JpegLayout j = parse_jpeg_layout(encode(pattern(97, 61)));
+  REQUIRE(j.valid);
+  CHECK(j.sof == 0);
+  CHECK(j.precision == 8);
+  CHECK(j.width == 97);
+  CHECK(j.height == 61);
+  CHECK(j.components == 3);
+  CHECK(j.subsampling == "420");
+  CHECK(j.restart_interval == 0);
+  CHECK(gpu_route_refusal(j).empty());
+  cv::Mat grey;
+  cv::cvtColor(pattern(40, 30), grey, cv::COLOR_BGR2GRAY);
+  const JpegLayout g = parse_jpeg_layout(encode(grey));
+  CHECK(g.subsampling == "gray");
+  CHECK(gpu_route_refusal(g).empty());
+}
+
+TEST_CASE("probe: each layout the engines do not take is refused with its name") {
+  CHECK(gpu_route_refusal(parse_jpeg_layout(encode(pattern(64, 48), {cv::IMWRITE_JPEG_PROGRESSIVE, 1}))) ==
+        "progressive");
+  CHECK(gpu_route_refusal(parse_jpeg_layout(encode_libjpeg(3, 2, 2, true, false, 0))) == "progressive");
+  CHECK(gpu_route_refusal(parse_jpeg_layout(encode_libjpeg(4, 1, 1, false, false, 0))) ==
+        "4 components (CMYK/YCCK)");
+  CHECK(gpu_route_refusal(parse_jpeg_layout(encode_libjpeg(3, 4, 1, false, false, 0))) == "chroma subsampling 411");
+  for (auto [h, v, name] : {std::tuple{1, 1, "444"}, {2, 1, "422"}, {2, 2, "420"}, {1, 2, "440"}}) {
+    const JpegLayout j = parse_jpeg_layout(encode_libjpeg(3, h, v, false, false, 0));
+    CHECK(j.subsampling == name);
+    CHECK(gpu_route_refusal(j).empty());
+  }
+  const JpegLayout r = parse_jpeg_layout(encode_libjpeg(3, 2, 2, false, false, 4));
+  CHECK(r.restart_interval == 4);
+  CHECK(gpu_route_refusal(r).empty());  // restart markers: nvJPEG decides (DecodeBatchedSupported)
+#ifdef C_ARITH_CODING_SUPPORTED
+  CHECK(gpu_route_refusal(parse_jpeg_layout(encode_libjpeg(3, 2, 2, false, true, 0))) == "arithmetic coding");
+#endif
+  // A 12-bit frame header (SOF1, precision 12), patched into a baseline file.
+  Bytes twelve = encode(pattern(16, 16));
+  for (std::size_t i = 2; i + 4 < twelve.size(); ++i)
+    if (twelve[i] == 0xFF && twelve[i + 1] == 0xC0) {
+      twelve[i + 1] = 0xC1;
+      twelve[i + 4] = 12;
+      break;
+    }
+  CHECK(gpu_route_refusal(parse_jpeg_layout(twelve)) == "12-bit samples");
+}
+
+TEST_CASE("probe: damaged or foreign bytes never parse as valid and never read out of bounds") {
+  const Bytes good = encode(pattern(33, 17));
+  for (std::size_t cut = 0; cut < good.size(); cut += 7) {
+    const Bytes part(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut));
+    const JpegLayout j = parse_jpeg_layout(part);
+    if (j.valid) {  // the headers fit before the cut: the scan header was reached
+      CHECK(j.width == 33);
+    }
+  }
+  CHECK_FALSE(parse_jpeg_layout(Bytes{}).valid);
+  CHECK_FALSE(parse_jpeg_layout(Bytes{0xFF, 0xD8, 0xFF}).valid);
+  Bytes png;
+  REQUIRE(cv::imencode(".png", pattern(8, 8), png));
+  CHECK_FALSE(parse_jpeg_layout(png).valid);
+  CHECK(gpu_route_refusal(parse_jpeg_layout(png)) == "header not understood");
+  // A segment length that runs past the end.
+  Bytes bad = good;
+  bad[4] = 0xFF;
+  bad[5] = 0xFF;
+  CHECK_FALSE(parse_jpeg_layout(bad).valid);
+}
+
+TEST_CASE("probe: the steering sends its share to the GPU and moves it toward the measured balance") {
+  RouteSteering fixed(false, 0.3, 16);
+  int gpu = 0;
+  for (int i = 0; i < 100; ++i) gpu += fixed.take_gpu();
+  CHECK(gpu == 100);  // not adaptive: every GPU-able JPEG
+
+  RouteSteering s(true, 0.5, 4);
+  gpu = 0;
+  for (int i = 0; i < 100; ++i) gpu += s.take_gpu();
+  CHECK(gpu == 50);
+  // CPU: 4 threads at 100 img/s each = 400; GPU: 1200 img/s. Balance: 0.75.
+  s.update(100, 1.0, 1200, 1.0);
+  CHECK(s.share() == doctest::Approx(0.625));  // half-way from 0.5
+  s.update(200, 2.0, 2400, 2.0);
+  CHECK(s.share() == doctest::Approx(0.6875));
+  CHECK(s.history().size() == 2);
+  // Too few new samples in a window: no change.
+  s.update(205, 2.1, 2405, 2.1);
+  CHECK(s.history().size() == 2);
+  // Never all or nothing: both routes keep being measured.
+  RouteSteering t(true, 0.5, 1);
+  for (int k = 1; k < 20; ++k) t.update(100ull * k, 1.0 * k, 100000ull * k, 1.0 * k);
+  CHECK(t.share() <= 0.98);
+}
