@@ -125,7 +125,7 @@ for i in "${!names[@]}"; do
 done
 [ ${#active[@]} -gt 0 ] || exit 2
 warm
-echo "W1 run: ${#active[@]} binar$([ ${#active[@]} -eq 1 ] && echo y || echo ies) interleaved, $runs timed run(s) each, $count images"
+echo "W1 run: ${#active[@]} binar$([ ${#active[@]} -eq 1 ] && echo y || echo "ies, interleaved"), $runs timed run(s) each, $count images"
 for i in "${active[@]}"; do echo "  ${names[$i]}: ${cmds[$i]} --config $(cfg_of "${names[$i]}") $(extra_of "${names[$i]}")"; done
 
 failed=0; done_rounds=0; stopped=""
