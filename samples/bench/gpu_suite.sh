@@ -25,7 +25,8 @@
 # (kernels, memory, soak).
 #
 # Env knobs (defaults): SUITE_BUDGET_S (540), W1_COUNT (4096), W1_RUNS (5),
-# W1_VARIANT_RUNS (3), W1_DECODE_WHERE ("cpu gpu auto"; "" to leave out),
+# W1_VARIANT_RUNS (3), W1_DECODE_WHERE ("cpu gpu auto"; "" to leave out) for the
+# key W1_DECODE_KEY (decode.where),
 # W1_VARIANTS (the transfer/placement list below; "" to leave out),
 # W1CMP_RUNS (5), PEERS_WORKERS (15; a comma list is run and reported each),
 # NVJPEG_ARGS ("--backends hardware_device,hardware --no-pipeline both --plain off"),
@@ -83,6 +84,7 @@ w1() {
     timeout -k 5 "$c" samples/bench/w1.sh "$photos" "$work" "$runs" > "/tmp/$tag.log" 2>&1
   local rc=$?
   { echo "=== w1.sh $tag rc=$rc"; cat "/tmp/$tag.log"; } >> "$log"
+  [ $rc -eq 0 ] || sum "W1 $tag: w1.sh exit $rc$([ $rc -ge 124 ] && echo ' (timed out)')$([ $rc -eq 2 ] && echo ' (every config rejected)')"
   return $rc
 }
 
@@ -153,15 +155,15 @@ if has w1 && need_corpus w1 && enough w1 40; then
 
   # decode.where variants, interleaved in one w1.sh call; a value the binary
   # rejects (exit 2: unknown key or value) is skipped. One line to change:
-  decode_where=${W1_DECODE_WHERE-cpu gpu auto}
+  decode_where=${W1_DECODE_WHERE-cpu gpu auto}; decode_key=${W1_DECODE_KEY:-decode.where}
   mkdir -p /tmp/w1cfg; list=""; envs=()
   for v in $decode_where; do
-    python3 samples/bench/w1_config.py configs/w1.yaml "decode.where=$v" > "/tmp/w1cfg/decode_$v.yaml"
+    python3 samples/bench/w1_config.py configs/w1.yaml "$decode_key=$v" > "/tmp/w1cfg/decode_$v.yaml"
     $run bin/imgpipe validate --config "/tmp/w1cfg/decode_$v.yaml" --input "$corpus" > /tmp/validate.log 2>&1; rc=$?
     if [ $rc -eq 0 ]; then
       list="$list where_$v=$run bin/imgpipe"; envs+=("CONFIG_where_$v=/tmp/w1cfg/decode_$v.yaml")
     else
-      msg="decode.where=$v: skipped, config rejected (exit $rc): $(head -1 /tmp/validate.log | sed 's/ (known keys.*//; s/ \[in .*//' | cut -c1-160)"
+      msg="$decode_key=$v: skipped, config rejected (exit $rc): $(head -1 /tmp/validate.log | sed 's/ (known keys.*//; s/ \[in .*//' | cut -c1-160)"
       echo "$msg" | tee -a "$log"; sum "W1 $msg"
     fi
   done
@@ -175,7 +177,7 @@ if has w1 && need_corpus w1 && enough w1 40; then
   list=""; envs=()
   # (NAME:KEY=VALUE; NAME: alone is configs/w1.yaml, the reference the ratios are taken to)
   for v in ${W1_VARIANTS-default: resize_gpu:transform.resize.where=gpu normalize_cpu:transform.normalize.where=cpu \
-           zero_copy:staging.transfer=zero_copy pageable:staging.transfer=pageable pinned:staging.memory=pinned}; do
+           zero_copy:staging.transfer=zero_copy pageable:staging.memory=pageable pinned:staging.memory=pinned}; do
     name=${v%%:*}; kv=${v#*:}
     python3 samples/bench/w1_config.py configs/w1.yaml $kv > "/tmp/w1cfg/$name.yaml"
     list="$list $name=$run bin/imgpipe"; envs+=("CONFIG_$name=/tmp/w1cfg/$name.yaml")
