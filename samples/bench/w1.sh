@@ -12,7 +12,9 @@
 #                corpora of several sizes coexist. Images come in blocks of 512,
 #                block b made with --seed b+1: the first 512 of any corpus are
 #                the old 512-image corpus (--count 512 --seed 1). Blocks are
-#                made in parallel (CORPUS_JOBS, default nproc).
+#                made in parallel (CORPUS_JOBS, default nproc). CORPUS_BLOCK=N
+#                (default 512) changes the block size (folder w1_COUNT_bN);
+#                CORPUS_BLOCK=COUNT is one `--count COUNT --seed 1` run.
 #   RUNS         timed runs per binary (default 5; the 3rd argument wins)
 #   IMGPIPE      command that runs imgpipe (default build/pipeline/imgpipe)
 #   IMGPIPE_LIST several binaries, "NAME=COMMAND NAME=COMMAND ...", e.g.
@@ -37,35 +39,36 @@ count=${COUNT:-4096}
 make_corpus=${MAKE_CORPUS:-build/samples/imgpipe_make_corpus}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 config=${CONFIG:-$here/configs/w1.yaml}
-corpus=$work/w1_$count
+block=${CORPUS_BLOCK:-512}
+corpus=$work/w1_$count; [ "$block" = 512 ] || corpus=${corpus}_b$block
 json=${JSON:-$work/w1_summary.json}
 mkdir -p "$work"
 
-# --- corpus: blocks of 512, block b = imgpipe_make_corpus --seed b+1 --------
+# --- corpus: blocks of 512, block b = imgpipe_make_corpus --seed b+1 ----------
 last=$(printf 'img_%05d.jpg' $((count - 1)))
 if [ ! -f "$corpus/$last" ] || [ "$(find "$corpus" -name '*.jpg' | wc -l)" -ne "$count" ]; then
   tmp=$corpus.tmp.$$
   rm -rf "$tmp"; mkdir -p "$tmp"
-  blocks=$(( (count + 511) / 512 )); jobs=${CORPUS_JOBS:-$(nproc)}
+  blocks=$(( (count + block - 1) / block )); jobs=${CORPUS_JOBS:-$(nproc)}
   t0=$(date +%s.%N)
   for b in $(seq 0 $((blocks - 1))); do
-    n=$(( count - 512 * b )); [ "$n" -gt 512 ] && n=512
+    n=$(( count - block * b )); [ "$n" -gt "$block" ] && n=$block
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
     $make_corpus --from "$photos" --out "$tmp/b$b" --count "$n" --width 1920 --height 1080 --quality 90 \
       --seed $((b + 1)) > "$tmp/b$b.log" 2>&1 &
   done
   wait
-  python3 - "$tmp" "$count" <<'PY'
+  python3 - "$tmp" "$count" "$block" <<'PY'
 import os, sys
-tmp, count = sys.argv[1], int(sys.argv[2])
-for g in range(count):  # block b's img_i -> img_(512 b + i)
-    b, i = divmod(g, 512)
+tmp, count, block = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for g in range(count):  # block b's img_i -> img_(block b + i)
+    b, i = divmod(g, block)
     src = os.path.join(tmp, f"b{b}", f"img_{i:05d}.jpg")
     if not os.path.isfile(src):
         log = os.path.join(tmp, f"b{b}.log")
         sys.exit(f"w1.sh: corpus block {b} incomplete ({src} missing): " + (open(log).read()[-2000:] if os.path.exists(log) else ""))
     os.rename(src, os.path.join(tmp, f"img_{g:05d}.jpg"))
-for b in range((count + 511) // 512):
+for b in range((count + block - 1) // block):
     os.rmdir(os.path.join(tmp, f"b{b}"))
     os.remove(os.path.join(tmp, f"b{b}.log"))
 PY
