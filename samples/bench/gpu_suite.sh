@@ -1,88 +1,313 @@
 #!/usr/bin/env bash
 # Everything the GPU machine is needed for, in one call: the test suite on the
 # CUDA backend, compute-sanitizer on the kernel/memory/transfer tests, the
-# kernel and memory benchmarks, W1 in every transfer mode and placement, the
-# peers, and the reduced-decode speed-up. Writes logs and JSON to OUT.
+# kernel and memory benchmarks, W1 (default config, decode.where variants,
+# transfer modes and placements), W1 old binary against new, raw nvJPEG, the
+# peers, the reduced-decode speed-up and the soak. Writes logs and JSON to OUT.
 #
 #   samples/bench/gpu_suite.sh OUT [PHOTOS] [parts...]
 # with programs bundled by ../shared/tools/gpu-bundle into .gpu (see README).
-# parts: tests sanitize kernels memory w1 peers decode soak (default: all)
+# parts: tests sanitize kernels memory w1 w1cmp nvjpeg peers decode soak
+#   (default: all of them, in this order, whatever order they are given in)
+#
+# Time: the whole call is held to SUITE_BUDGET_S (default 540 s) of wall time:
+# every step runs under `timeout` capped by what is left, w1.sh and peers.py
+# are given deadlines so that they run fewer timed runs rather than being
+# killed, and a part that cannot fit is skipped with a line in the summary.
+# All parts at once do not fit in 540 s (the sanitizer alone may take 690 s):
+# split them, e.g. `tests sanitize kernels memory` and
+# `w1 w1cmp nvjpeg peers decode soak`. The W1 corpus (W1_COUNT, default 4096,
+# /tmp/w1work/w1_4096) is made once per call and shared by the parts.
+#
+# OUT holds at most 6 files: summary.txt (one line per figure, also printed
+# last), suite.log (every log), w1.json (default, decode_where, variants,
+# w1cmp: every run of every binary), peers.json, nvjpeg.json, bench.json
+# (kernels, memory, soak).
+#
+# Env knobs (defaults): SUITE_BUDGET_S (540), W1_COUNT (4096), W1_RUNS (5),
+# W1_VARIANT_RUNS (3), W1_DECODE_WHERE ("cpu gpu auto"; "" to leave out) for the
+# key W1_DECODE_KEY (decode.where),
+# W1_VARIANTS (the transfer/placement list below; "" to leave out),
+# W1CMP_RUNS (5), PEERS_WORKERS (15; a comma list is run and reported each),
+# NVJPEG_ARGS ("--backends hardware_device,hardware --no-pipeline both --plain off"),
+# SANITIZE_SPECS (tool:set:limit ...).
 set -uo pipefail
 out=$1; photos=${2:-.gpu/data/photos}; shift 2 || shift $#
-parts=${*:-tests sanitize kernels memory w1 peers decode soak}
+parts=${*:-tests sanitize kernels memory w1 w1cmp nvjpeg peers decode soak}
 run=".gpu/run"
+budget=${SUITE_BUDGET_S:-540}
+count=${W1_COUNT:-4096}
+work=/tmp/w1work
+corpus=$work/w1_$count
+js=/tmp/suite_json   # JSON pieces, merged into OUT after each part
 export IMGPIPE_SOURCE_DIR=$PWD IMGPIPE_CLI="$PWD/.gpu/run bin/imgpipe"
+export PYTHONUNBUFFERED=1
 has() { [[ " $parts " == *" $1 "* ]]; }
-mkdir -p "$out"
+mkdir -p "$out" "$work"; rm -rf "$js"; mkdir -p "$js"
+log=$out/suite.log; summary=$out/summary.txt
+: > "$log"; : > "$summary"
 
-if has tests; then
-  echo "== tests"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  (time $run bin/imgpipe_tests) > "$out/tests.log" 2>&1; echo "tests rc=$?"
-  grep -E "test cases|assertions|ERROR|FATAL|real" "$out/tests.log" | head -30
+t0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - t0 )); }
+left() { echo $(( budget - $(elapsed) )); }
+cap() { local l=$(( $(left) - 3 )); [ "$l" -gt "$1" ] && l=$1; [ "$l" -lt 1 ] && l=1; echo "$l"; }  # seconds for a step
+deadline() { echo $(( $(date +%s) + $1 )); }
+sum() { echo "$*" >> "$summary"; }
+short='s/ (min\.\.max [^)]*)//'  # sed: summary lines without the min..max
+section() { echo "== $1 ($(elapsed) s in, $(left) s left)"; printf '\n######## %s (at %s s)\n' "$1" "$(elapsed)" >> "$log"; }
+enough() {  # NAME SECONDS: is there time left for a part that needs SECONDS?
+  if [ "$(left)" -lt "$2" ]; then
+    echo "$1: skipped, $(left) s left of the $budget s budget (needs ~$2 s)" | tee -a "$log"
+    sum "$1: skipped (budget: $(left) s left, needs ~$2 s)"; return 1
+  fi
+}
+merge_json() {
+  python3 - "$js" "$out" <<'PY'
+import glob, json, os, sys
+js, out = sys.argv[1], sys.argv[2]
+def load(p):
+    try:
+        return json.load(open(p))
+    except Exception as e:
+        return {"error": f"{os.path.basename(p)}: {e!r}"}
+for dest, names in (("w1.json", ["w1_default", "w1_decode_where", "w1_variants", "w1cmp"]),
+                    ("bench.json", ["kernels", "memory", "soak"])):
+    got = {n: load(os.path.join(js, n + ".json")) for n in names if os.path.exists(os.path.join(js, n + ".json"))}
+    if got:
+        json.dump(got, open(os.path.join(out, dest), "w"), indent=1)
+PY
+}
+# w1.sh under a deadline: TAG RUNS CAP [VAR=VALUE ...]; log to suite.log, JSON to $js/TAG.json.
+w1() {
+  local tag=$1 runs=$2 c; c=$(cap "$3"); shift 3
+  env COUNT="$count" JSON="$js/$tag.json" W1_DEADLINE="$(deadline $((c - 8)))" "$@" \
+    timeout -k 5 "$c" samples/bench/w1.sh "$photos" "$work" "$runs" > "/tmp/$tag.log" 2>&1
+  local rc=$?
+  { echo "=== w1.sh $tag rc=$rc"; cat "/tmp/$tag.log"; } >> "$log"
+  [ $rc -eq 0 ] || sum "W1 $tag: w1.sh exit $rc$([ $rc -ge 124 ] && echo ' (timed out)')$([ $rc -eq 2 ] && echo ' (every config rejected)')"
+  return $rc
+}
+
+# --- the W1 corpus, once for every part that reads it ---------------------------
+corpus_ok=0
+for p in w1 w1cmp nvjpeg peers decode; do
+  if has $p; then
+    section "corpus ($count images)"
+    if [ -d "$photos" ]; then
+      env CORPUS_ONLY=1 COUNT="$count" MAKE_CORPUS="$run bin/imgpipe_make_corpus" \
+        timeout -k 5 "$(cap 150)" samples/bench/w1.sh "$photos" "$work" >> "$log" 2>&1 && corpus_ok=1
+      grep "^corpus:" "$log"
+    else
+      echo "no photos folder $photos" | tee -a "$log"
+    fi
+    [ $corpus_ok = 1 ] || sum "corpus: FAILED ($corpus not made; see suite.log): w1, w1cmp, nvjpeg, peers and decode skipped"
+    break
+  fi
+done
+need_corpus() { [ $corpus_ok = 1 ] || { echo "$1: skipped, no corpus"; return 1; }; }
+
+if has tests && enough tests 30; then
+  section tests; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$log"
+  (time timeout -k 5 "$(cap 240)" $run bin/imgpipe_tests) > /tmp/tests.log 2>&1; rc=$?
+  cat /tmp/tests.log >> "$log"
+  echo "tests rc=$rc"; grep -E "test cases|assertions|ERROR|FATAL|real" /tmp/tests.log | head -30
+  sum "tests: rc=$rc $(grep -E '^\[doctest\] test cases' /tmp/tests.log | tail -1 | tr -s ' ')"
 fi
-if has sanitize; then
-  echo "== compute-sanitizer (each tool on the kernel tests and on the memory/transfer tests)"
+if has sanitize && enough sanitize 40; then
+  section "compute-sanitizer (each tool on the kernel tests and on the memory/transfer tests)"
   k='resize:*,letterbox:*,center_crop:*,fused:*,normalize:*,checksum:*'
   m='memory resource*,pool*,fallback*,staging ring*,memread*,HostBuffer*,host registration*,pipeline: staging*'
   t='pipeline: copy*'  # doctest splits filters at commas
-  : > "$out/sanitizer.log"
   for spec in ${SANITIZE_SPECS:-"memcheck:kernels:110" "racecheck:kernels:200" "initcheck:kernels:60" \
               "memcheck:memory:80" "racecheck:memory:45" "synccheck:memory:45" "memcheck:transfer:150"}; do
     IFS=: read -r tool set limit <<< "$spec"
+    if [ "$(left)" -lt 20 ]; then sum "sanitize $tool $set: skipped (budget)"; continue; fi
     f=$k; [ "$set" = memory ] && f=$m; [ "$set" = transfer ] && f=$t
     extra=""; [ "$tool" = memcheck ] && extra="--leak-check full"
-    timeout "$limit" compute-sanitizer --tool "$tool" $extra --error-exitcode 9 $run bin/imgpipe_tests -tc="$f" > /tmp/san.log 2>&1
+    timeout -k 5 "$(cap "$limit")" compute-sanitizer --tool "$tool" $extra --error-exitcode 9 $run bin/imgpipe_tests -tc="$f" > /tmp/san.log 2>&1
     rc=$?
-    { echo "=== $tool $set rc=$rc"; grep -E "SUMMARY|test cases|Error|error|TEST CASE" /tmp/san.log | head -20; } >> "$out/sanitizer.log"
-    echo "$tool $set rc=$rc $(grep -E 'ERROR SUMMARY|test cases' /tmp/san.log | tr '\n' ' ')"
+    { echo "=== $tool $set rc=$rc"; grep -E "SUMMARY|test cases|Error|error|TEST CASE" /tmp/san.log | head -20; } >> "$log"
+    line="$tool $set rc=$rc $(grep -E 'ERROR SUMMARY|test cases' /tmp/san.log | tr '\n' ' ' | tr -s ' ')"
+    echo "$line"; sum "sanitize: $line"
   done
 fi
-if has kernels; then
-  echo "== kernels"; $run bin/imgpipe_bench_kernels --json "$out/bench_kernels.json" 2>&1 | tee "$out/bench_kernels.txt" | tail -20
+if has kernels && enough kernels 20; then
+  section kernels
+  timeout -k 5 "$(cap 120)" $run bin/imgpipe_bench_kernels --json "$js/kernels.json" > /tmp/kernels.log 2>&1
+  rc=$?; cat /tmp/kernels.log >> "$log"; tail -20 /tmp/kernels.log
+  sum "kernels: rc=$rc (figures in bench.json, table in suite.log)"; merge_json
 fi
-if has memory; then
-  echo "== bench-memory"; $run bin/imgpipe bench-memory --workloads --json "$out/bench_memory.json" > "$out/bench_memory.txt" 2>&1
-  sed -n '/host memory kinds/,/^$/p;/workloads:/,$p' "$out/bench_memory.txt" | grep -vE "^\s+policy:" | head -40
+if has memory && enough memory 20; then
+  section bench-memory
+  timeout -k 5 "$(cap 120)" $run bin/imgpipe bench-memory --workloads --json "$js/memory.json" > /tmp/memory.log 2>&1
+  rc=$?; cat /tmp/memory.log >> "$log"
+  sed -n '/host memory kinds/,/^$/p;/workloads:/,$p' /tmp/memory.log | grep -vE "^\s+policy:" | head -40
+  sum "memory: rc=$rc (figures in bench.json)"; merge_json
 fi
-if has w1; then
-  echo "== W1"
-  w=/tmp/w1work
-  IMGPIPE="$run bin/imgpipe" MAKE_CORPUS="$run bin/imgpipe_make_corpus" samples/bench/w1.sh "$photos" $w 5 > /tmp/w1_default.log 2>&1
-  cat /tmp/w1_default.log >> "$out/w1.log"; grep -E "^W1|backend|transfer" /tmp/w1_default.log
-  for v in "resize_gpu:transform.resize.where=gpu" "normalize_cpu:transform.normalize.where=cpu" \
-           "zero_copy:staging.transfer=zero_copy" "pageable:staging.transfer=pageable" "pinned:staging.memory=pinned"; do
-    name=${v%%:*}; kv=${v#*:}; key=${kv%%=*}; val=${kv#*=}
-    python3 - "$key" "$val" > /tmp/w1_$name.yaml <<'PY'
-import sys
-key, val = sys.argv[1], sys.argv[2]
-text = open("configs/w1.yaml").read()
-sect, leaf = key.rsplit(".", 1)
-if sect == "transform.resize": text = text.replace("interpolation: linear}", f"interpolation: linear, {leaf}: {val}}}")
-elif sect == "transform.normalize": text = text.replace("where: auto}", f"where: {val}}}")
-elif sect == "staging": text = text.replace("memory: write_combined}", f"memory: write_combined, {leaf}: {val}}}") if leaf != "memory" else text.replace("memory: write_combined", f"memory: {val}")
-print(text)
+
+if has w1 && need_corpus w1 && enough w1 40; then
+  section "W1 ($count images)"
+  # default config: the headline figure
+  w1 w1_default "${W1_RUNS:-5}" 90 IMGPIPE="$run bin/imgpipe"
+  grep -E "^W1|backend|w1.sh" /tmp/w1_default.log
+  grep -E "^W1 imgpipe|^W1 note|w1.sh" /tmp/w1_default.log | sed "$short; s/^W1 imgpipe/W1 default/" >> "$summary" ||
+    sum "W1 default: no result (see suite.log)"
+
+  # decode.where variants, interleaved in one w1.sh call; a value the binary
+  # rejects (exit 2: unknown key or value) is skipped. One line to change:
+  decode_where=${W1_DECODE_WHERE-cpu gpu auto}; decode_key=${W1_DECODE_KEY:-decode.where}
+  mkdir -p /tmp/w1cfg; list=""; envs=()
+  for v in $decode_where; do
+    python3 samples/bench/w1_config.py configs/w1.yaml "$decode_key=$v" > "/tmp/w1cfg/decode_$v.yaml"
+    $run bin/imgpipe validate --config "/tmp/w1cfg/decode_$v.yaml" --input "$corpus" > /tmp/validate.log 2>&1; rc=$?
+    if [ $rc -eq 0 ]; then
+      list="$list where_$v=$run bin/imgpipe"; envs+=("CONFIG_where_$v=/tmp/w1cfg/decode_$v.yaml")
+    else
+      msg="$decode_key=$v: skipped, config rejected (exit $rc): $(head -1 /tmp/validate.log | sed 's/ (known keys.*//; s/ \[in .*//' | cut -c1-160)"
+      echo "$msg" | tee -a "$log"; sum "W1 $msg"
+    fi
+  done
+  if [ -n "$list" ] && enough "W1 decode.where" 30; then
+    w1 w1_decode_where "${W1_VARIANT_RUNS:-3}" 100 IMGPIPE_LIST="$list" "${envs[@]}"
+    grep -E "^W1|w1.sh" /tmp/w1_decode_where.log
+    grep -E "^W1 (where_[a-z]+: median|ratio|note)|w1.sh" /tmp/w1_decode_where.log | sed "$short; s/^W1 /W1 decode.where /" >> "$summary"
+  fi
+
+  # transfer modes and placements, interleaved in one w1.sh call
+  list=""; envs=()
+  # (NAME:KEY=VALUE; NAME: alone is configs/w1.yaml, the reference the ratios are taken to)
+  for v in ${W1_VARIANTS-default: resize_gpu:transform.resize.where=gpu normalize_cpu:transform.normalize.where=cpu \
+           zero_copy:staging.transfer=zero_copy pageable:staging.memory=pageable pinned:staging.memory=pinned}; do
+    name=${v%%:*}; kv=${v#*:}
+    python3 samples/bench/w1_config.py configs/w1.yaml $kv > "/tmp/w1cfg/$name.yaml"
+    list="$list $name=$run bin/imgpipe"; envs+=("CONFIG_$name=/tmp/w1cfg/$name.yaml")
+  done
+  if [ -n "$list" ] && enough "W1 variants" 40; then
+    w1 w1_variants "${W1_VARIANT_RUNS:-3}" 120 IMGPIPE_LIST="$list" "${envs[@]}"
+    grep -E "^W1|transfer |w1.sh" /tmp/w1_variants.log
+    grep -E "^W1 [a-z_]+: median|^W1 ratio|^W1 note|w1.sh" /tmp/w1_variants.log | sed "$short; s/^W1 /W1 variant /" >> "$summary"
+  fi
+  merge_json
+
+  if enough "W1 tables" 20; then  # one run of each with the full report table
+    { echo "=== --device cpu"; timeout -k 5 "$(cap 30)" $run bin/imgpipe --config configs/w1.yaml --input "$corpus" --device cpu 2>&1
+      echo "=== default"; timeout -k 5 "$(cap 30)" $run bin/imgpipe --config configs/w1.yaml --input "$corpus" 2>&1; } > /tmp/w1_tables.log
+    cat /tmp/w1_tables.log >> "$log"; grep -E "^===|^run:|bottleneck" /tmp/w1_tables.log | head -8
+  fi
+fi
+
+if has w1cmp && need_corpus w1cmp && enough w1cmp 30; then
+  section "W1 new against old ($count images, default config)"
+  if [ -x .gpu/bin/imgpipe_old ]; then
+    w1 w1cmp "${W1CMP_RUNS:-5}" 120 IMGPIPE_LIST="new=$run bin/imgpipe old=$run bin/imgpipe_old"
+    grep -E "^W1|w1.sh" /tmp/w1cmp.log
+    grep -E "^W1 (new|old): median|^W1 ratio|^W1 note|w1.sh" /tmp/w1cmp.log | sed "$short; s/^W1 /W1cmp /" >> "$summary"
+    merge_json
+  else
+    echo "w1cmp: skipped, .gpu/bin/imgpipe_old is not in the bundle" | tee -a "$log"; sum "W1cmp: skipped (no bin/imgpipe_old)"
+  fi
+fi
+
+if has nvjpeg && need_corpus nvjpeg && enough nvjpeg 30; then
+  section "nvJPEG: declarations and raw batched throughput ($count images)"
+  if [ -f tests/gpu/nvjpeg_decl_check.sh ]; then
+    timeout -k 5 "$(cap 60)" bash tests/gpu/nvjpeg_decl_check.sh > /tmp/decl.log 2>&1; rc=$?
+    { echo "=== nvjpeg_decl_check rc=$rc"; cat /tmp/decl.log; } >> "$log"
+    echo "nvjpeg_decl_check rc=$rc"; sum "nvjpeg_decl_check: rc=$rc"
+  fi
+  # gpu_hybrid (~200 img/s at batch 32) and the one-by-one loop would take
+  # minutes over 4096 images; the bar is the hardware backends.
+  timeout -k 5 "$(cap 120)" $run bin/imgpipe_bench_nvjpeg --dir "$corpus" --batches 32,128,256 --passes 5 \
+    --json "$out/nvjpeg.json" ${NVJPEG_ARGS---backends hardware_device,hardware --no-pipeline both --plain off} > /tmp/nvjpeg.log 2>&1
+  rc=$?; { echo "=== imgpipe_bench_nvjpeg rc=$rc"; cat /tmp/nvjpeg.log; } >> "$log"; tail -12 /tmp/nvjpeg.log
+  python3 - "$out/nvjpeg.json" "$rc" >> "$summary" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    sys.exit(print(f"nvJPEG raw: no result (rc={sys.argv[2]}, {e!r})"))
+rows = {}
+for r in d["results"]:  # one line per decoder and flag: every batch size
+    key = f"{r['decoder']}" + ("" if r.get("backend") in ("default", "gpu_hybrid") else
+                               f" no_pipeline={'on' if r['no_pipeline'] else 'off'}")
+    fig = (f"b{r['batch']} {r['img_per_s']:.0f}" + (f" ({r['failed']} failed)" if r["failed"] else "")
+           if "img_per_s" in r else f"b{r['batch']} unavailable: {r.get('error')}")
+    rows.setdefault(key, []).append(fig)
+for key, figs in rows.items():
+    print(f"nvJPEG raw {key}: {', '.join(figs)} img/s ({d['files']} files x {d['repeat']}, median of {d['passes']} passes)")
 PY
-    CONFIG=/tmp/w1_$name.yaml IMGPIPE="$run bin/imgpipe" samples/bench/w1.sh "$photos" $w 3 > /tmp/w1_$name.log 2>&1
-    { echo "=== $name"; cat /tmp/w1_$name.log; } >> "$out/w1.log"
-    echo "[$name] $(grep -E '^W1' /tmp/w1_$name.log) | $(grep -E 'transfer ' /tmp/w1_$name.log | head -1)"
-  done
-  $run bin/imgpipe --config configs/w1.yaml --input $w/w1 --device cpu 2>&1 | tee -a "$out/w1.log" | grep -E "^run|bottleneck" | head -3
-  $run bin/imgpipe --config configs/w1.yaml --input $w/w1 2>&1 | tee -a "$out/w1.log" | tail -14
 fi
-if has peers; then
-  echo "== peers"; timeout 300 python3 samples/bench/peers.py /tmp/w1work/w1 --json "$out/peers.json" 2>&1 | tail -6
+
+if has peers && need_corpus peers && enough peers 40; then
+  section "peers ($count images)"
+  c=$(cap 200)
+  timeout -k 5 "$c" python3 samples/bench/peers.py "$corpus" --workers "${PEERS_WORKERS:-15}" \
+    --budget $((c - 10)) --json "$out/peers.json" > /tmp/peers.log 2>&1; rc=$?
+  { echo "=== peers.py rc=$rc"; cat /tmp/peers.log; } >> "$log"; tail -18 /tmp/peers.log
+  grep -E "^PEER" /tmp/peers.log >> "$summary" || sum "peers: no result (rc=$rc, see suite.log)"
 fi
-if has decode; then
-  echo "== reduced decode"
+
+if has decode && need_corpus decode && enough decode 30; then
+  section "reduced decode"
   if [ -x .gpu/bin/imgpipe_bench_decode ]; then
-    mkdir -p /tmp/dec && cp /tmp/w1work/w1/img_000[0-4]*.jpg /tmp/dec/ 2>/dev/null
-    timeout 200 $run bin/imgpipe_bench_decode --dir /tmp/dec --runs 3 --targets 640x360,320x320,224x224 2>&1 | tee "$out/bench_decode.txt" | tail -15
+    rm -rf /tmp/dec; mkdir -p /tmp/dec && cp "$corpus"/img_000[0-4]*.jpg /tmp/dec/ 2>/dev/null
+    timeout -k 5 "$(cap 150)" $run bin/imgpipe_bench_decode --dir /tmp/dec --runs 3 --targets 640x360,320x320,224x224 > /tmp/decode.log 2>&1
+    rc=$?; cat /tmp/decode.log >> "$log"; tail -15 /tmp/decode.log; sum "decode: rc=$rc (table in suite.log)"
   fi
 fi
-if has soak; then
-  echo "== soak (GPU 0: pinned staging)"
+if has soak && enough soak 40; then
+  section "soak (GPU 0: pinned staging)"
   if [ -x .gpu/bin/imgpipe_bench_soak ]; then
-    timeout 300 $run bin/imgpipe_bench_soak --dir samples/data --device 0 --loop 20 --runs 8 \
-      --json "$out/soak.json" 2>&1 | grep -v warning | tee "$out/soak.txt" | tail -14
+    timeout -k 5 "$(cap 300)" $run bin/imgpipe_bench_soak --dir samples/data --device 0 --loop 20 --runs 8 \
+      --json "$js/soak.json" > /tmp/soak.log 2>&1; rc=$?
+    grep -v warning /tmp/soak.log >> "$log"; grep -v warning /tmp/soak.log | tail -14
+    sum "soak: rc=$rc (figures in bench.json)"; merge_json
   fi
 fi
+
+# --- the issue's bars, from this call's figures ------------------------------------
+python3 - "$js" "$out" >> "$summary" <<'PY'
+import json, os, sys
+js, out = sys.argv[1], sys.argv[2]
+def load(p):
+    try:
+        return json.load(open(p))
+    except Exception:
+        return None
+w1 = load(os.path.join(js, "w1_default.json"))
+dw = load(os.path.join(js, "w1_decode_where.json"))
+cmp_ = load(os.path.join(js, "w1cmp.json"))
+peers = load(os.path.join(out, "peers.json"))
+nv = load(os.path.join(out, "nvjpeg.json"))
+def med(d, name):
+    b = (d or {}).get("binaries", {}).get(name)
+    return (b["images_per_s_median"], b["steady_images_per_s_median"]) if b else None
+m = med(w1, "imgpipe")
+if m:
+    print(f"BAR W1 default {m[0]:.0f} img/s e2e ({m[1]:.0f} after set-up) vs 5000: {'met' if m[0] >= 5000 else 'NOT met'}")
+tv = (peers or {}).get("best", {}).get("torchvision")
+if m and tv:
+    r = m[0] / tv["images_per_s"]
+    print(f"BAR W1 default / torchvision best ({tv['images_per_s']:.0f} img/s, decode batch {tv['decode_batch']}): "
+          f"{r:.2f} e2e ({m[1] / tv['images_per_s']:.2f} after set-up) vs 1.25: {'met' if r >= 1.25 else 'NOT met'}")
+hw = [r for r in (nv or {}).get("results", []) if "img_per_s" in r and r.get("backend") in ("hardware", "hardware_device")]
+g = med(dw, "where_gpu")
+if hw:
+    best = max(hw, key=lambda r: r["img_per_s"])
+    if g:
+        r = g[0] / best["img_per_s"]
+        print(f"BAR decode.where=gpu {g[0]:.0f} img/s e2e ({g[1]:.0f} after set-up) / nvJPEG raw best "
+              f"({best['img_per_s']:.0f} img/s, {best['decoder']} batch {best['batch']}): {r:.2f} e2e "
+              f"({g[1] / best['img_per_s']:.2f} after set-up) vs 0.9: {'met' if r >= 0.9 else 'NOT met'}")
+    else:
+        print(f"BAR decode.where=gpu / nvJPEG raw best ({best['img_per_s']:.0f} img/s): no decode.where=gpu figure in this call")
+rr = (cmp_ or {}).get("ratios", {}).get("new/old")
+if rr:
+    r = rr["e2e_ratio_of_medians"]
+    print(f"BAR W1 new/old {r:.3f} e2e (per-round median {rr['e2e_median_per_round']:.3f}, after set-up "
+          f"{rr['steady_ratio_of_medians']:.3f}) vs 0.95: {'met' if r >= 0.95 else 'NOT met'}")
+PY
+merge_json
+ls "$out" >> "$log"
+echo "== summary ($(elapsed) s of the $budget s budget; files in OUT: $(ls "$out" | tr '\n' ' '))"
+cat "$summary"
