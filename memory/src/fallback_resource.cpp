@@ -152,6 +152,9 @@ void* FallbackResource::allocate(std::size_t bytes, std::size_t alignment) {
     }
     reasons.push_back(std::move(why));
   }
+  // Every step failed: the steps taken between them count too (an upstream
+  // chain, such as HostMemoryChain's pageable step, goes on from here).
+  for (std::size_t j = 0; j + 1 < reasons.size(); ++j) s.note_step(j, reasons[j], bytes);
   s.fail(bytes, reasons);
 }
 

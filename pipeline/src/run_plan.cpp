@@ -141,6 +141,10 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
   const std::size_t out_sample = checked_mul(target_u8, dtype_size(t.dtype), "transform.resize");
   p.frame_budget = p.resize_on_gpu ? frame_budget(cfg, host, target_u8) : target_u8;
   p.frame_bytes = p.resize_on_gpu ? p.frame_budget : p.normalize_on_gpu ? target_u8 : out_sample;
+  // A GPU-route JPEG's bitstream takes a frame's place in the slot: room for
+  // one of up to an eighth of the largest frame the GPU decodes (q90 photos
+  // compress 10-25x), however small the target.
+  if (p.gpu_decode) p.frame_bytes = std::max(p.frame_bytes, p.max_decoded_frame / 8);
   p.resize = resize_of(t.resize);
 
   stages::BatchLayout& l = p.layout;

@@ -37,6 +37,7 @@ Config small_config(const fs::path& input, int w, int h, int batch) {
   c.batch.size = batch;
   c.decode.threads = 2;
   c.decode.reduced = false;  // full-size decodes: the big frame must exceed its staging share
+  c.decode.where = Where::cpu;  // the resize and transfer paths under test, not the decoders (test_gpu_decode.cpp)
   return c;
 }
 
