@@ -20,7 +20,6 @@ std::unique_ptr<DeviceContext> make_device(int d, const BatchLayout& l, const me
     if (d >= 0) device_bytes += b.d_input.size() + b.d_output.size() + b.d_checksum.size();
     ctx->buffers.push_back(std::move(b));
   }
-  if (l.decode_bytes > 0 && d >= 0) ctx->jpeg = std::make_unique<kernels::GpuJpegDecoder>(d, l.jpeg);
   return ctx;
 }
 
@@ -54,9 +53,16 @@ void BatchSlot::remove(int i) {
 }
 
 BatchResources::BatchResources(const BatchLayout& layout) {
+  // The JPEG decoders first: they are made on their own threads meanwhile.
+  std::vector<std::unique_ptr<JpegEngines>> engines;
+  for (int d : layout.devices)
+    engines.push_back(layout.decode_bytes > 0 && d >= 0 ? std::make_unique<JpegEngines>(d, layout.jpeg) : nullptr);
   gpu::set_device(layout.staging.device);
   ring_ = std::make_unique<memory::StagingRing>(layout.staging);
-  for (int d : layout.devices) devices_.push_back(make_device(d, layout, *ring_, device_bytes_));
+  for (std::size_t i = 0; i < layout.devices.size(); ++i) {
+    devices_.push_back(make_device(layout.devices[i], layout, *ring_, device_bytes_));
+    devices_.back()->jpeg = std::move(engines[i]);
+  }
   gpu::set_device(layout.staging.device);
   for (int i = 0; i < ring_->slots(); ++i) slots_.push_back(make_slot(i, layout));
 }

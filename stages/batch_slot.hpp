@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "imgpipe/batch.hpp"
-#include "kernels/jpeg_gpu.hpp"
+#include "jpeg_engines.hpp"
 #include "kernels/resize.hpp"
 #include "memory/gpu.hpp"
 #include "memory/staging_ring.hpp"
@@ -42,7 +42,7 @@ struct DeviceContext {
   std::vector<DeviceBuffers> buffers;  // one per staging slot
   std::atomic<int> in_flight{0};       // batches dispatched, not yet through the sink
   DeviceTransferStats transfer;        // written by the transfer stage only
-  std::unique_ptr<kernels::GpuJpegDecoder> jpeg;  // GPU JPEG decode; null when off
+  std::unique_ptr<JpegEngines> jpeg;   // GPU JPEG decode (made in the background); null when off
 };
 
 // A JPEG of the batch that the GPU decodes: its bitstream in the slot, its

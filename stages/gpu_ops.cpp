@@ -37,7 +37,12 @@ std::string GpuOps::decode_on_cpu(BatchSlot& b, const GpuJpegSample& j) {
 }
 
 void GpuOps::decode_jpegs(BatchSlot& b) {
-  kernels::GpuJpegDecoder& dec = *b.dev->jpeg;
+  // Ready: the probe routes JPEGs to the GPU only once the first device's
+  // decoder is; another device's may still be in the making.
+  kernels::GpuJpegDecoder* engines = b.dev->jpeg ? b.dev->jpeg->wait() : nullptr;
+  if (!engines) throw Error("GPU JPEG decode: no decoder on device " + std::to_string(b.dev->device) + ": " +
+                            (b.dev->jpeg ? b.dev->jpeg->error() : std::string("not made")));
+  kernels::GpuJpegDecoder& dec = *engines;
   const std::size_t n = b.jpegs.size();
   auto* base = static_cast<std::uint8_t*>(b.buffers().d_input.get());
   data_.resize(n);

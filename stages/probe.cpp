@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "decode.hpp"
-#include "kernels/jpeg_gpu.hpp"
+#include "jpeg_engines.hpp"
 
 namespace imgpipe::stages {
 
@@ -145,12 +145,14 @@ std::vector<double> RouteSteering::history() const {
 
 // ---------------------------------------------------------------- stage
 
-Probe::Probe(const ProbeLimits& limits, const kernels::GpuJpegDecoder& decoder, RouteSteering& steering,
+Probe::Probe(const ProbeLimits& limits, const JpegEngines& engines, RouteSteering& steering,
              const StageStats& decode, const StageStats& transform, const GpuDecodeMeter& gpu)
-    : Stage("probe", true), limits_(limits), decoder_(decoder), steering_(steering), decode_(decode),
+    : Stage("probe", true), limits_(limits), engines_(engines), steering_(steering), decode_(decode),
       transform_(transform), gpu_(gpu) {}
 
 bool Probe::gpu_able(const Work& w, int& width, int& height) const {
+  const kernels::GpuJpegDecoder* decoder = engines_.ready();
+  if (!decoder) return false;  // not made yet, or GPU decode failed to start
   const std::span<const unsigned char> b(w.pixels.bytes);
   const ImageHeader h = sniff_header(b);
   if (h.format != "jpeg") return false;
@@ -162,7 +164,7 @@ bool Probe::gpu_able(const Work& w, int& width, int& height) const {
   const std::size_t frame = static_cast<std::size_t>(j.width) * static_cast<std::size_t>(j.height) * 3;
   if (j.width > limits_.max_pixels / j.height || frame > limits_.max_frame_bytes || b.size() > limits_.max_bitstream)
     return false;
-  const kernels::JpegInfo info = decoder_.parse(b.data(), b.size());
+  const kernels::JpegInfo info = decoder->parse(b.data(), b.size());
   if (!info.valid || !info.batch_supported || info.width != j.width || info.height != j.height) return false;
   width = j.width;
   height = j.height;

@@ -23,11 +23,9 @@
 
 #include "stage.hpp"
 
-namespace imgpipe::kernels {
-class GpuJpegDecoder;
-}
-
 namespace imgpipe::stages {
+
+class JpegEngines;
 
 // What a JPEG's markers say, read without decoding. Never throws.
 struct JpegLayout {
@@ -93,9 +91,10 @@ struct ProbeLimits {
 
 class Probe : public Stage<Probe, Takes::encoded_samples> {
  public:
-  // `decoder` confirms each candidate (nvjpegDecodeBatchedSupported); the
-  // CPU route's figures come from `decode` and `transform`'s statistics.
-  Probe(const ProbeLimits& limits, const kernels::GpuJpegDecoder& decoder, RouteSteering& steering,
+  // `engines`' decoder confirms each candidate (nvjpegDecodeBatchedSupported);
+  // until it is ready every JPEG stays on the CPU route. The CPU route's
+  // figures come from `decode` and `transform`'s statistics.
+  Probe(const ProbeLimits& limits, const JpegEngines& engines, RouteSteering& steering,
         const StageStats& decode, const StageStats& transform, const GpuDecodeMeter& gpu);
   Tally run(Work& w);
 
@@ -106,7 +105,7 @@ class Probe : public Stage<Probe, Takes::encoded_samples> {
   bool gpu_able(const Work& w, int& width, int& height) const;
   void steer();
   ProbeLimits limits_;
-  const kernels::GpuJpegDecoder& decoder_;
+  const JpegEngines& engines_;
   RouteSteering& steering_;
   const StageStats& decode_;
   const StageStats& transform_;

@@ -1,5 +1,7 @@
 #include "imgpipe/pipeline.hpp"
 
+#include <future>
+
 #include <spdlog/spdlog.h>
 
 #include "memory/gpu.hpp"
@@ -62,10 +64,13 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
     spdlog::info("frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more",
                  plan.tokens, cfg.staging.slots, cfg.batch.size);
   gpu::set_device(plan.devices.front());
-  const stages::InputList inputs = stages::build_input_list(cfg.input);
+  // Discovery on its own thread while the CUDA context, the staging ring and
+  // the device buffers are made here (and the JPEG decoders on theirs).
+  auto discovery = std::async(std::launch::async, [&cfg] { return stages::build_input_list(cfg.input); });
+  stages::BatchResources resources(plan.layout);
+  const stages::InputList inputs = discovery.get();
   if (inputs.items.empty()) throw no_inputs(cfg.input);
 
-  stages::BatchResources resources(plan.layout);
   detail::StageSet stages(cfg, plan, inputs, resources, callback, impl_->stop);
   times.pipeline = detail::RunTimes::clock::now();
   {

@@ -90,11 +90,15 @@ void add_memory_and_transfer(Report& r, const Config& cfg, const StageSet& s, co
   r.transfer.gb_per_s = r.transfer.seconds > 0 ? r.transfer.bytes / r.transfer.seconds / 1e9 : 0;
 }
 
-void add_decode(Report& r, const RunPlan& plan, const StageSet& s) {
+void add_decode(Report& r, const RunPlan& plan, const StageSet& s, const stages::BatchResources& res) {
   Report::Decode& d = r.decode;
   d.where = !plan.gpu_decode ? "cpu" : plan.gpu_decode_adaptive ? "cpu+gpu" : "gpu";
   d.note = plan.decode_note;
-  d.jpeg_engines = plan.jpeg_engines;
+  // The engines as found while the run started (0 if the decoder was not ready).
+  if (const auto& e = res.devices().front()->jpeg; e && e->ready())
+    d.jpeg_engines = e->info().engines * std::max(1u, e->info().cores_per_engine);
+  else if (const auto& e2 = res.devices().front()->jpeg; e2 && !e2->error().empty())
+    d.note = e2->error();
   d.gpu_fallbacks = s.gpu_decode.fallbacks.load();
   d.gpu = s.gpu_decode.images.load();
   d.cpu = s.decode.stats().items.load() + d.gpu_fallbacks;
@@ -127,7 +131,7 @@ Report assemble_report(const Config& cfg, const RunPlan& plan, const StageSet& s
   r.steady_images_per_s = r.pipeline_s > 0 ? r.inputs.delivered / r.pipeline_s : 0;
   add_stages(r, s, plan.threads);
   add_memory_and_transfer(r, cfg, s, res);
-  add_decode(r, plan, s);
+  add_decode(r, plan, s, res);
   return r;
 }
 

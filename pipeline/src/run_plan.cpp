@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "kernels/jpeg_gpu.hpp"
+#include "kernels/nvjpeg_loader.hpp"
 #include "memory/gpu.hpp"
 #include "stages/source.hpp"
 
@@ -29,10 +30,7 @@ HostFacts HostFacts::of_this_machine(int device, bool jpeg) {
     h.jpeg_why = "not asked for";
     return h;
   }
-  if (const auto hw = kernels::GpuJpegDecoder::probe(device, &h.jpeg_why); hw && hw->device_input)
-    h.jpeg_engines = hw->engines * std::max(1u, hw->cores_per_engine);
-  else if (hw)
-    h.jpeg_why = "nvJPEG has no HARDWARE_DEVICE backend here (bitstreams in device memory)";
+  h.nvjpeg = nvj::api(&h.jpeg_why) != nullptr;
   return h;
 }
 
@@ -111,7 +109,7 @@ void plan_decode(RunPlan& p, const Config& cfg, const HostFacts& host) {
   std::string why;
   if (where == Where::cpu) why = "decode.where is cpu";
   else if (p.devices.front() < 0) why = "no GPU in use";
-  else if (host.jpeg_engines == 0) why = host.jpeg_why.empty() ? "no JPEG engines" : host.jpeg_why;
+  else if (!host.nvjpeg) why = host.jpeg_why.empty() ? "nvJPEG not found" : host.jpeg_why;
   else if (!p.normalize_on_gpu) why = "normalize.where is cpu";
   else if (interp != Interpolation::linear && interp != Interpolation::nearest) why = "interpolation is area or cubic";
   else if (cfg.staging.transfer == TransferMode::zero_copy) why = "staging.transfer is zero_copy";
@@ -122,7 +120,6 @@ void plan_decode(RunPlan& p, const Config& cfg, const HostFacts& host) {
   }
   p.gpu_decode = true;
   p.gpu_decode_adaptive = where == Where::automatic;
-  p.jpeg_engines = host.jpeg_engines;
   p.gpu_op = stages::GpuOps::Op::resize_normalize;  // the GPU resizes what it decodes
   // Decoded frames live on the device: a slot's frame area is 1/512 of the
   // device's memory (at least a target frame per sample), shared by

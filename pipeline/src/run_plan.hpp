@@ -20,10 +20,10 @@ struct HostFacts {
   unsigned hardware_threads = 1;
   std::uint64_t physical_memory = 0;  // bytes; 0 = unknown
   std::uint64_t device_memory = 0;    // of the first GPU in use; 0 = unknown or none
-  unsigned jpeg_engines = 0;          // of the first GPU, as nvJPEG reports them; 0 = none usable
-  std::string jpeg_why;               // why there are none (library, GPU, backend)
+  bool nvjpeg = false;                // libnvjpeg loads (its engines are probed while the run starts)
+  std::string jpeg_why;               // why it does not
   // Threads and memory of this host; the GPU facts for `device` (-1: none),
-  // its JPEG engines only when `jpeg` (loading nvJPEG takes a moment).
+  // whether nvJPEG loads only when `jpeg`.
   static HostFacts of_this_machine(int device = -1, bool jpeg = false);
 };
 
@@ -50,7 +50,6 @@ struct RunPlan {
   bool gpu_decode_adaptive = false;
   std::string decode_note;
   std::size_t max_decoded_frame = 0;  // bytes of the largest frame the GPU decodes (w x h x 3)
-  unsigned jpeg_engines = 0;
   kernels::ResizeBatch resize;  // the GPU resize's target, fit, interpolation, padding
   stages::BatchLayout layout;   // what BatchResources allocates
 

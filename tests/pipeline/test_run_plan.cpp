@@ -14,13 +14,13 @@ using Op = imgpipe::stages::GpuOps::Op;
 namespace {
 constexpr std::uint64_t GiB = 1ull << 30, MiB = 1ull << 20;
 
-HostFacts facts(unsigned threads, std::uint64_t memory, std::uint64_t device_memory = 0, unsigned engines = 0) {
+HostFacts facts(unsigned threads, std::uint64_t memory, std::uint64_t device_memory = 0, bool nvjpeg = false) {
   HostFacts h;
   h.hardware_threads = threads;
   h.physical_memory = memory;
   h.device_memory = device_memory;
-  h.jpeg_engines = engines;
-  h.jpeg_why = engines ? "" : "no nvJPEG in this test";
+  h.nvjpeg = nvjpeg;
+  h.jpeg_why = nvjpeg ? "" : "no nvJPEG in this test";
   return h;
 }
 }  // namespace
@@ -135,10 +135,9 @@ TEST_CASE("run plan: sizes that overflow are a ConfigError naming the key") {
 TEST_CASE("run plan: GPU decode is planned only where it can run, and says why not") {
   Config c;
   // auto with engines: the split is steered, the GPU resizes what it decodes.
-  RunPlan p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, 7));
+  RunPlan p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, true));
   CHECK(p.gpu_decode);
   CHECK(p.gpu_decode_adaptive);
-  CHECK(p.jpeg_engines == 7);
   CHECK(p.gpu_op == Op::resize_normalize);
   CHECK(p.layout.per_image_geometry);
   CHECK(p.layout.jpeg.bgr);
@@ -152,18 +151,18 @@ TEST_CASE("run plan: GPU decode is planned only where it can run, and says why n
   CHECK(p.layout.staging.slots == 4);
   // gpu: every JPEG the engines take.
   c.decode.where = Where::gpu;
-  p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, 7));
+  p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, true));
   CHECK(p.gpu_decode);
   CHECK_FALSE(p.gpu_decode_adaptive);
   // Off, with the reason.
   c.decode.where = Where::automatic;
   CHECK(RunPlan::make(c, {-1}, facts(16, 64 * GiB)).decode_note == "no GPU in use");
-  CHECK(RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, 0)).decode_note == "no nvJPEG in this test");
+  CHECK(RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, false)).decode_note == "no nvJPEG in this test");
   c.transform.normalize.where = Where::cpu;
-  CHECK(RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, 7)).decode_note == "normalize.where is cpu");
+  CHECK(RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, true)).decode_note == "normalize.where is cpu");
   c.transform.normalize.where = Where::automatic;
   c.decode.where = Where::cpu;
-  p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, 7));
+  p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, true));
   CHECK_FALSE(p.gpu_decode);
   CHECK(p.decode_note == "decode.where is cpu");
   CHECK(p.slots == 2);
@@ -171,7 +170,7 @@ TEST_CASE("run plan: GPU decode is planned only where it can run, and says why n
   // gpu where it cannot run is an error naming the key and the reason.
   c.decode.where = Where::gpu;
   try {
-    RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, 0));
+    RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, false));
     FAIL("no ConfigError");
   } catch (const imgpipe::ConfigError& e) {
     CHECK(std::string(e.what()).find("decode.where") != std::string::npos);

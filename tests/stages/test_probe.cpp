@@ -10,6 +10,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "common.hpp"
+#include "stages/jpeg_engines.hpp"
 #include "stages/probe.hpp"
 
 using imgpipe::stages::gpu_route_refusal;
@@ -161,4 +162,21 @@ TEST_CASE("probe: the steering sends its share to the GPU and moves it toward th
   RouteSteering t(true, 0.5, 1);
   for (int k = 1; k < 20; ++k) t.update(100ull * k, 1.0 * k, 100000ull * k, 1.0 * k);
   CHECK(t.share() <= 0.98);
+}
+
+TEST_CASE("probe: the JPEG engines are made in the background, or say why not") {
+  imgpipe::stages::JpegEngines e(0, {});
+  imgpipe::kernels::GpuJpegDecoder* d = e.wait();
+  std::string why;
+  const bool engines = imgpipe::test::have_gpu() && imgpipe::kernels::GpuJpegDecoder::probe(0, &why).has_value();
+  if (engines) {
+    REQUIRE(d != nullptr);
+    CHECK(e.ready() == d);
+    CHECK(e.info().engines > 0);
+    CHECK(e.error().empty());
+  } else {
+    CHECK(d == nullptr);
+    CHECK(e.ready() == nullptr);
+    CHECK_FALSE(e.error().empty());
+  }
 }
