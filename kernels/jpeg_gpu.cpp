@@ -158,6 +158,7 @@ const nvj::Api& require_api_and_device(int device) {
 
 struct GpuJpegDecoder::Impl {
   nvj::nvjpegOutputFormat_t output = nvj::NVJPEG_OUTPUT_RGBI;  // interleaved, in the order GpuJpegOptions::bgr asks
+  JpegHardwareInfo info;  // hardware_info()
   const nvj::Api* api = nullptr;
   int device = 0;
   JpegBackend backend = JpegBackend::hardware;
@@ -355,9 +356,18 @@ GpuJpegDecoder::GpuJpegDecoder(int device, const GpuJpegOptions& options) : impl
     m.state = nullptr;
     throw NvjpegError(std::string("nvjpegJpegStateCreate failed: ") + nvj::status_name(s), s);
   }
+  // What probe() reports, from this decoder's own handle (no second handle).
+  m.info.library = api.library;
+  for (int i = 0; i < 3; ++i) m.info.version[i] = api.version[i];
+  m.info.device_input = m.backend == JpegBackend::hardware_device;
+  if (m.backend != JpegBackend::gpu_hybrid &&
+      api.nvjpegGetHardwareDecoderInfo(m.handle, &m.info.engines, &m.info.cores_per_engine) != nvj::NVJPEG_STATUS_SUCCESS)
+    m.info.engines = m.info.cores_per_engine = 0;
 }
 
 GpuJpegDecoder::~GpuJpegDecoder() = default;
+
+const JpegHardwareInfo& GpuJpegDecoder::hardware_info() const noexcept { return impl_->info; }
 
 int GpuJpegDecoder::device() const noexcept { return impl_->device; }
 JpegBackend GpuJpegDecoder::backend() const noexcept { return impl_->backend; }
@@ -499,6 +509,10 @@ std::optional<JpegHardwareInfo> GpuJpegDecoder::probe(int, std::string* why) noe
 GpuJpegDecoder::GpuJpegDecoder(int, const GpuJpegOptions&) { throw Error(no_cuda); }
 GpuJpegDecoder::~GpuJpegDecoder() = default;
 int GpuJpegDecoder::device() const noexcept { return -1; }
+const JpegHardwareInfo& GpuJpegDecoder::hardware_info() const noexcept {
+  static const JpegHardwareInfo none;
+  return none;
+}
 JpegBackend GpuJpegDecoder::backend() const noexcept { return JpegBackend::hardware; }
 bool GpuJpegDecoder::input_on_device() const noexcept { return false; }
 GpuJpegStats GpuJpegDecoder::stats() const noexcept { return {}; }

@@ -146,6 +146,9 @@ class GpuJpegDecoder {
 
   int device() const noexcept;
   JpegBackend backend() const noexcept;  // the one in use, after any fallback
+  // The engines and library, as probe() reports them, read from this
+  // decoder's own handle (engines 0 for gpu_hybrid).
+  const JpegHardwareInfo& hardware_info() const noexcept;
   // True: decode_batch's data pointers must be device memory (on device());
   // false: host memory (pinned is best; see GPU-DECODE.md).
   bool input_on_device() const noexcept;

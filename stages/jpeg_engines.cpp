@@ -11,13 +11,10 @@ JpegEngines::~JpegEngines() { (void)wait(); }
 
 void JpegEngines::make(int device, kernels::GpuJpegOptions options) {
   try {
-    std::string why;
-    const auto hw = kernels::GpuJpegDecoder::probe(device, &why);
-    if (!hw) throw Error(why);
-    info_ = *hw;
-    if (!hw->device_input)
-      throw Error("nvJPEG has no HARDWARE_DEVICE backend here (bitstreams in device memory)");
+    // One handle: the decoder's own (a separate probe() would make and
+    // destroy another, which costs as much as the decoder itself).
     decoder_ = std::make_unique<kernels::GpuJpegDecoder>(device, options);
+    info_ = decoder_->hardware_info();
     ready_.store(decoder_.get(), std::memory_order_release);
   } catch (const std::exception& e) {
     error_ = e.what();
@@ -25,7 +22,7 @@ void JpegEngines::make(int device, kernels::GpuJpegOptions options) {
   }
 }
 
-kernels::GpuJpegDecoder* JpegEngines::wait() {
+kernels::GpuJpegDecoder* JpegEngines::wait() const {
   std::call_once(joined_, [this] {
     if (thread_.joinable()) thread_.join();
   });

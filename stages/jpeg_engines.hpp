@@ -27,15 +27,15 @@ class JpegEngines {
   // The decoder once made; null before that and when it failed. Never blocks.
   kernels::GpuJpegDecoder* ready() const noexcept { return ready_.load(std::memory_order_acquire); }
   // Blocks until the making is over; the decoder, or null when it failed.
-  kernels::GpuJpegDecoder* wait();
+  kernels::GpuJpegDecoder* wait() const;
   // After wait(): what the probe found (engines, library) and why it failed.
   const kernels::JpegHardwareInfo& info() const noexcept { return info_; }
   const std::string& error() const noexcept { return error_; }
 
  private:
   void make(int device, kernels::GpuJpegOptions options);
-  std::thread thread_;
-  std::once_flag joined_;
+  mutable std::thread thread_;
+  mutable std::once_flag joined_;
   std::unique_ptr<kernels::GpuJpegDecoder> decoder_;
   std::atomic<kernels::GpuJpegDecoder*> ready_{nullptr};
   kernels::JpegHardwareInfo info_;

@@ -151,7 +151,7 @@ Probe::Probe(const ProbeLimits& limits, const JpegEngines& engines, RouteSteerin
       transform_(transform), gpu_(gpu) {}
 
 bool Probe::gpu_able(const Work& w, int& width, int& height) const {
-  const kernels::GpuJpegDecoder* decoder = engines_.ready();
+  const kernels::GpuJpegDecoder* decoder = limits_.wait_for_engines ? engines_.wait() : engines_.ready();
   if (!decoder) return false;  // not made yet, or GPU decode failed to start
   const std::span<const unsigned char> b(w.pixels.bytes);
   const ImageHeader h = sniff_header(b);

@@ -82,6 +82,7 @@ struct GpuDecodeMeter {
 };
 
 struct ProbeLimits {
+  bool wait_for_engines = false;      // decode.where gpu: wait for the decoder instead of using the CPU meanwhile
   bool accept_truncated = false;      // decode.accept_truncated: damaged JPEGs stay on the CPU route
   bool exif_orientation = true;       // rotated JPEGs stay on the CPU route (nvJPEG does not rotate)
   std::int64_t max_pixels = 0;        // decode.max_pixels: larger ones stay on the CPU route (reported there)

@@ -94,11 +94,12 @@ void add_decode(Report& r, const RunPlan& plan, const StageSet& s, const stages:
   Report::Decode& d = r.decode;
   d.where = !plan.gpu_decode ? "cpu" : plan.gpu_decode_adaptive ? "cpu+gpu" : "gpu";
   d.note = plan.decode_note;
-  // The engines as found while the run started (0 if the decoder was not ready).
-  if (const auto& e = res.devices().front()->jpeg; e && e->ready())
-    d.jpeg_engines = e->info().engines * std::max(1u, e->info().cores_per_engine);
-  else if (const auto& e2 = res.devices().front()->jpeg; e2 && !e2->error().empty())
-    d.note = e2->error();
+  // The engines as found while the run started (waits for the making to end,
+  // as freeing the resources would).
+  if (const auto& e = res.devices().front()->jpeg) {
+    if (e->wait()) d.jpeg_engines = e->info().engines * std::max(1u, e->info().cores_per_engine);
+    else d.note = e->error();
+  }
   d.gpu_fallbacks = s.gpu_decode.fallbacks.load();
   d.gpu = s.gpu_decode.images.load();
   d.cpu = s.decode.stats().items.load() + d.gpu_fallbacks;

@@ -31,6 +31,7 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
       sink(cfg.sink, resources.ring(), callback) {
   if (!plan.gpu_decode) return;
   stages::ProbeLimits limits;
+  limits.wait_for_engines = !plan.gpu_decode_adaptive;
   limits.accept_truncated = cfg.decode.accept_truncated;
   limits.exif_orientation = cfg.decode.exif_orientation;
   limits.max_pixels = cfg.decode.max_pixels;
