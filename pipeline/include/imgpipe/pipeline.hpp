@@ -1,5 +1,12 @@
-// The pipeline: discover inputs, decode and transform them in parallel, stage
-// batches through write-combined pinned memory and deliver them on the GPU.
+// The pipeline: discover inputs, decode and transform them in parallel (JPEGs
+// also on the GPU's JPEG engines: Config::decode.where), stage batches through
+// write-combined pinned memory and deliver them on the GPU.
+//
+// The public API is this header and the value types it includes (config.hpp,
+// batch.hpp, report.hpp, types.hpp, error.hpp: the core layer), plus the
+// host memory resources (imgpipe/memory/resources.hpp). Link imgpipe::imgpipe.
+// Inside, run() is plan (where each step runs, every size) -> resources
+// (ring, slots, device buffers) -> oneTBB filter chain of stages -> report.
 //
 //   imgpipe::Pipeline p(imgpipe::Config::from_yaml_file("pipeline.yaml"));
 //   imgpipe::Report r = p.run([](const imgpipe::DeviceBatch& b) { ... });
