@@ -123,7 +123,8 @@ void tiff_size(std::span<const unsigned char> b, ImageHeader& h) noexcept {
     const std::uint32_t tag = u16(e), type = u16(e + 2);
     if ((tag != 256 && tag != 257) || (big ? u64(e + 4) : u32(e + 4)) != 1) continue;
     std::uint64_t v = type == 3 ? u16(e + value_at) : type == 4 ? u32(e + value_at) : 0;
-    if (big && type == 16) v = std::min<std::uint64_t>(u64(e + value_at), std::numeric_limits<std::int64_t>::max());  // LONG8
+    if (big && type == 16)  // LONG8, kept within int64 (anything that large is beyond the limit anyway)
+      v = std::min<std::uint64_t>(u64(e + value_at), std::numeric_limits<std::int64_t>::max());
     (tag == 256 ? h.width : h.height) = static_cast<std::int64_t>(v);
   }
 }

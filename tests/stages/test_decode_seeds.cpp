@@ -64,7 +64,7 @@ cv::Vec3b px(const cv::Mat& m, int x, int y) { return m.at<cv::Vec3b>(y, x); }
 
 }  // namespace
 
-TEST_CASE("decode seeds: progressive, arithmetic-coded and restart-marker JPEGs decode as cv::imdecode, to the same pixels") {
+TEST_CASE("decode seeds: progressive, arithmetic-coded and restart-marker JPEGs decode as cv::imdecode to the same pixels") {
   // One picture and one quantisation, coded four ways: only the entropy coding
   // differs, so the pixels must not.
   const Bytes progressive = seed("gen_progressive.jpg"), arithmetic = seed("gen_arithmetic.jpg"),
