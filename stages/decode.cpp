@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <limits>
 
 #include <opencv2/imgcodecs.hpp>
 
@@ -52,9 +53,10 @@ int exif_orientation(const unsigned char* p, std::size_t n) noexcept {
   return 1;
 }
 
-// Walks JPEG marker segments from SOI. Fills the frame size from the first
-// SOFn and the orientation from the first APP1 Exif segment, and returns the
-// offset of the first start-of-scan (0 if none found).
+// Walks JPEG marker segments from SOI. Fills the frame size, the SOF type and
+// the sample precision from the first SOFn and the orientation from the first
+// APP1 Exif segment, and returns the offset of the first start-of-scan (0 if
+// none found).
 std::size_t walk_jpeg(std::span<const unsigned char> b, ImageHeader* h) noexcept {
   bool exif_seen = false;
   const std::size_t n = b.size();
@@ -74,7 +76,9 @@ std::size_t walk_jpeg(std::span<const unsigned char> b, ImageHeader* h) noexcept
     const std::size_t len = be16(&b[i + 2]);
     if (len < 2) return 0;
     const bool sof = (m >= 0xC0 && m <= 0xCF) && m != 0xC4 && m != 0xC8 && m != 0xCC;
-    if (sof && h && h->width == 0 && i + 9 <= n) {
+    if (sof && h && h->jpeg_sof == 0 && i + 9 <= n) {
+      h->jpeg_sof = m;
+      h->precision = b[i + 4];
       h->height = be16(&b[i + 5]);
       h->width = be16(&b[i + 7]);
     }
@@ -93,28 +97,55 @@ std::uint32_t le32(const unsigned char* p) {
   return p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
 }
 
-// TIFF: ImageWidth (256) and ImageLength (257) from IFD0, SHORT or LONG.
+// TIFF: ImageWidth (256) and ImageLength (257) from IFD0, SHORT or LONG (or
+// LONG8 in BigTIFF). Classic TIFF: 32-bit IFD offset, 16-bit entry count,
+// 12-byte entries with a 32-bit count; BigTIFF: bytes 4-5 say 8 (offset size),
+// 64-bit IFD offset and entry count, 20-byte entries with a 64-bit count.
 void tiff_size(std::span<const unsigned char> b, ImageHeader& h) noexcept {
   const bool le = b[0] == 'I';
   const std::size_t n = b.size();
   auto u16 = [&](std::size_t o) -> std::uint32_t { return le ? b[o] | (b[o + 1] << 8) : (b[o] << 8) | b[o + 1]; };
   auto u32 = [&](std::size_t o) -> std::uint32_t { return le ? le32(&b[o]) : be32(&b[o]); };
-  if (n < 8) return;
-  const std::size_t ifd = u32(4);
-  if (ifd > n || n - ifd < 2) return;
-  const std::size_t count = u16(ifd);
-  for (std::size_t k = 0; k < count; ++k) {
-    const std::size_t e = ifd + 2 + 12 * k;
-    if (e + 12 > n) return;
+  auto u64 = [&](std::size_t o) -> std::uint64_t {
+    const std::uint64_t lo = u32(le ? o : o + 4), hi = u32(le ? o + 4 : o);
+    return (hi << 32) | lo;
+  };
+  const bool big = h.bigtiff;
+  if (n < (big ? 16u : 8u) || (big && u16(4) != 8)) return;
+  const std::uint64_t ifd = big ? u64(8) : u32(4);
+  const std::size_t count_size = big ? 8 : 2, entry_size = big ? 20 : 12, value_at = big ? 12 : 8;
+  if (ifd > n || n - ifd < count_size) return;
+  const std::uint64_t count = big ? u64(ifd) : u16(ifd);
+  // Entries past the end of the data stop the walk (so a huge count is harmless).
+  for (std::uint64_t k = 0; k < count; ++k) {
+    const std::uint64_t e = ifd + count_size + entry_size * k;
+    if (e + entry_size > n) return;
     const std::uint32_t tag = u16(e), type = u16(e + 2);
-    if ((tag != 256 && tag != 257) || u32(e + 4) != 1) continue;
-    const std::int64_t v = type == 3 ? u16(e + 8) : type == 4 ? u32(e + 8) : 0;
-    (tag == 256 ? h.width : h.height) = v;
+    if ((tag != 256 && tag != 257) || (big ? u64(e + 4) : u32(e + 4)) != 1) continue;
+    std::uint64_t v = type == 3 ? u16(e + value_at) : type == 4 ? u32(e + value_at) : 0;
+    if (big && type == 16)  // LONG8, kept within int64 (anything that large is beyond the limit anyway)
+      v = std::min<std::uint64_t>(u64(e + value_at), std::numeric_limits<std::int64_t>::max());
+    (tag == 256 ? h.width : h.height) = static_cast<std::int64_t>(v);
   }
 }
 
-// WebP: the canvas size of a VP8X file, or the frame size of a simple lossy
-// (VP8) or lossless (VP8L) file.
+// WebP: the number of whole ANMF (animation frame) chunks at the top level of
+// the RIFF (each chunk: FourCC, 32-bit size, data padded to an even length).
+int webp_frames(std::span<const unsigned char> b) noexcept {
+  int frames = 0;
+  std::size_t i = 12;
+  while (b.size() - i >= 8) {
+    const std::uint64_t len = le32(&b[i + 4]);
+    if (len > b.size() - i - 8) break;  // cut short
+    if (std::memcmp(&b[i], "ANMF", 4) == 0) ++frames;
+    if (len + (len & 1) > b.size() - i - 8) break;  // no padding byte left
+    i += 8 + len + (len & 1);
+  }
+  return frames;
+}
+
+// WebP: the canvas size of a VP8X file (and its animation flag), or the frame
+// size of a simple lossy (VP8) or lossless (VP8L) file.
 void webp_size(std::span<const unsigned char> b, ImageHeader& h) noexcept {
   const std::size_t n = b.size();
   if (n < 30) return;
@@ -122,6 +153,8 @@ void webp_size(std::span<const unsigned char> b, ImageHeader& h) noexcept {
   if (std::memcmp(c, "VP8X", 4) == 0) {
     h.width = 1 + (b[24] | (b[25] << 8) | (b[26] << 16));
     h.height = 1 + (b[27] | (b[28] << 8) | (b[29] << 16));
+    h.animated = (b[20] & 0x02) != 0;
+    if (h.animated) h.frames = webp_frames(b);
   } else if (std::memcmp(c, "VP8 ", 4) == 0 && b[23] == 0x9D && b[24] == 0x01 && b[25] == 0x2A) {
     h.width = (b[26] | (b[27] << 8)) & 0x3FFF;
     h.height = (b[28] | (b[29] << 8)) & 0x3FFF;
@@ -157,9 +190,10 @@ ImageHeader sniff_header(std::span<const unsigned char> b) noexcept {
   } else if (n >= 12 && std::memcmp(b.data(), "RIFF", 4) == 0 && std::memcmp(&b[8], "WEBP", 4) == 0) {
     h.format = "webp";
     webp_size(b, h);
-  } else if (n >= 4 && ((b[0] == 'I' && b[1] == 'I' && b[2] == 42 && b[3] == 0) ||
-                        (b[0] == 'M' && b[1] == 'M' && b[2] == 0 && b[3] == 42))) {
+  } else if (n >= 4 && ((b[0] == 'I' && b[1] == 'I' && (b[2] == 42 || b[2] == 43) && b[3] == 0) ||
+                        (b[0] == 'M' && b[1] == 'M' && b[2] == 0 && (b[3] == 42 || b[3] == 43)))) {
     h.format = "tiff";
+    h.bigtiff = b[0] == 'I' ? b[2] == 43 : b[3] == 43;
     tiff_size(b, h);
   }
   return h;
@@ -216,6 +250,33 @@ std::int64_t format_limit(const std::string& format) noexcept {
   return 2147483647LL;  // png, bmp
 }
 
+// Features of a recognised format that no decoder here reads, named (or a
+// sample precision no JPEG process allows, as corrupt); empty when there are
+// none. libjpeg(-turbo) as built here decodes 8-bit baseline, extended,
+// progressive and arithmetic-coded JPEGs only: 12-bit samples need its
+// separate 12-bit build or API, and the lossless and hierarchical processes
+// are not implemented (it would fail with "Unsupported JPEG data precision
+// 12" or "Unsupported JPEG process", reported as corrupt). OpenCV 4.6 reads
+// still WebPs only: an animated one comes back empty, as if damaged.
+std::string unsupported_feature(const ImageHeader& h) {
+  if (h.format == "jpeg" && h.jpeg_sof != 0) {
+    const int k = h.jpeg_sof - 0xC0;
+    if (k == 3 || k == 7 || k == 11 || k == 15)
+      return fmt::format("lossless JPEG (SOF{}) is not supported", k);
+    if (k == 5 || k == 6 || k == 13 || k == 14)
+      return fmt::format("hierarchical JPEG (SOF{}) is not supported", k);
+    if (h.precision == 12)
+      return fmt::format("12-bit JPEG (sample precision 12, SOF{}) is not supported: 8-bit samples only", k);
+    if (h.precision != 8)
+      return fmt::format("corrupt JPEG: sample precision {} in SOF{} (8 or 12 for DCT-based JPEG)", h.precision, k);
+  }
+  if (h.format == "webp" && h.animated)
+    return h.frames > 0
+               ? fmt::format("animated WebP ({} frames) is not supported: still WebP only", h.frames)
+               : std::string("animated WebP is not supported: still WebP only");
+  return {};
+}
+
 }  // namespace
 
 std::string Decode::check_header(std::span<const unsigned char> bytes, const ImageHeader& h) const {
@@ -236,6 +297,7 @@ std::string Decode::check_header(std::span<const unsigned char> bytes, const Ima
   if (h.format == "webp" && ((bytes.size() >= 132 && std::memcmp(&bytes[128], "DICM", 4) == 0) ||
                              (bytes.size() >= 144 && std::memcmp(&bytes[140], "DTED", 4) == 0)))
     return "corrupt WebP: not a WebP header OpenCV accepts (and DICOM/DTED markers inside)";
+  if (std::string what = unsupported_feature(h); !what.empty()) return what;
   const std::int64_t limit = format_limit(h.format);
   if (h.width > limit || h.height > limit)
     return fmt::format("corrupt {}: header claims {}x{}, beyond the format's limit of {} per side", upper(h.format),

@@ -14,7 +14,10 @@
 // warns (damaged entropy-coded data, which OpenCV decodes to a partly grey or
 // smeared image without an error; see jpeg_decode.hpp) are reported as
 // corrupt unless decode.accept_truncated. Only JPEG, PNG, BMP, WebP and TIFF
-// reach a decoder; anything else is "not a recognised image format".
+// (classic and BigTIFF) reach a decoder; anything else is "not a recognised
+// image format". Format features no decoder here handles are reported by name
+// before any decoder runs: JPEGs of a precision other than 8 bits (12-bit),
+// lossless and hierarchical JPEGs, and animated WebPs.
 //
 // Reduced decode (decode.reduced: auto): a JPEG is decoded at 1/2, 1/4 or 1/8
 // scale in the DCT domain (libjpeg's scaled IDCT, cv::IMREAD_REDUCED_COLOR_r,
@@ -36,10 +39,18 @@ struct ImageHeader {
   std::string format;  // "jpeg", "png", ...; empty when unknown
   std::int64_t width = 0, height = 0;  // as stored; 0 when the header does not say
   int orientation = 1;  // JPEG: the EXIF orientation tag (1..8; 1 when absent or invalid)
+  int jpeg_sof = 0;     // JPEG: the first SOFn marker (0xC0 baseline, 0xC1 extended, 0xC2 progressive,
+                        // 0xC9/0xCA arithmetic, 0xC3 lossless, ...); 0 when none was read
+  int precision = 0;    // JPEG: bits per sample from that SOF (8, 12, ...); 0 when not read
+  bool bigtiff = false;  // TIFF: BigTIFF (magic 43, 64-bit offsets) rather than classic TIFF (42)
+  bool animated = false;  // WebP: the VP8X animation flag is set
+  int frames = 0;         // WebP: the ANMF (animation frame) chunks counted
 };
 
-// Sniffs the format and, for JPEG and PNG, the dimensions; for JPEG also the
-// EXIF orientation. Never throws.
+// Sniffs the format and the dimensions (JPEG, PNG, BMP, WebP, TIFF and
+// BigTIFF); for JPEG also the EXIF orientation, the coding process (SOF
+// marker) and the sample precision; for WebP whether it is animated. Never
+// throws.
 ImageHeader sniff_header(std::span<const unsigned char> bytes) noexcept;
 
 // The largest r in {8, 4, 2} for which an image of width x height (as
