@@ -39,7 +39,7 @@ class Sink : public Stage<Sink, Takes::batches> {
   void fill(BatchSlot& b) const;
   std::uint64_t checksum_on_device(BatchSlot& b);
   std::uint64_t dump(BatchSlot& b);
-  const BatchCallback& callback_;
+  BatchCallback callback_;  // a copy: the caller's may be a temporary
   std::uint64_t delivered_ = 0;
   std::vector<BatchRecord> records_;
   std::vector<unsigned char> host_copy_;  // dump: the batch copied back
