@@ -57,7 +57,7 @@ struct AcquireOnExit {
 // as written before the call; every call releases `end` (when given), which
 // the caller acquires once the work is over. It holds a pointer to the real
 // function object, which must outlive the work, so a copy reads only what
-// this header wrote (tests/tsan.supp: race_top:kernels/tsan.hpp).
+// this header wrote (tests/tsan.supp: race_top:core/tsan.hpp).
 template <class F>
 struct HandedOver {
   const F* f;

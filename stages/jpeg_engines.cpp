@@ -4,8 +4,11 @@
 
 namespace imgpipe::stages {
 
-JpegEngines::JpegEngines(int device, const kernels::GpuJpegOptions& options)
-    : thread_([this, device, options] { make(device, options); }) {}
+JpegEngines::JpegEngines(int device, const kernels::GpuJpegOptions& options) {
+  // Started here, not in the member initialisers: every member the thread
+  // writes must exist first (ThreadSanitizer caught the other order).
+  thread_ = std::thread([this, device, options] { make(device, options); });
+}
 
 JpegEngines::~JpegEngines() { (void)wait(); }
 

@@ -34,12 +34,12 @@ class JpegEngines {
 
  private:
   void make(int device, kernels::GpuJpegOptions options);
-  mutable std::thread thread_;
-  mutable std::once_flag joined_;
   std::unique_ptr<kernels::GpuJpegDecoder> decoder_;
   std::atomic<kernels::GpuJpegDecoder*> ready_{nullptr};
   kernels::JpegHardwareInfo info_;
   std::string error_;
+  mutable std::once_flag joined_;
+  mutable std::thread thread_;  // last: started once the members above exist
 };
 
 }  // namespace imgpipe::stages

@@ -1,4 +1,4 @@
-// ThreadSanitizer annotations for parallel_pipeline (kernels/tsan.hpp has the
+// ThreadSanitizer annotations for parallel_pipeline (core/tsan.hpp has the
 // primitives and the reason: libtbb is not instrumented, so every token passed
 // from one filter to the next would look like a race). Each filter call
 // acquires its token on entry and releases it on exit, the way
