@@ -207,15 +207,21 @@ double sparse_ms(MemoryKind kind, bool zero_copy, const SparseSetup& su, int dev
   return median(v);
 }
 
+// A workload named `name` with the kind the policy picks for `pattern`.
+Workload workload(const char* name, UsagePattern pattern, const Calibration& c) {
+  Workload x;
+  x.name = name;
+  const auto d = memory::choose_memory_kind(pattern, &c);
+  x.policy_kind = d.kind;
+  x.policy_explain = d.explain();
+  return x;
+}
+
 // (a) one host block copied to every GPU at once.
 Workload shared_block_workload(const Calibration& c, const BenchMemoryOptions& o) {
   const std::size_t max = c.sizes.back();
   const int dev = c.device;
-  Workload x;
-  x.name = "shared_block";
-  const auto d = memory::choose_memory_kind(UsagePattern::multi_device, &c);
-  x.policy_kind = d.kind;
-  x.policy_explain = d.explain();
+  Workload x = workload("shared_block", UsagePattern::multi_device, c);
   const int n = std::max(1, c.device_count);
   x.description = fmt::format("one {} host block copied to each of {} GPU(s) at once", human(max), n);
   if (n < 2) x.note = "only one GPU: measuring the single-GPU case (one device's copy)";
@@ -235,11 +241,7 @@ Workload shared_block_workload(const Calibration& c, const BenchMemoryOptions& o
 Workload streaming_workload(const Calibration& c, const BenchMemoryOptions& o) {
   const std::size_t max = c.sizes.back();
   const int dev = c.device;
-  Workload x;
-  x.name = "h2d_streaming";
-  const auto d = memory::choose_memory_kind(UsagePattern::h2d_streaming, &c);
-  x.policy_kind = d.kind;
-  x.policy_explain = d.explain();
+  Workload x = workload("h2d_streaming", UsagePattern::h2d_streaming, c);
   const std::size_t chunk = std::min<std::size_t>(max, std::size_t{32} << 20);
   const int rounds = 32;
   x.description = fmt::format("CPU writes {} (memcpy from cached memory), then H2D copy; {} rounds, double-buffered",
@@ -262,11 +264,7 @@ Workload streaming_workload(const Calibration& c, const BenchMemoryOptions& o) {
 Workload sparse_read_workload(const Calibration& c, const BenchMemoryOptions& o) {
   const std::size_t max = c.sizes.back();
   const int dev = c.device;
-  Workload x;
-  x.name = "sparse_device_read";
-  const auto d = memory::choose_memory_kind(UsagePattern::device_access_only, &c);
-  x.policy_kind = d.kind;
-  x.policy_explain = d.explain();
+  Workload x = workload("sparse_device_read", UsagePattern::device_access_only, c);
   SparseSetup su;
   su.array_bytes = std::max<std::size_t>(max / su.record_bytes * su.record_bytes, su.record_bytes);
   const std::size_t records = su.array_bytes / su.record_bytes;
