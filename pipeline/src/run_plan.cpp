@@ -121,11 +121,16 @@ void plan_decode(RunPlan& p, const Config& cfg, const HostFacts& host) {
   p.gpu_decode = true;
   p.gpu_decode_adaptive = where == Where::automatic;
   p.gpu_op = stages::GpuOps::Op::resize_normalize;  // the GPU resizes what it decodes
-  // Decoded frames live on the device: a slot's frame area is 1/512 of the
-  // device's memory (at least a target frame per sample), shared by
-  // batch.size frames; larger JPEGs take the CPU route.
+}
+
+// Decoded frames live on the device: a slot's frame area is 1/512 of the
+// device's memory, all slots together at most 1/64 of it (many slots: small
+// batches), shared by batch.size frames of at least a target frame each;
+// larger JPEGs take the CPU route. Needs p.slots (plan_tokens).
+void plan_decoded_frame(RunPlan& p, const Config& cfg, const HostFacts& host) {
   const std::size_t target = static_cast<std::size_t>(cfg.transform.resize.width) * cfg.transform.resize.height * 3;
-  const std::size_t share = host.device_memory / 512 / static_cast<std::size_t>(cfg.batch.size);
+  const std::size_t per_slot = host.device_memory / std::max<std::size_t>(512, 64 * static_cast<std::size_t>(p.slots));
+  const std::size_t share = per_slot / static_cast<std::size_t>(cfg.batch.size);
   const std::size_t most = checked_mul(static_cast<std::size_t>(cfg.decode.max_pixels), 3, "decode.max_pixels");
   p.max_decoded_frame = std::max(target, std::min(share, most));
 }
@@ -137,6 +142,7 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
   const std::size_t target_u8 = checked_mul(pixels, 3, "transform.resize");
   const std::size_t out_sample = checked_mul(target_u8, dtype_size(t.dtype), "transform.resize");
   p.frame_budget = p.resize_on_gpu ? frame_budget(cfg, host, target_u8) : target_u8;
+  if (p.gpu_decode) plan_decoded_frame(p, cfg, host);
   p.frame_bytes = p.resize_on_gpu ? p.frame_budget : p.normalize_on_gpu ? target_u8 : out_sample;
   // A GPU-route JPEG's bitstream takes a frame's place in the slot: room for
   // one of up to an eighth of the largest frame the GPU decodes (q90 photos

@@ -143,6 +143,7 @@ TEST_CASE("run plan: GPU decode is planned only where it can run, and says why n
   CHECK(p.layout.jpeg.bgr);
   // The device frame area: 1/512 of the device's memory a slot, over batch.size frames.
   CHECK(p.max_decoded_frame == 140 * GiB / 512 / 32);
+  CHECK(p.frame_bytes == 640 * 640 * 3);  // the bitstream share: 1/8 of a decoded frame is less
   CHECK(p.layout.decode_bytes == (p.max_decoded_frame + 256) * 32);
   // More tokens, and the slots that holding them safely takes.
   CHECK(p.wanted_tokens == 96);
@@ -176,4 +177,21 @@ TEST_CASE("run plan: GPU decode is planned only where it can run, and says why n
     CHECK(std::string(e.what()).find("decode.where") != std::string::npos);
     CHECK(std::string(e.what()).find("no nvJPEG in this test") != std::string::npos);
   }
+}
+
+TEST_CASE("run plan: GPU decode with small batches keeps the device frame area and the slots bounded") {
+  Config c;
+  c.batch.size = 1;
+  c.transform.resize.width = 96;
+  c.transform.resize.height = 64;
+  const RunPlan p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, true));
+  REQUIRE(p.gpu_decode);
+  CHECK(p.slots == 64);  // 96 tokens wanted, 64 slots at most
+  CHECK(p.tokens == 64);
+  // All slots' frame areas together: 1/64 of the device's memory.
+  CHECK(p.layout.decode_bytes * static_cast<std::size_t>(p.slots) <= 140 * GiB / 64 + 256 * 64);
+  CHECK(p.max_decoded_frame == 140 * GiB / (64 * 64));
+  // A bitstream share of 1/8 of the largest decoded frame, however small the target.
+  CHECK(p.frame_bytes == p.max_decoded_frame / 8);
+  CHECK(p.layout.staging.slot_bytes == p.frame_bytes);
 }
