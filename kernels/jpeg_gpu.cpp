@@ -373,6 +373,21 @@ int GpuJpegDecoder::device() const noexcept { return impl_->device; }
 JpegBackend GpuJpegDecoder::backend() const noexcept { return impl_->backend; }
 bool GpuJpegDecoder::input_on_device() const noexcept { return impl_->backend == JpegBackend::hardware_device; }
 
+void GpuJpegDecoder::release_stream() noexcept {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.decode_mutex);
+  if (m.last_stream_used) {
+    try {
+      DeviceGuard guard(m.device);
+      (void)cudaStreamSynchronize(m.last_stream);
+    } catch (const std::exception&) {
+      // The device cannot be made current: nothing of ours can run there.
+    }
+  }
+  m.last_stream_used = false;
+  m.last_stream = nullptr;
+}
+
 GpuJpegStats GpuJpegDecoder::stats() const noexcept {
   GpuJpegStats s;
   s.batches = impl_->batches.load();
@@ -516,6 +531,7 @@ const JpegHardwareInfo& GpuJpegDecoder::hardware_info() const noexcept {
 JpegBackend GpuJpegDecoder::backend() const noexcept { return JpegBackend::hardware; }
 bool GpuJpegDecoder::input_on_device() const noexcept { return false; }
 GpuJpegStats GpuJpegDecoder::stats() const noexcept { return {}; }
+void GpuJpegDecoder::release_stream() noexcept {}
 JpegInfo GpuJpegDecoder::parse(const std::uint8_t*, std::size_t) const { throw std::logic_error(no_cuda); }
 bool GpuJpegDecoder::preallocate(int, int, int) { throw std::logic_error(no_cuda); }
 int GpuJpegDecoder::decode_batch(const std::uint8_t* const*, const std::size_t*, int, const DecodedFrame*, int*,

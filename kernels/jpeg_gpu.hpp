@@ -191,6 +191,12 @@ class GpuJpegDecoder {
   int decode_batch(const std::uint8_t* const* data, const std::size_t* sizes, int n, const DecodedFrame* out,
                    int* status, CUstream_st* stream);
 
+  // Waits for the last batch's stream and forgets it, so that the stream may
+  // be destroyed and the decoder used with other streams afterwards (a
+  // decoder kept across runs outlives each run's streams). Never throws: a
+  // failed wait is the stream's error, reported by the stream's owner.
+  void release_stream() noexcept;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

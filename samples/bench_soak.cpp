@@ -4,8 +4,12 @@
 // start, the most sampled inside the run, at the end, and after malloc_trim
 // gives glibc's cached free memory back), the heap in use (mallinfo2) and the
 // pinned bytes the pipeline holds, then whether they stayed flat from the end
-// of the first run (the warm-up: allocator arenas, CUDA context, OpenCV) to
-// the end of the last.
+// of the warm-up to the end of the last run. The warm-up is run 1 (allocator
+// arenas, CUDA context, OpenCV), and with GPU JPEG decode every run until
+// the first that found the Pipeline's decoder ready when it began: the
+// decoder is made during run 1 and kept, so run 1 may use it for a few
+// batches only, and its buffers reach their full size in the first run
+// that uses it throughout.
 //
 // Usage: imgpipe_bench_soak [--dir FOLDER] [--copies 10] [--bad-every 100]
 //        [--loop 20] [--runs 8] [--device auto|cpu|N] [--size 224]
@@ -157,6 +161,8 @@ int main(int argc, char** argv) {
     fmt::print("{:>4} {:>9} {:>7} {:>7} {:>8} {:>10} {:>9} {:>9} {:>10} {:>10} {:>10}\n", "run", "delivered",
                "failed", "img/s", "seconds", "RSS start", "RSS max", "RSS end", "RSS trim", "heap used", "pinned MB");
     std::vector<RunFigures> figs;
+    std::size_t base = 0;  // the warm-up's last run
+    bool base_found = false;
     bool lost = false;
     for (int r = 0; r < runs; ++r) {
       RunFigures f;
@@ -177,6 +183,10 @@ int main(int argc, char** argv) {
       f.discovered = rep.inputs.discovered;
       f.images_per_s = rep.images_per_s;
       f.pinned_bytes = rep.memory.pinned_bytes;
+      if (!base_found && rep.decode.engines_ready_s <= 0) {  // no decoder (-1), or ready at the start (0)
+        base = figs.size();
+        base_found = true;
+      }
       f.staging_bytes = rep.memory.staging_bytes;
       const auto expect_good = static_cast<std::uint64_t>(good) * static_cast<std::uint64_t>(loop);
       const auto expect_bad = static_cast<std::uint64_t>(bad) * static_cast<std::uint64_t>(loop);
@@ -193,18 +203,22 @@ int main(int argc, char** argv) {
     }
     // After malloc_trim: what the process really holds, without the freed
     // memory glibc keeps cached in its arenas (RSS end shows that much more).
-    const double growth = figs.back().rss_trimmed_mb - figs.front().rss_trimmed_mb;
-    const double heap_growth = figs.back().heap_mb - figs.front().heap_mb;
+    if (base + 1 >= figs.size()) base = 0;  // too few runs after the warm-up: measure from run 1
+    const RunFigures& first = figs[base];
+    const double growth = figs.back().rss_trimmed_mb - first.rss_trimmed_mb;
+    const double heap_growth = figs.back().heap_mb - first.heap_mb;
     const bool pinned_flat = std::all_of(figs.begin(), figs.end(),
                                          [&](const RunFigures& f) { return f.pinned_bytes == figs.front().pinned_bytes; });
     std::uint64_t total = 0;
     for (const auto& f : figs) total += f.delivered + f.failed;
     fmt::print(
-        "inputs handled: {}; after run 1 / run {}: RSS {:.1f} / {:.1f} MB ({:+.1f} MB), heap in use {:.1f} / {:.1f} MB "
-        "({:+.2f} MB), pinned {:.1f} / {:.1f} MB ({})\n",
-        total, runs, figs.front().rss_trimmed_mb, figs.back().rss_trimmed_mb, growth, figs.front().heap_mb,
-        figs.back().heap_mb, heap_growth, figs.front().pinned_bytes / 1048576.0, figs.back().pinned_bytes / 1048576.0,
-        pinned_flat ? "constant" : "CHANGED");
+        "inputs handled: {}; after run {} (the warm-up's last) / run {}: RSS {:.1f} / {:.1f} MB ({:+.1f} MB), heap in "
+        "use {:.1f} / {:.1f} MB ({:+.2f} MB), pinned {:.1f} / {:.1f} MB ({}); from run 1: RSS {:+.1f} MB, heap "
+        "{:+.2f} MB\n",
+        total, base + 1, runs, first.rss_trimmed_mb, figs.back().rss_trimmed_mb, growth, first.heap_mb,
+        figs.back().heap_mb, heap_growth, first.pinned_bytes / 1048576.0, figs.back().pinned_bytes / 1048576.0,
+        pinned_flat ? "constant" : "CHANGED", figs.back().rss_trimmed_mb - figs.front().rss_trimmed_mb,
+        figs.back().heap_mb - figs.front().heap_mb);
     const bool flat = growth <= tolerance_mb && heap_growth <= heap_tolerance_mb && pinned_flat && !lost;
     fmt::print("soak: {}\n", flat ? "flat" : "NOT FLAT");
     if (!json_path.empty()) {
@@ -214,6 +228,7 @@ int main(int argc, char** argv) {
       j["loop"] = loop;
       j["device"] = device;
       j["size"] = size;
+      j["baseline_run"] = base + 1;
       j["rss_growth_mb"] = growth;
       j["heap_growth_mb"] = heap_growth;
       j["pinned_constant"] = pinned_flat;

@@ -52,11 +52,15 @@ void BatchSlot::remove(int i) {
   --count;
 }
 
-BatchResources::BatchResources(const BatchLayout& layout) {
+BatchResources::BatchResources(const BatchLayout& layout, const EngineSource& source) {
   // The JPEG decoders first: they are made on their own threads meanwhile.
-  std::vector<std::unique_ptr<JpegEngines>> engines;
-  for (int d : layout.devices)
-    engines.push_back(layout.decode_bytes > 0 && d >= 0 ? std::make_unique<JpegEngines>(d, layout.jpeg) : nullptr);
+  std::vector<std::shared_ptr<JpegEngines>> engines;
+  for (int d : layout.devices) {
+    if (layout.decode_bytes == 0 || d < 0)
+      engines.push_back(nullptr);
+    else
+      engines.push_back(source ? source(d, layout.jpeg) : std::make_shared<JpegEngines>(d, layout.jpeg));
+  }
   gpu::set_device(layout.staging.device);
   ring_ = std::make_unique<memory::StagingRing>(layout.staging);
   for (std::size_t i = 0; i < layout.devices.size(); ++i) {
@@ -74,6 +78,9 @@ BatchResources::~BatchResources() {
     } catch (...) {
       // A sticky error was already reported by the call that hit it.
     }
+    // A decoder that outlives this run must not wait on its streams later.
+    if (d->jpeg)
+      if (kernels::GpuJpegDecoder* dec = d->jpeg->ready()) dec->release_stream();
   }
 }
 

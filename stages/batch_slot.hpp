@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -42,7 +43,7 @@ struct DeviceContext {
   std::vector<DeviceBuffers> buffers;  // one per staging slot
   std::atomic<int> in_flight{0};       // batches dispatched, not yet through the sink
   DeviceTransferStats transfer;        // written by the transfer stage only
-  std::unique_ptr<JpegEngines> jpeg;   // GPU JPEG decode (made in the background); null when off
+  std::shared_ptr<JpegEngines> jpeg;   // GPU JPEG decode (made in the background); null when off
 };
 
 // A JPEG of the batch that the GPU decodes: its bitstream in the slot, its
@@ -90,14 +91,20 @@ struct BatchLayout {
   Layout layout = Layout::nchw;
 };
 
+// Where a device's GPU JPEG decoder comes from: a decoder may outlive the
+// run (making one costs about 0.6 s on the H200; a Pipeline keeps its own
+// across runs). Empty: each run makes its own.
+using EngineSource = std::function<std::shared_ptr<JpegEngines>(int device, const kernels::GpuJpegOptions&)>;
+
 // Owns the staging ring, the batch slots and the per-device streams and
 // buffers of one run. Everything is allocated by the constructor (never on
 // the hot path); the destructor waits for every device's stream before
-// anything is freed, however the run ended. Throws what the allocations
-// throw (CudaError, AllocationError, std::bad_alloc).
+// anything is freed, however the run ended, and makes each decoder forget
+// this run's streams. Throws what the allocations throw (CudaError,
+// AllocationError, std::bad_alloc).
 class BatchResources {
  public:
-  explicit BatchResources(const BatchLayout& layout);
+  explicit BatchResources(const BatchLayout& layout, const EngineSource& engines = {});
   ~BatchResources();
   BatchResources(const BatchResources&) = delete;
   BatchResources& operator=(const BatchResources&) = delete;

@@ -18,9 +18,11 @@ void JpegEngines::make(int device, kernels::GpuJpegOptions options) {
     // destroy another, which costs as much as the decoder itself).
     decoder_ = std::make_unique<kernels::GpuJpegDecoder>(device, options);
     info_ = decoder_->hardware_info();
+    ready_at_ = std::chrono::steady_clock::now();
     ready_.store(decoder_.get(), std::memory_order_release);
   } catch (const std::exception& e) {
     error_ = e.what();
+    failed_.store(true, std::memory_order_release);
     spdlog::warn("GPU JPEG decode off on device {}: {}; JPEGs decode on the CPU", device, error_);
   }
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,18 +27,24 @@ class JpegEngines {
 
   // The decoder once made; null before that and when it failed. Never blocks.
   kernels::GpuJpegDecoder* ready() const noexcept { return ready_.load(std::memory_order_acquire); }
+  // True once the making has failed (then wait() returns null). Never blocks.
+  bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
   // Blocks until the making is over; the decoder, or null when it failed.
   kernels::GpuJpegDecoder* wait() const;
   // After wait(): what the probe found (engines, library) and why it failed.
   const kernels::JpegHardwareInfo& info() const noexcept { return info_; }
   const std::string& error() const noexcept { return error_; }
+  // After wait() returned a decoder: when it became ready.
+  std::chrono::steady_clock::time_point ready_at() const noexcept { return ready_at_; }
 
  private:
   void make(int device, kernels::GpuJpegOptions options);
   std::unique_ptr<kernels::GpuJpegDecoder> decoder_;
   std::atomic<kernels::GpuJpegDecoder*> ready_{nullptr};
+  std::atomic<bool> failed_{false};
   kernels::JpegHardwareInfo info_;
   std::string error_;
+  std::chrono::steady_clock::time_point ready_at_;
   mutable std::once_flag joined_;
   mutable std::thread thread_;  // last: started once the members above exist
 };

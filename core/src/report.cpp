@@ -62,6 +62,7 @@ void Report::print_table(std::ostream& os) const {
                       decode.cpu_images_per_s, decode.gpu_able, decode.gpu_fallbacks);
     if (!decode.gpu_share.empty())
       os << fmt::format(" | GPU share {:.2f} -> {:.2f}", decode.gpu_share.front(), decode.gpu_share.back());
+    if (decode.engines_ready_s > 0) os << fmt::format(" | engines ready {:.2f} s into the run", decode.engines_ready_s);
     os << "\n";
   }
   if (devices.size() > 1)
@@ -121,6 +122,7 @@ std::string Report::to_json(int indent) const {
   j["decode"] = {{"where", decode.where},
                  {"note", decode.note},
                  {"jpeg_engines", decode.jpeg_engines},
+                 {"engines_ready_s", decode.engines_ready_s},
                  {"gpu_able", decode.gpu_able},
                  {"gpu", decode.gpu},
                  {"cpu", decode.cpu},

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine_cache.hpp"
 #include "memory/gpu.hpp"
 #include "progress.hpp"
 #include "report.hpp"
@@ -21,11 +22,13 @@ const char* version() noexcept { return IMGPIPE_VERSION; }
 struct Pipeline::Impl {
   Config config;
   std::atomic<bool> stop{false};
+  detail::EngineCache engines;  // GPU JPEG decoders, kept from run to run
 };
 
 Pipeline::Pipeline(Config config) : impl_(std::make_unique<Impl>()) {
   config.validate();
   impl_->config = std::move(config);
+  impl_->engines.warm_up(impl_->config);
 }
 Pipeline::~Pipeline() = default;
 Pipeline::Pipeline(Pipeline&&) noexcept = default;
@@ -67,7 +70,7 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   // Discovery on its own thread while the CUDA context, the staging ring and
   // the device buffers are made here (and the JPEG decoders on theirs).
   auto discovery = std::async(std::launch::async, [&cfg] { return stages::build_input_list(cfg.input); });
-  stages::BatchResources resources(plan.layout);
+  stages::BatchResources resources(plan.layout, impl_->engines.source());
   const stages::InputList inputs = discovery.get();
   if (inputs.items.empty()) throw no_inputs(cfg.input);
 

@@ -90,15 +90,20 @@ void add_memory_and_transfer(Report& r, const Config& cfg, const StageSet& s, co
   r.transfer.gb_per_s = r.transfer.seconds > 0 ? r.transfer.bytes / r.transfer.seconds / 1e9 : 0;
 }
 
-void add_decode(Report& r, const RunPlan& plan, const StageSet& s, const stages::BatchResources& res) {
+void add_decode(Report& r, const RunPlan& plan, const StageSet& s, const stages::BatchResources& res,
+                const RunTimes& t) {
   Report::Decode& d = r.decode;
   d.where = !plan.gpu_decode ? "cpu" : plan.gpu_decode_adaptive ? "cpu+gpu" : "gpu";
   d.note = plan.decode_note;
   // The engines as found while the run started (waits for the making to end,
   // as freeing the resources would).
   if (const auto& e = res.devices().front()->jpeg) {
-    if (e->wait()) d.jpeg_engines = e->info().engines * std::max(1u, e->info().cores_per_engine);
-    else d.note = e->error();
+    if (e->wait()) {
+      d.jpeg_engines = e->info().engines * std::max(1u, e->info().cores_per_engine);
+      d.engines_ready_s = std::max(0.0, seconds(e->ready_at() - t.start));
+    } else {
+      d.note = e->error();
+    }
   }
   d.gpu_fallbacks = s.gpu_decode.fallbacks.load();
   d.gpu = s.gpu_decode.images.load();
@@ -132,7 +137,7 @@ Report assemble_report(const Config& cfg, const RunPlan& plan, const StageSet& s
   r.steady_images_per_s = r.pipeline_s > 0 ? r.inputs.delivered / r.pipeline_s : 0;
   add_stages(r, s, plan.threads);
   add_memory_and_transfer(r, cfg, s, res);
-  add_decode(r, plan, s, res);
+  add_decode(r, plan, s, res, t);
   return r;
 }
 

@@ -7,7 +7,7 @@
 #
 #   samples/bench/gpu_suite.sh OUT [PHOTOS] [parts...]
 # with programs bundled by ../shared/tools/gpu-bundle into .gpu (see README).
-# parts: tests sanitize kernels memory w1 w1cmp nvjpeg peers decode soak
+# parts: tests sanitize kernels memory w1 epochs w1cmp nvjpeg peers decode soak
 #   (default: all of them, in this order, whatever order they are given in)
 #
 # Time: the whole call is held to SUITE_BUDGET_S (default 540 s) of wall time:
@@ -33,7 +33,7 @@
 # SANITIZE_SPECS (tool:set:limit ...).
 set -uo pipefail
 out=$1; photos=${2:-.gpu/data/photos}; shift 2 || shift $#
-parts=${*:-tests sanitize kernels memory w1 w1cmp nvjpeg peers decode soak}
+parts=${*:-tests sanitize kernels memory w1 epochs w1cmp nvjpeg peers decode soak}
 run=".gpu/run"
 budget=${SUITE_BUDGET_S:-540}
 count=${W1_COUNT:-4096}
@@ -70,7 +70,7 @@ def load(p):
         return json.load(open(p))
     except Exception as e:
         return {"error": f"{os.path.basename(p)}: {e!r}"}
-for dest, names in (("w1.json", ["w1_default", "w1_decode_where", "w1_variants", "w1cmp"]),
+for dest, names in (("w1.json", ["w1_default", "w1_decode_where", "w1_variants", "w1cmp", "epochs_auto", "epochs_gpu"]),
                     ("bench.json", ["kernels", "memory", "soak"])):
     got = {n: load(os.path.join(js, n + ".json")) for n in names if os.path.exists(os.path.join(js, n + ".json"))}
     if got:
@@ -90,7 +90,7 @@ w1() {
 
 # --- the W1 corpus, once for every part that reads it ---------------------------
 corpus_ok=0
-for p in w1 w1cmp nvjpeg peers decode; do
+for p in w1 epochs w1cmp nvjpeg peers decode; do
   if has $p; then
     section "corpus ($count images)"
     if [ -d "$photos" ]; then
@@ -193,6 +193,33 @@ if has w1 && need_corpus w1 && enough w1 40; then
     { echo "=== --device cpu"; timeout -k 5 "$(cap 30)" $run bin/imgpipe --config configs/w1.yaml --input "$corpus" --device cpu 2>&1
       echo "=== default"; timeout -k 5 "$(cap 30)" $run bin/imgpipe --config configs/w1.yaml --input "$corpus" 2>&1; } > /tmp/w1_tables.log
     cat /tmp/w1_tables.log >> "$log"; grep -E "^===|^run:|bottleneck" /tmp/w1_tables.log | head -8
+  fi
+fi
+
+if has epochs && need_corpus epochs && enough epochs 30; then
+  section "W1 epochs: one Pipeline, one run per epoch ($count images)"
+  if [ -x .gpu/bin/imgpipe_bench_epochs ]; then
+    for w in ${EPOCHS_WHERE:-auto gpu}; do
+      timeout -k 5 "$(cap 60)" $run bin/imgpipe_bench_epochs --config configs/w1.yaml --input "$corpus" \
+        --epochs "${EPOCHS:-5}" --where "$w" --json "$js/epochs_$w.json" > "/tmp/epochs_$w.log" 2>&1; rc=$?
+      { echo "=== epochs $w rc=$rc"; cat "/tmp/epochs_$w.log"; } >> "$log"; cat "/tmp/epochs_$w.log"
+      python3 - "$js/epochs_$w.json" "$w" "$rc" >> "$summary" <<'PY'
+import json, statistics, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    sys.exit(print(f"W1 epochs {sys.argv[2]}: no result (rc={sys.argv[3]}, {e!r})"))
+ep = d["epochs"]
+later = [e["images_per_s"] for e in ep[1:]]
+print(f"W1 epochs decode.where {sys.argv[2]}: epoch 1 {ep[0]['images_per_s']:.0f} img/s (engines ready "
+      f"{ep[0]['engines_ready_s']:.2f} s in), epochs 2-{len(ep)} median {statistics.median(later) if later else 0:.0f} "
+      f"img/s {[round(x) for x in later]}, GPU {ep[-1]['gpu_images']} / CPU {ep[-1]['cpu_images']} images in the last; "
+      f"process {d['process']['images_per_s_from_main']:.0f} img/s from main()")
+PY
+    done
+    merge_json
+  else
+    echo "epochs: skipped, no bin/imgpipe_bench_epochs" | tee -a "$log"
   fi
 fi
 

@@ -106,7 +106,7 @@ struct Outcome {
   std::map<std::string, std::string> failure;
 };
 
-Outcome run(const fs::path& dir, const std::string& device, Where where) {
+Config config_for(const fs::path& dir, const std::string& device, Where where) {
   Config c;
   c.input.paths = {dir.string()};
   c.batch.size = 4;
@@ -116,8 +116,11 @@ Outcome run(const fs::path& dir, const std::string& device, Where where) {
   c.transform.resize.width = 96;
   c.transform.resize.height = 64;
   c.devices = DeviceSelection::parse(device);
+  return c;
+}
+
+Outcome run_once(Pipeline& p) {
   Outcome o;
-  Pipeline p(c);
   o.report = p.run([&](const DeviceBatch& b) {
     const Bytes host = test::batch_to_host(b);
     const std::size_t per = host.size() / b.size();
@@ -131,6 +134,11 @@ Outcome run(const fs::path& dir, const std::string& device, Where where) {
   });
   for (const auto& f : o.report.inputs.failures) o.failure[fs::path(f.path).filename().string()] = f.reason;
   return o;
+}
+
+Outcome run(const fs::path& dir, const std::string& device, Where where) {
+  Pipeline p(config_for(dir, device, where));
+  return run_once(p);
 }
 
 }  // namespace
@@ -207,4 +215,42 @@ TEST_CASE("gpu decode: on the GPU, routes as stated, good images delivered, bad 
   for (const Outcome* o : {&gpu, &cpu})
     CHECK(o->report.inputs.discovered == o->report.inputs.delivered + o->report.inputs.failed);
   CHECK(gpu.report.decode.gpu >= 4);
+}
+
+TEST_CASE("gpu decode: a Pipeline keeps its decoder from run to run; the runs agree to the bit") {
+  test::TempDir dir;
+  const auto want = make_mixed(dir.path());
+  std::string why;
+  if (!have_engines(&why)) {
+    // Host backend: no decoder is made, and the report says none was ready.
+    Pipeline p(config_for(dir.path(), "cpu", Where::automatic));
+    const Outcome o = run_once(p);
+    CHECK(o.report.decode.engines_ready_s < 0);
+    MESSAGE("decoder reuse not exercised here: " << why);
+    return;
+  }
+  // Made and dropped while its decoder is still being made: no leak, no crash.
+  { Pipeline dropped(config_for(dir.path(), "0", Where::gpu)); }
+  Pipeline p(config_for(dir.path(), "0", Where::gpu));
+  std::vector<Outcome> runs;
+  for (int i = 0; i < 3; ++i) runs.push_back(run_once(p));
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    CAPTURE(i);
+    const Outcome& o = runs[i];
+    CHECK(o.report.decode.gpu >= 4);
+    CHECK(o.report.decode.engines_ready_s >= 0);
+    if (i > 0) {
+      CHECK(o.report.decode.engines_ready_s == 0);  // kept: ready before the run began
+      CHECK(o.report.decode.gpu == runs[0].report.decode.gpu);
+      CHECK(o.route == runs[0].route);
+      CHECK(o.failure == runs[0].failure);
+      for (const auto& [name, t] : runs[0].tensor) {
+        CAPTURE(name);
+        REQUIRE(o.tensor.count(name) == 1);
+        CHECK(o.tensor.at(name) == t);
+      }
+    }
+  }
+  for (const auto& [name, route] : want)
+    if (route == "gpu") CHECK(runs.back().route.at(name) == "gpu");
 }

@@ -109,6 +109,10 @@ struct Report {
     std::string where = "cpu";      // "cpu", "gpu" (every JPEG the engines take) or "cpu+gpu" (steered split)
     std::string note;               // why the GPU route is off, when it is
     unsigned jpeg_engines = 0;      // JPEG engines x cores of the first GPU
+    // Seconds into the run when the first GPU's decoder was ready: 0 when
+    // kept from an earlier run of the Pipeline (or made before this one
+    // began), negative when it never was.
+    double engines_ready_s = -1;
     std::uint64_t gpu_able = 0;     // JPEGs the engines could take
     std::uint64_t gpu = 0;          // decoded by the engines
     std::uint64_t cpu = 0;          // decoded on the CPU (every format, GPU fallbacks included)

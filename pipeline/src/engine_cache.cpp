@@ -1,0 +1,64 @@
+#include "engine_cache.hpp"
+
+#include "run_plan.hpp"
+
+namespace imgpipe::detail {
+
+namespace {
+
+// Custom allocators are never shared (their contexts cannot be compared).
+bool shareable(const kernels::GpuJpegOptions& o) { return o.device_allocator.empty() && o.pinned_allocator.empty(); }
+
+// Decoders with these options decode alike.
+bool same(const kernels::GpuJpegOptions& a, const kernels::GpuJpegOptions& b) {
+  return shareable(a) && shareable(b) && a.backend == b.backend &&
+         a.allow_host_input_fallback == b.allow_host_input_fallback && a.fancy_upsampling == b.fancy_upsampling &&
+         a.hw_no_pipeline == b.hw_no_pipeline && a.bgr == b.bgr && a.host_barrier == b.host_barrier;
+}
+
+}  // namespace
+
+EngineCache::~EngineCache() { wait_warm_up(); }
+
+void EngineCache::warm_up(const Config& cfg) {
+  if (cfg.decode.where == Where::cpu || cfg.devices.kind == DeviceSelection::Kind::cpu) return;
+  warm_ = std::async(std::launch::async, [this, cfg] {
+    try {
+      const std::vector<int> devices = select_devices(cfg.devices);
+      if (devices.front() < 0) return;
+      const RunPlan plan = RunPlan::make(cfg, devices, HostFacts::of_this_machine(devices.front(), true));
+      if (plan.layout.decode_bytes == 0) return;
+      for (int d : plan.devices) (void)get(d, plan.layout.jpeg);
+    } catch (const std::exception&) {
+      // run() makes the same plan and reports what went wrong.
+    }
+  });
+}
+
+void EngineCache::wait_warm_up() {
+  if (warm_.valid()) warm_.get();
+}
+
+stages::EngineSource EngineCache::source() {
+  wait_warm_up();
+  return [this](int device, const kernels::GpuJpegOptions& options) { return get(device, options); };
+}
+
+std::size_t EngineCache::size() const {
+  std::lock_guard lock(m_);
+  return kept_.size();
+}
+
+std::shared_ptr<stages::JpegEngines> EngineCache::get(int device, const kernels::GpuJpegOptions& options) {
+  std::lock_guard lock(m_);
+  auto it = kept_.find(device);
+  // A decoder that failed to start is not kept: the next run tries again
+  // (and reports again), as a run without a cache would.
+  if (it != kept_.end() && same(it->second.options, options) && !it->second.engines->failed())
+    return it->second.engines;
+  auto e = std::make_shared<stages::JpegEngines>(device, options);
+  if (shareable(options)) kept_[device] = Entry{options, e};
+  return e;
+}
+
+}  // namespace imgpipe::detail

@@ -1,0 +1,81 @@
+// A training loop's view: one Pipeline run once per epoch over the same
+// inputs, as an application does. Prints one JSON object per epoch (the
+// run's end-to-end rate, its set-up, when the GPU JPEG decoder was ready,
+// the routes) and one for the whole process, from main() to the last
+// epoch's end, construction included.
+//
+//   imgpipe_bench_epochs --config C [--input PATH]... [--epochs 3] [--where auto|cpu|gpu] [--json FILE]
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "imgpipe/pipeline.hpp"
+
+namespace {
+
+const auto t_main = std::chrono::steady_clock::now();
+
+double since_main() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_main).count(); }
+
+nlohmann::json epoch_json(int epoch, const imgpipe::Report& r) {
+  return {{"epoch", epoch},
+          {"images", r.inputs.delivered},
+          {"failed", r.inputs.failed},
+          {"images_per_s", r.images_per_s},
+          {"wall_s", r.wall_s},
+          {"setup_s", r.setup_s},
+          {"after_setup_images_per_s", r.pipeline_s > 0 ? r.inputs.delivered / r.pipeline_s : 0.0},
+          {"decode_where", r.decode.where},
+          {"gpu_images", r.decode.gpu},
+          {"cpu_images", r.decode.cpu},
+          {"gpu_images_per_s", r.decode.gpu_images_per_s},
+          {"engines_ready_s", r.decode.engines_ready_s},
+          {"gpu_share_end", r.decode.gpu_share.empty() ? 0.0 : r.decode.gpu_share.back()}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"imgpipe_bench_epochs: one Pipeline, one run per epoch"};
+  std::string config, json_path, where;
+  std::vector<std::string> inputs;
+  int epochs = 3;
+  app.add_option("--config", config, "pipeline config (YAML)")->required()->check(CLI::ExistingFile);
+  app.add_option("--input", inputs, "inputs (replace input.paths)");
+  app.add_option("--epochs", epochs, "runs of the same Pipeline")->check(CLI::PositiveNumber);
+  app.add_option("--where", where, "decode.where (auto | cpu | gpu); default: the config's");
+  app.add_option("--json", json_path, "write every epoch and the totals to this file");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    imgpipe::Config cfg = imgpipe::Config::from_yaml_file(config);
+    if (!inputs.empty()) cfg.input.paths = inputs;
+    if (!where.empty()) cfg.decode.where = where == "cpu" ? imgpipe::Where::cpu
+                                           : where == "gpu" ? imgpipe::Where::gpu
+                                                            : imgpipe::Where::automatic;
+    const double t_construct = since_main();
+    imgpipe::Pipeline pipeline(cfg);
+    nlohmann::json out = {{"epochs", nlohmann::json::array()}};
+    std::uint64_t images = 0;
+    for (int e = 1; e <= epochs; ++e) {
+      const imgpipe::Report r = pipeline.run();
+      images += r.inputs.delivered;
+      out["epochs"].push_back(epoch_json(e, r));
+      std::cout << out["epochs"].back().dump() << std::endl;
+    }
+    const double total = since_main();
+    out["process"] = {{"images", images},
+                      {"seconds_from_main", total},
+                      {"construct_at_s", t_construct},
+                      {"images_per_s_from_main", images / total}};
+    std::cout << out["process"].dump() << std::endl;
+    if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "imgpipe_bench_epochs: " << e.what() << "\n";
+    return 1;
+  }
+}
