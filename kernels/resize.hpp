@@ -51,6 +51,9 @@ struct SrcImage {
   int width = 0;
   int height = 0;
   std::size_t pitch = 0;   // bytes between rows; 0 means width * channels
+  // The image's own pixels (device memory for the GPU kernels), for an image
+  // that does not lie in `src` (a frame the GPU decoded); null: src + offset.
+  const std::uint8_t* data = nullptr;
 };
 
 // Where one resized image lies in the canvas: the source is resized as

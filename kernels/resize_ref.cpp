@@ -91,7 +91,7 @@ ImagePlan plan_image(const ResizeBatch& b, int i) {
   const SrcImage& im = b.images[i];
   const Placement pl = placement(b, i);
   ImagePlan p;
-  p.src = b.src + im.offset;
+  p.src = im.data ? im.data : b.src + im.offset;
   p.pitch = im.pitch ? im.pitch : static_cast<std::size_t>(im.width) * b.channels;
   p.sw = im.width;
   p.sh = im.height;

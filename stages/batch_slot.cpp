@@ -11,7 +11,7 @@ std::unique_ptr<DeviceContext> make_device(int d, const BatchLayout& l, const me
   ctx->stream = gpu::Stream(d);
   for (int i = 0; i < ring.slots(); ++i) {
     DeviceBuffers b;
-    if (!ring.zero_copy()) b.d_input = gpu::DeviceBuffer(d, l.staging.slot_bytes + l.decode_bytes);
+    if (!ring.zero_copy()) b.d_input = gpu::DeviceBuffer(d, l.staging.slot_bytes);
     if (l.device_output) b.d_output = gpu::DeviceBuffer(d, l.out_sample_bytes * l.batch_size);
     b.d_checksum = gpu::DeviceBuffer(d, sizeof(std::uint64_t));
     b.copy_start = gpu::Event(d, true);
@@ -19,6 +19,10 @@ std::unique_ptr<DeviceContext> make_device(int d, const BatchLayout& l, const me
     b.ready = gpu::Event(d, false);
     if (d >= 0) device_bytes += b.d_input.size() + b.d_output.size() + b.d_checksum.size();
     ctx->buffers.push_back(std::move(b));
+  }
+  if (l.decode_bytes > 0 && d >= 0) {
+    ctx->frames = gpu::DeviceBuffer(d, l.decode_bytes);
+    device_bytes += ctx->frames.size();
   }
   return ctx;
 }
@@ -52,7 +56,7 @@ void BatchSlot::remove(int i) {
   --count;
 }
 
-BatchResources::BatchResources(const BatchLayout& layout, const EngineSource& source) {
+BatchResources::BatchResources(const BatchLayout& layout, const EngineSource& source) : layout_(layout) {
   // The JPEG decoders first: they are made on their own threads meanwhile.
   std::vector<std::shared_ptr<JpegEngines>> engines;
   for (int d : layout.devices) {
@@ -70,6 +74,50 @@ BatchResources::BatchResources(const BatchLayout& layout, const EngineSource& so
   gpu::set_device(layout.staging.device);
   for (int i = 0; i < ring_->slots(); ++i) slots_.push_back(make_slot(i, layout));
 }
+
+namespace {
+
+bool same_staging(const memory::StagingOptions& a, const memory::StagingOptions& b) {
+  return a.device == b.device && a.slots == b.slots && a.slot_bytes == b.slot_bytes && a.memory == b.memory &&
+         a.transfer == b.transfer && a.portable == b.portable && a.budget_bytes == b.budget_bytes &&
+         a.fallback == b.fallback && a.track == b.track;
+}
+
+}  // namespace
+
+bool BatchResources::fits(const BatchLayout& l) const {
+  const BatchLayout& m = layout_;
+  return l.devices == m.devices && same_staging(l.staging, m.staging) && l.batch_size == m.batch_size &&
+         l.out_sample_bytes == m.out_sample_bytes && l.device_output == m.device_output &&
+         l.per_image_geometry == m.per_image_geometry && l.decode_bytes == m.decode_bytes &&
+         (l.decode_bytes == 0 || same_decoder(l.jpeg, m.jpeg)) && l.shape == m.shape && l.dtype == m.dtype &&
+         l.layout == m.layout;
+}
+
+void BatchResources::begin_run(const EngineSource& source) {
+  ring_base_ = ring_->stats();
+  ring_wait_base_ = ring_->wait_seconds();
+  for (const auto& d : devices_) {
+    d->in_flight.store(0);
+    d->transfer = {};
+    for (DeviceBuffers& b : d->buffers) b.copy_timed = false;
+    if (d->jpeg && source) {
+      std::shared_ptr<JpegEngines> now = source(d->device, layout_.jpeg);
+      if (now != d->jpeg)
+        if (kernels::GpuJpegDecoder* old = d->jpeg->ready()) old->release_stream();
+      d->jpeg = std::move(now);
+    }
+  }
+}
+
+memory::StagingStats BatchResources::ring_stats() const {
+  memory::StagingStats s = ring_->stats();
+  s.hits -= ring_base_.hits;
+  s.misses -= ring_base_.misses;
+  return s;
+}
+
+double BatchResources::ring_wait_seconds() const { return ring_->wait_seconds() - ring_wait_base_; }
 
 BatchResources::~BatchResources() {
   for (const auto& d : devices_) {

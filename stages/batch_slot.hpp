@@ -44,15 +44,20 @@ struct DeviceContext {
   std::atomic<int> in_flight{0};       // batches dispatched, not yet through the sink
   DeviceTransferStats transfer;        // written by the transfer stage only
   std::shared_ptr<JpegEngines> jpeg;   // GPU JPEG decode (made in the background); null when off
+  // GPU decode: the frames of the batch being decoded (BatchLayout::
+  // decode_bytes). One per device: the GPU ops stage takes one batch at a
+  // time, and the decoder waits for the stream (host barrier) before it
+  // writes, so the previous batch's kernels have read their frames by then.
+  gpu::DeviceBuffer frames;
 };
 
 // A JPEG of the batch that the GPU decodes: its bitstream in the slot, its
-// decoded BGR frame in the device frame area that follows the staged bytes.
+// decoded BGR frame in the device's frame area (DeviceContext::frames).
 struct GpuJpegSample {
   int index = 0;                 // position in the batch
   std::size_t offset = 0;        // of the bitstream, from the slot's (and d_input's) start
   std::size_t size = 0;          // bitstream bytes
-  std::size_t frame_offset = 0;  // of the decoded frame, from d_input's start
+  std::size_t frame_offset = 0;  // of the decoded frame, from the device frame area's start
   int width = 0, height = 0;
 };
 
@@ -84,7 +89,7 @@ struct BatchLayout {
   std::size_t out_sample_bytes = 0;  // bytes of one sample of the output tensor
   bool device_output = true;        // kernels write d_output (else the staged tensor is the output)
   bool per_image_geometry = false;  // GPU resize: each batch records where its frames are
-  std::size_t decode_bytes = 0;     // GPU decode: device frame area per slot, after the staged bytes
+  std::size_t decode_bytes = 0;     // GPU decode: the device frame area (one batch's frames), per device
   kernels::GpuJpegOptions jpeg;     // GPU decode: the decoder made for each device
   std::vector<std::int64_t> shape;  // of a full batch
   DType dtype = DType::float32;
@@ -105,6 +110,18 @@ using EngineSource = std::function<std::shared_ptr<JpegEngines>(int device, cons
 class BatchResources {
  public:
   explicit BatchResources(const BatchLayout& layout, const EngineSource& engines = {});
+
+  // Whether these resources serve `layout` as they are (a Pipeline keeps them
+  // from run to run: allocating the ring and the device buffers is most of
+  // a run's set-up).
+  bool fits(const BatchLayout& layout) const;
+  // Before another run, after one that ended normally (finish() done):
+  // per-run figures start from zero, each device's decoder is asked of
+  // `engines` again (it may have been remade).
+  void begin_run(const EngineSource& engines);
+  // The ring's figures for this run (since construction or begin_run).
+  memory::StagingStats ring_stats() const;
+  double ring_wait_seconds() const;
   ~BatchResources();
   BatchResources(const BatchResources&) = delete;
   BatchResources& operator=(const BatchResources&) = delete;
@@ -120,6 +137,9 @@ class BatchResources {
   void finish();
 
  private:
+  BatchLayout layout_;
+  memory::StagingStats ring_base_;  // the ring's figures when this run began
+  double ring_wait_base_ = 0;
   std::unique_ptr<memory::StagingRing> ring_;
   std::vector<std::unique_ptr<DeviceContext>> devices_;
   std::vector<std::unique_ptr<BatchSlot>> slots_;

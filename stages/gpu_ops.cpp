@@ -30,7 +30,7 @@ std::string GpuOps::decode_on_cpu(BatchSlot& b, const GpuJpegSample& j) {
   if (frame_.cols != j.width || frame_.rows != j.height || !frame_.isContinuous())
     return fmt::format("decoded to {}x{} on the CPU, {}x{} expected (file changed?)", frame_.cols, frame_.rows,
                        j.width, j.height);
-  auto* d_frame = static_cast<std::uint8_t*>(b.buffers().d_input.get()) + j.frame_offset;
+  auto* d_frame = static_cast<std::uint8_t*>(b.dev->frames.get()) + j.frame_offset;
   gpu::copy_h2d_async(d_frame, frame_.data, frame_.total() * frame_.elemSize(), b.dev->stream);
   b.dev->stream.synchronize();  // frame_ is reused for the next one
   return {};
@@ -45,6 +45,7 @@ void GpuOps::decode_jpegs(BatchSlot& b) {
   kernels::GpuJpegDecoder& dec = *engines;
   const std::size_t n = b.jpegs.size();
   auto* base = static_cast<std::uint8_t*>(b.buffers().d_input.get());
+  auto* frames = static_cast<std::uint8_t*>(b.dev->frames.get());
   data_.resize(n);
   sizes_.resize(n);
   frames_.resize(n);
@@ -54,7 +55,7 @@ void GpuOps::decode_jpegs(BatchSlot& b) {
     const GpuJpegSample& j = b.jpegs[k];
     data_[k] = base + j.offset;
     sizes_[k] = j.size;
-    frames_[k] = {base + j.frame_offset, static_cast<std::size_t>(j.width) * 3, j.width, j.height};
+    frames_[k] = {frames + j.frame_offset, static_cast<std::size_t>(j.width) * 3, j.width, j.height};
     max_w = std::max(max_w, j.width);
     max_h = std::max(max_h, j.height);
   }

@@ -4,6 +4,14 @@
 
 namespace imgpipe::stages {
 
+bool same_decoder(const kernels::GpuJpegOptions& a, const kernels::GpuJpegOptions& b) noexcept {
+  const bool plain = a.device_allocator.empty() && a.pinned_allocator.empty() && b.device_allocator.empty() &&
+                     b.pinned_allocator.empty();
+  return plain && a.backend == b.backend && a.allow_host_input_fallback == b.allow_host_input_fallback &&
+         a.fancy_upsampling == b.fancy_upsampling && a.hw_no_pipeline == b.hw_no_pipeline && a.bgr == b.bgr &&
+         a.host_barrier == b.host_barrier;
+}
+
 JpegEngines::JpegEngines(int device, const kernels::GpuJpegOptions& options) {
   // Started here, not in the member initialisers: every member the thread
   // writes must exist first (ThreadSanitizer caught the other order).

@@ -17,6 +17,11 @@
 
 namespace imgpipe::stages {
 
+// Whether decoders made with `a` and `b` decode alike and may stand for each
+// other. Custom allocators never compare equal (their contexts cannot be
+// compared).
+bool same_decoder(const kernels::GpuJpegOptions& a, const kernels::GpuJpegOptions& b) noexcept;
+
 class JpegEngines {
  public:
   // Starts making the decoder for `device` now.

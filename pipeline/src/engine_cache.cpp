@@ -6,15 +6,7 @@ namespace imgpipe::detail {
 
 namespace {
 
-// Custom allocators are never shared (their contexts cannot be compared).
 bool shareable(const kernels::GpuJpegOptions& o) { return o.device_allocator.empty() && o.pinned_allocator.empty(); }
-
-// Decoders with these options decode alike.
-bool same(const kernels::GpuJpegOptions& a, const kernels::GpuJpegOptions& b) {
-  return shareable(a) && shareable(b) && a.backend == b.backend &&
-         a.allow_host_input_fallback == b.allow_host_input_fallback && a.fancy_upsampling == b.fancy_upsampling &&
-         a.hw_no_pipeline == b.hw_no_pipeline && a.bgr == b.bgr && a.host_barrier == b.host_barrier;
-}
 
 }  // namespace
 
@@ -54,7 +46,7 @@ std::shared_ptr<stages::JpegEngines> EngineCache::get(int device, const kernels:
   auto it = kept_.find(device);
   // A decoder that failed to start is not kept: the next run tries again
   // (and reports again), as a run without a cache would.
-  if (it != kept_.end() && same(it->second.options, options) && !it->second.engines->failed())
+  if (it != kept_.end() && stages::same_decoder(it->second.options, options) && !it->second.engines->failed())
     return it->second.engines;
   auto e = std::make_shared<stages::JpegEngines>(device, options);
   if (shareable(options)) kept_[device] = Entry{options, e};

@@ -23,6 +23,19 @@ struct Pipeline::Impl {
   Config config;
   std::atomic<bool> stop{false};
   detail::EngineCache engines;  // GPU JPEG decoders, kept from run to run
+  // The last run's staging ring, device buffers and streams, when it ended
+  // normally: the next run with the same layout takes them.
+  std::unique_ptr<stages::BatchResources> kept;
+
+  std::unique_ptr<stages::BatchResources> resources_for(const stages::BatchLayout& layout) {
+    std::unique_ptr<stages::BatchResources> r = std::move(kept);
+    if (r && r->fits(layout)) {
+      r->begin_run(engines.source());
+      return r;
+    }
+    r.reset();  // frees the old ones first
+    return std::make_unique<stages::BatchResources>(layout, engines.source());
+  }
 };
 
 Pipeline::Pipeline(Config config) : impl_(std::make_unique<Impl>()) {
@@ -70,9 +83,13 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   // Discovery on its own thread while the CUDA context, the staging ring and
   // the device buffers are made here (and the JPEG decoders on theirs).
   auto discovery = std::async(std::launch::async, [&cfg] { return stages::build_input_list(cfg.input); });
-  stages::BatchResources resources(plan.layout, impl_->engines.source());
+  std::unique_ptr<stages::BatchResources> kept_or_new = impl_->resources_for(plan.layout);
+  stages::BatchResources& resources = *kept_or_new;
   const stages::InputList inputs = discovery.get();
-  if (inputs.items.empty()) throw no_inputs(cfg.input);
+  if (inputs.items.empty()) {
+    impl_->kept = std::move(kept_or_new);  // untouched: still good
+    throw no_inputs(cfg.input);
+  }
 
   detail::StageSet stages(cfg, plan, inputs, resources, callback, impl_->stop);
   times.pipeline = detail::RunTimes::clock::now();
@@ -85,6 +102,7 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   times.end = detail::RunTimes::clock::now();
   Report report = detail::assemble_report(cfg, plan, stages, resources, times, impl_->stop.load());
   report.shard = {inputs.shard.rank, inputs.shard.world_size, inputs.shard.origin};
+  impl_->kept = std::move(kept_or_new);  // a run that threw leaves nothing to keep
   return report;
 }
 

@@ -62,7 +62,7 @@ void add_stages(Report& r, const StageSet& s, int threads) {
 
 void add_memory_and_transfer(Report& r, const Config& cfg, const StageSet& s, const stages::BatchResources& res) {
   const memory::StagingRing& ring = res.ring();
-  const memory::StagingStats ps = ring.stats();
+  const memory::StagingStats ps = res.ring_stats();  // this run's
   r.memory.staging_kind = std::string(memory::to_string(ring.kind()));
   r.memory.staging_bytes = ring.slot_bytes() * ring.slots();
   r.memory.pinned_bytes = ps.pinned_bytes;
@@ -71,7 +71,7 @@ void add_memory_and_transfer(Report& r, const Config& cfg, const StageSet& s, co
   r.memory.slot_allocations = ps.misses;
   r.memory.device_bytes = res.device_bytes();
   r.memory.slots = ring.slots();
-  r.memory.slot_wait_s = ring.wait_seconds();
+  r.memory.slot_wait_s = res.ring_wait_seconds();
   r.memory.fallbacks = ring.fallbacks();
   r.memory.fallback_reason = ring.fallback_reason();
 

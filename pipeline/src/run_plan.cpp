@@ -85,9 +85,11 @@ void plan_tokens(RunPlan& p, const Config& cfg, const HostFacts& host, int& slot
   p.threads = cfg.decode.threads > 0 ? cfg.decode.threads : static_cast<int>(std::max(1u, host.hardware_threads));
   p.video_ahead = std::max(2, p.threads / 4);
   // With GPU decode most tokens wait at the in-order pack stage for the few
-  // CPU-route images decoding ahead of them: keep 3x as many in flight, so
-  // the CPU threads still find work, and as many slots as that takes.
-  const int per_thread = p.gpu_decode ? 6 : 2;
+  // CPU-route images decoding ahead of them: keep 6x as many in flight, so
+  // that neither the CPU threads nor the engines wait (W1 on the H200, 16
+  // threads, decode.where auto: 96 tokens 4185-4365 img/s, 192 tokens
+  // 4549-4602), and as many slots as that takes.
+  const int per_thread = p.gpu_decode ? 12 : 2;
   p.wanted_tokens = cfg.pipeline.max_tokens > 0 ? cfg.pipeline.max_tokens : std::max(4, per_thread * p.threads);
   slots = cfg.staging.slots;
   if (p.gpu_decode && cfg.pipeline.max_tokens == 0)
@@ -123,14 +125,14 @@ void plan_decode(RunPlan& p, const Config& cfg, const HostFacts& host) {
   p.gpu_op = stages::GpuOps::Op::resize_normalize;  // the GPU resizes what it decodes
 }
 
-// Decoded frames live on the device: a slot's frame area is 1/512 of the
-// device's memory, all slots together at most 1/64 of it (many slots: small
-// batches), shared by batch.size frames of at least a target frame each;
-// larger JPEGs take the CPU route. Needs p.slots (plan_tokens).
+// Decoded frames live on the device, in one frame area per device (the GPU
+// ops stage decodes one batch at a time): 1/64 of the device's memory,
+// shared by batch.size frames of at least a target frame each, at most
+// decode.max_pixels each; larger JPEGs take the CPU route. However many
+// slots there are.
 void plan_decoded_frame(RunPlan& p, const Config& cfg, const HostFacts& host) {
   const std::size_t target = static_cast<std::size_t>(cfg.transform.resize.width) * cfg.transform.resize.height * 3;
-  const std::size_t per_slot = host.device_memory / std::max<std::size_t>(512, 64 * static_cast<std::size_t>(p.slots));
-  const std::size_t share = per_slot / static_cast<std::size_t>(cfg.batch.size);
+  const std::size_t share = host.device_memory / 64 / static_cast<std::size_t>(cfg.batch.size);
   const std::size_t most = checked_mul(static_cast<std::size_t>(cfg.decode.max_pixels), 3, "decode.max_pixels");
   p.max_decoded_frame = std::max(target, std::min(share, most));
 }
@@ -145,9 +147,10 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
   if (p.gpu_decode) plan_decoded_frame(p, cfg, host);
   p.frame_bytes = p.resize_on_gpu ? p.frame_budget : p.normalize_on_gpu ? target_u8 : out_sample;
   // A GPU-route JPEG's bitstream takes a frame's place in the slot: room for
-  // one of up to an eighth of the largest frame the GPU decodes (q90 photos
-  // compress 10-25x), however small the target.
-  if (p.gpu_decode) p.frame_bytes = std::max(p.frame_bytes, p.max_decoded_frame / 8);
+  // one of an eighth of a decoded 1080p frame (q90 photos compress 10-25x),
+  // however small the target; larger bitstreams take the CPU route.
+  constexpr std::size_t k1080p = std::size_t{1920} * 1088 * 3;
+  if (p.gpu_decode) p.frame_bytes = std::max(p.frame_bytes, std::min(p.max_decoded_frame, k1080p) / 8);
   p.resize = resize_of(t.resize);
 
   stages::BatchLayout& l = p.layout;

@@ -202,3 +202,44 @@ TEST_CASE("fused: validation names the offending field") {
   CHECK_THROWS_AS(imgpipe::kernels::fused_gpu(good, nullptr), std::logic_error);
 #endif
 }
+
+TEST_CASE("fused: an image given by its own pointer (SrcImage::data) reads as one at src + offset") {
+  // GPU-decoded frames lie in the device's frame area, not in the staged
+  // batch: the kernels take them by pointer, mixed with staged images.
+  const std::vector<cv::Mat> mats = {test::random_image(333, 211, 3, 901), test::sample_photo(2, 3),
+                                     test::random_image(64, 48, 3, 902)};
+  const test::PackedBatch p = test::pack(mats, 0);
+  test::PackedBatch moved = p;  // image 1 also copied elsewhere, then named by pointer
+  const imgpipe::kernels::SrcImage& one = p.images[1];
+  const std::size_t pitch = one.pitch ? one.pitch : static_cast<std::size_t>(one.width) * 3;
+  std::vector<std::uint8_t> elsewhere(p.bytes.begin() + static_cast<std::ptrdiff_t>(one.offset),
+                                      p.bytes.begin() + static_cast<std::ptrdiff_t>(one.offset + pitch * one.height));
+  std::fill(moved.bytes.begin() + static_cast<std::ptrdiff_t>(one.offset),
+            moved.bytes.begin() + static_cast<std::ptrdiff_t>(one.offset + pitch * one.height), 0);  // not read
+  moved.images[1].offset = 0;
+  moved.images[1].data = elsewhere.data();
+  FusedParams want = params(p, p.bytes.data(), 160, 96, nullptr, DType::float32, Layout::nchw, true);
+  FusedParams got = params(moved, moved.bytes.data(), 160, 96, nullptr, DType::float32, Layout::nchw, true);
+  const std::size_t bytes = imgpipe::kernels::output_bytes(want);
+  std::vector<std::uint8_t> a(bytes), b(bytes);
+  want.dst = a.data();
+  got.dst = b.data();
+  imgpipe::kernels::fused_ref(want);
+  imgpipe::kernels::fused_ref(got);
+  CHECK(std::memcmp(a.data(), b.data(), bytes) == 0);
+  if (!test::have_gpu()) {
+    MESSAGE("no CUDA device: GPU twin not run");
+    return;
+  }
+  imgpipe::gpu::Stream s(0);
+  const test::DeviceCopy d_src(moved.bytes.data(), moved.bytes.size(), s);
+  const test::DeviceCopy d_one(elsewhere.data(), elsewhere.size(), s);
+  moved.images[1].data = static_cast<const std::uint8_t*>(d_one.get());
+  FusedParams g = params(moved, static_cast<const std::uint8_t*>(d_src.get()), 160, 96, nullptr, DType::float32,
+                         Layout::nchw, true);
+  imgpipe::gpu::DeviceBuffer d_out(0, bytes);
+  g.dst = d_out.get();
+  imgpipe::kernels::fused_gpu(g, s.get());
+  const std::vector<std::uint8_t> gpu = test::download(d_out, bytes, s);
+  CHECK(std::memcmp(gpu.data(), a.data(), bytes) == 0);
+}

@@ -785,6 +785,40 @@ TEST_CASE("pipeline: an exception from the callback propagates, the pipeline run
   }
 }
 
+TEST_CASE("pipeline: later runs of a Pipeline reuse its staging ring and buffers, and deliver the same batches") {
+  for (const auto& dev : imgpipe::test::test_devices()) {
+    CAPTURE(dev_name(dev));
+    Config cfg = base_config(32, 24, 4);
+    cfg.devices = dev;
+    Pipeline p(cfg);
+    std::vector<Report> runs;
+    for (int i = 0; i < 3; ++i) runs.push_back(p.run());
+    // Stopped half-way, then run again: the kept resources are still good.
+    int seen = 0;
+    const Report stopped = p.run([&](const DeviceBatch&) {
+      if (++seen == 2) p.request_stop();
+    });
+    CHECK(stopped.interrupted);
+    runs.push_back(p.run());
+    const Report& first = runs.front();
+    REQUIRE(first.batch_records.size() == 5);
+    CHECK(first.memory.slot_allocations > 0);  // the ring made in run 1
+    for (std::size_t i = 1; i < runs.size(); ++i) {
+      CAPTURE(i);
+      const Report& r = runs[i];
+      CHECK(r.memory.slot_allocations == 0);  // nothing allocated: the ring was kept
+      CHECK(r.memory.slot_reuses == r.batches);
+      CHECK(r.memory.staging_bytes == first.memory.staging_bytes);
+      CHECK(r.inputs.delivered == 20);
+      REQUIRE(r.batch_records.size() == first.batch_records.size());
+      for (std::size_t b = 0; b < r.batch_records.size(); ++b) {
+        CHECK(r.batch_records[b].samples == first.batch_records[b].samples);
+        CHECK(r.batch_records[b].checksum == first.batch_records[b].checksum);
+      }
+    }
+  }
+}
+
 TEST_CASE("pipeline: no inputs is an error naming the paths, the report names every stage") {
   TempDir empty;
   Config cfg = base_config(32, 24, 4);

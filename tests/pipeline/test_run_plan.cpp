@@ -141,15 +141,25 @@ TEST_CASE("run plan: GPU decode is planned only where it can run, and says why n
   CHECK(p.gpu_op == Op::resize_normalize);
   CHECK(p.layout.per_image_geometry);
   CHECK(p.layout.jpeg.bgr);
-  // The device frame area: 1/512 of the device's memory a slot, over batch.size frames.
-  CHECK(p.max_decoded_frame == 140 * GiB / 512 / 32);
-  CHECK(p.frame_bytes == 640 * 640 * 3);  // the bitstream share: 1/8 of a decoded frame is less
+  // The device frame area, one per device: 1/64 of the device's memory over batch.size frames.
+  CHECK(p.max_decoded_frame == 140 * GiB / 64 / 32);
+  CHECK(p.frame_bytes == 640 * 640 * 3);  // the bitstream share: 1/8 of a decoded 1080p frame is less
   CHECK(p.layout.decode_bytes == (p.max_decoded_frame + 256) * 32);
   // More tokens, and the slots that holding them safely takes.
-  CHECK(p.wanted_tokens == 96);
-  CHECK(p.slots == 4);
-  CHECK(p.tokens == 96);
-  CHECK(p.layout.staging.slots == 4);
+  CHECK(p.wanted_tokens == 192);
+  CHECK(p.slots == 7);
+  CHECK(p.tokens == 192);
+  CHECK(p.layout.staging.slots == 7);
+  // More slots leave the frame area as it is (it is not per slot).
+  Config more = c;
+  more.staging.slots = 16;
+  const RunPlan q = RunPlan::make(more, {0}, facts(16, 64 * GiB, 140 * GiB, true));
+  CHECK(q.slots == 16);
+  CHECK(q.max_decoded_frame == p.max_decoded_frame);
+  CHECK(q.layout.decode_bytes == p.layout.decode_bytes);
+  // A small GPU: 1080p frames still fit (16 GiB / 64 / 32 = 8 MiB a frame).
+  const RunPlan small = RunPlan::make(c, {0}, facts(16, 64 * GiB, 16 * GiB, true));
+  CHECK(small.max_decoded_frame >= std::size_t{1920} * 1080 * 3);
   // gpu: every JPEG the engines take.
   c.decode.where = Where::gpu;
   p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, true));
@@ -186,12 +196,13 @@ TEST_CASE("run plan: GPU decode with small batches keeps the device frame area a
   c.transform.resize.height = 64;
   const RunPlan p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, true));
   REQUIRE(p.gpu_decode);
-  CHECK(p.slots == 64);  // 96 tokens wanted, 64 slots at most
+  CHECK(p.slots == 64);  // 192 tokens wanted, 64 slots at most
   CHECK(p.tokens == 64);
-  // All slots' frame areas together: 1/64 of the device's memory.
-  CHECK(p.layout.decode_bytes * static_cast<std::size_t>(p.slots) <= 140 * GiB / 64 + 256 * 64);
-  CHECK(p.max_decoded_frame == 140 * GiB / (64 * 64));
-  // A bitstream share of 1/8 of the largest decoded frame, however small the target.
-  CHECK(p.frame_bytes == p.max_decoded_frame / 8);
+  // One frame area per device, however many slots: at most 1/64 of the
+  // device's memory, and decode.max_pixels a frame.
+  CHECK(p.layout.decode_bytes <= 140 * GiB / 64 + 256);
+  CHECK(p.max_decoded_frame == std::size_t{100'000'000} * 3);
+  // A bitstream share of 1/8 of a decoded 1080p frame, however small the target.
+  CHECK(p.frame_bytes == std::size_t{1920} * 1088 * 3 / 8);
   CHECK(p.layout.staging.slot_bytes == p.frame_bytes);
 }
