@@ -752,13 +752,21 @@ TEST_CASE("nvjpeg decoder: a damaged JPEG inside a batch fails alone; the next b
                                       good[0].jpeg.begin() + static_cast<std::ptrdiff_t>(good[0].jpeg.size() * 3 / 10));
   Stream stream;
 
+  // Each backend; the engines also pipelined (no_pipeline off), as the pipeline runs them.
+  std::vector<std::pair<kn::JpegBackend, bool>> decoders;
   for (kn::JpegBackend b : test_backends()) {
+    decoders.emplace_back(b, true);
+    if (b != kn::JpegBackend::gpu_hybrid) decoders.emplace_back(b, false);
+  }
+  for (const auto& [b, no_pipeline] : decoders) {
     const std::string asked(kn::to_string(b));
     CAPTURE(asked);
+    CAPTURE(no_pipeline);
     kn::GpuJpegOptions o;
     o.backend = b;
+    o.hw_no_pipeline = no_pipeline;
     kn::GpuJpegDecoder dec(0, o);
-    const std::string name(kn::to_string(dec.backend()));
+    const std::string name = label(dec, o);
     const bool hw = dec.backend() != kn::JpegBackend::gpu_hybrid;
 
     struct Bad {
