@@ -85,11 +85,12 @@ void plan_tokens(RunPlan& p, const Config& cfg, const HostFacts& host, int& slot
   p.threads = cfg.decode.threads > 0 ? cfg.decode.threads : static_cast<int>(std::max(1u, host.hardware_threads));
   p.video_ahead = std::max(2, p.threads / 4);
   // With GPU decode most tokens wait at the in-order pack stage for the few
-  // CPU-route images decoding ahead of them: keep 6x as many in flight, so
-  // that neither the CPU threads nor the engines wait (W1 on the H200, 16
-  // threads, decode.where auto: 96 tokens 4185-4365 img/s, 192 tokens
-  // 4549-4602), and as many slots as that takes.
-  const int per_thread = p.gpu_decode ? 12 : 2;
+  // CPU-route images decoding ahead of them: keep 9x as many in flight, so
+  // that neither the CPU threads nor the engines wait, and as many slots as
+  // that takes. W1-4096 on the H200, 16 threads, decode.where auto, img/s per
+  // epoch of a kept Pipeline: 96 tokens 4185-4365, 192 tokens 5186-5223,
+  // 288 tokens 5308-5389, 416 tokens 5384-5393 (samples/bench/RESULTS.md).
+  const int per_thread = p.gpu_decode ? 18 : 2;
   p.wanted_tokens = cfg.pipeline.max_tokens > 0 ? cfg.pipeline.max_tokens : std::max(4, per_thread * p.threads);
   slots = cfg.staging.slots;
   if (p.gpu_decode && cfg.pipeline.max_tokens == 0)

@@ -146,10 +146,10 @@ TEST_CASE("run plan: GPU decode is planned only where it can run, and says why n
   CHECK(p.frame_bytes == 640 * 640 * 3);  // the bitstream share: 1/8 of a decoded 1080p frame is less
   CHECK(p.layout.decode_bytes == (p.max_decoded_frame + 256) * 32);
   // More tokens, and the slots that holding them safely takes.
-  CHECK(p.wanted_tokens == 192);
-  CHECK(p.slots == 7);
-  CHECK(p.tokens == 192);
-  CHECK(p.layout.staging.slots == 7);
+  CHECK(p.wanted_tokens == 288);
+  CHECK(p.slots == 10);
+  CHECK(p.tokens == 288);
+  CHECK(p.layout.staging.slots == 10);
   // More slots leave the frame area as it is (it is not per slot).
   Config more = c;
   more.staging.slots = 16;
@@ -196,7 +196,7 @@ TEST_CASE("run plan: GPU decode with small batches keeps the device frame area a
   c.transform.resize.height = 64;
   const RunPlan p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, true));
   REQUIRE(p.gpu_decode);
-  CHECK(p.slots == 64);  // 192 tokens wanted, 64 slots at most
+  CHECK(p.slots == 64);  // 288 tokens wanted, 64 slots at most
   CHECK(p.tokens == 64);
   // One frame area per device, however many slots: at most 1/64 of the
   // device's memory, and decode.max_pixels a frame.
