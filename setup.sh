@@ -20,6 +20,10 @@ packages=(build-essential cmake ninja-build pkg-config
           libspdlog-dev libfmt-dev nlohmann-json3-dev
           libjpeg-dev  # JPEG decode with libjpeg warnings; tests write CMYK JPEGs
           opencv-doc)  # tests: real videos and images (/usr/share/doc/opencv-doc/examples/data)
+if [ "$what" = test ]; then
+  packages+=(openmpi-bin    # tests: three ranks of a real launcher (mpirun) dump into one folder
+             dpkg-dev file) # tests: cpack -G DEB (dpkg-shlibdeps reads the binary's dependencies)
+fi
 if [ "${SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do

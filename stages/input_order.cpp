@@ -43,6 +43,12 @@ std::optional<ShardSpec> shard_from_environment() {
   return std::nullopt;
 }
 
+ShardSpec shard_of(const InputConfig& cfg) {
+  if (cfg.shard.rank >= 0) return ShardSpec{cfg.shard.rank, cfg.shard.world_size, "config"};
+  if (auto env = shard_from_environment()) return *env;
+  return ShardSpec{};
+}
+
 std::optional<int> local_rank_from_environment() {
   for (const char* v : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"}) {
     if (auto x = env_int(v)) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "imgpipe/config.hpp"
 #include "stage.hpp"
 
 namespace imgpipe::stages {
@@ -25,6 +26,11 @@ struct ShardSpec {
 // order of precedence; nullopt when none is set. Throws imgpipe::Error when a
 // variable is set but malformed or inconsistent (rank >= size).
 std::optional<ShardSpec> shard_from_environment();
+
+// This process's shard: input.shard when set, else shard_from_environment(),
+// else the whole input (rank 0 of 1). The input list and the dump sink's
+// folder both follow it. Throws imgpipe::Error as shard_from_environment().
+ShardSpec shard_of(const InputConfig& cfg);
 
 // LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK or SLURM_LOCALID; nullopt when none.
 std::optional<int> local_rank_from_environment();

@@ -6,17 +6,19 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "dump_folder.hpp"
 #include "kernels/checksum.hpp"
 
 namespace imgpipe::stages {
 
-Sink::Sink(const SinkConfig& cfg, memory::StagingRing& ring, const BatchCallback& callback)
-    : Stage("sink", false), cfg_(cfg), ring_(ring), callback_(callback) {
+Sink::Sink(const SinkConfig& cfg, const ShardSpec& shard, memory::StagingRing& ring, const BatchCallback& callback)
+    : Stage("sink", false), cfg_(cfg), folder_(dump_folder(cfg.dir, shard).string()), ring_(ring),
+      callback_(callback) {
   if (cfg_.type == SinkType::dump) {
     std::error_code ec;
-    std::filesystem::create_directories(cfg_.dir, ec);
-    if (ec) throw Error("sink.dir: cannot create '" + cfg_.dir + "': " + ec.message());
-    const std::string path = (std::filesystem::path(cfg_.dir) / "manifest.jsonl").string();
+    std::filesystem::create_directories(folder_, ec);
+    if (ec) throw Error("sink.dir: cannot create '" + folder_ + "': " + ec.message());
+    const std::string path = (std::filesystem::path(folder_) / "manifest.jsonl").string();
     manifest_.open(path, std::ios::trunc);
     if (!manifest_) throw Error("sink: cannot write '" + path + "'");
   }
@@ -80,7 +82,7 @@ std::uint64_t Sink::dump(BatchSlot& b) {
   const auto t0 = std::chrono::steady_clock::now();
   b.dev->stream.synchronize();
   own_stats().add_wait(std::chrono::steady_clock::now() - t0);
-  write_npy((std::filesystem::path(cfg_.dir) / fmt::format("batch_{:06d}.npy", b.index)).string(),
+  write_npy((std::filesystem::path(folder_) / fmt::format("batch_{:06d}.npy", b.index)).string(),
             host_copy_.data(), db.bytes, db.dtype, db.shape);
   for (int i = 0; i < b.count; ++i) {
     const SampleId& s = db.samples[i];
@@ -91,7 +93,7 @@ std::uint64_t Sink::dump(BatchSlot& b) {
               << '\n';
   }
   manifest_.flush();
-  if (!manifest_) throw Error("sink: write to manifest.jsonl failed (disk full?)");
+  if (!manifest_) throw Error("sink: write to '" + folder_ + "/manifest.jsonl' failed (disk full?)");
   return kernels::checksum_ref(host_copy_.data(), db.bytes);
 }
 

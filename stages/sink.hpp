@@ -1,10 +1,12 @@
 // Sink stage (serial, in order): the end of a batch's life.
 //  - discard: checksum of the batch tensor on the device (kernels::checksum),
 //    kept per batch in the report;
-//  - dump: the batch as dir/batch_NNNNNN.npy (float32 '<f4', float16 '<f2' or
+//  - dump: the batch as FOLDER/batch_NNNNNN.npy (float32 '<f4', float16 '<f2' or
 //    uint8 '|u1', in the configured layout) plus one line per sample in
-//    dir/manifest.jsonl: {"batch", "index", "input_index", "path", "frame", "route"}
-//    (route: "gpu" for a JPEG the GPU decoded, else "cpu");
+//    FOLDER/manifest.jsonl: {"batch", "index", "input_index", "path", "frame", "route"}
+//    (route: "gpu" for a JPEG the GPU decoded, else "cpu"); FOLDER is sink.dir,
+//    or sink.dir/rank_R_of_W for one of several ranks (dump_folder.hpp, whose
+//    prepare_dump_folder() the pipeline calls before the run);
 //  - then the library callback, if any;
 //  - then the slot's release event, after whatever the callback enqueued on
 //    the batch's stream.
@@ -15,14 +17,16 @@
 
 #include "imgpipe/config.hpp"
 #include "imgpipe/report.hpp"
+#include "input_order.hpp"
 #include "stage.hpp"
 
 namespace imgpipe::stages {
 
 class Sink : public Stage<Sink, Takes::batches> {
  public:
-  // Throws Error when the dump folder or its manifest cannot be created.
-  Sink(const SinkConfig& cfg, memory::StagingRing& ring, const BatchCallback& callback);
+  // `shard`: this process's rank, which names its dump folder. Throws Error
+  // when the dump folder or its manifest cannot be created.
+  Sink(const SinkConfig& cfg, const ShardSpec& shard, memory::StagingRing& ring, const BatchCallback& callback);
   // Delivers the batch, then releases its slot (also when the callback throws).
   Tally run(Work& w);
 
@@ -35,6 +39,7 @@ class Sink : public Stage<Sink, Takes::batches> {
 
  private:
   SinkConfig cfg_;
+  std::string folder_;  // dump: where the batches and the manifest go
   memory::StagingRing& ring_;
   void fill(BatchSlot& b) const;
   std::uint64_t checksum_on_device(BatchSlot& b);

@@ -134,9 +134,7 @@ InputList build_input_list(const InputConfig& cfg) {
     for (auto& p : read_input_list(cfg.list)) all.paths.push_back(std::move(p));
   std::vector<InputItem> items = discover_inputs(all);
   for (auto& it : items) it.video = it.error.empty() && is_video_path(it.path);
-  ShardSpec shard;
-  if (cfg.shard.rank >= 0) shard = ShardSpec{cfg.shard.rank, cfg.shard.world_size, "config"};
-  else if (auto env = shard_from_environment()) shard = *env;
+  ShardSpec shard = shard_of(cfg);
   InputList out;
   out.items = order_inputs(std::move(items), cfg.loop, cfg.shuffle_seed, shard);
   out.shard = std::move(shard);

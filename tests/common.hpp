@@ -49,7 +49,7 @@ void write_bytes(const std::filesystem::path& p, const std::vector<unsigned char
 
 // Runs the imgpipe CLI with arguments through the shell; returns its exit
 // code, output in *out (stdout+stderr). `env` is prefixed to the command line
-// ("RANK=1 WORLD_SIZE=3").
+// ("RANK=1 WORLD_SIZE=3", or a launcher: "mpirun -n 3").
 int run_cli(const std::string& args, std::string* out = nullptr, const std::string& env = "");
 
 // Real images and videos from Debian's opencv-doc package

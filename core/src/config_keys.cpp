@@ -292,9 +292,18 @@ constexpr KeySpec kKeys[] = {
 
   choice<sink_type_names, &C::sink, &SinkConfig::type>("sink.type",
       "discard: keep statistics and a checksum per batch; dump: write each batch as dir/batch_NNNNNN.npy "
-      "plus dir/manifest.jsonl (one line per sample)."),
+      "plus dir/manifest.jsonl (one line per sample). A process that is one of several ranks (input.shard, "
+      "or the launcher's environment as for input.shard) writes into its own sub-folder "
+      "dir/rank_R_of_W, laid out the same way."),
   field<&C::sink, &SinkConfig::dir>("sink.dir", any_value(),
-      "Folder the dump sink writes to (relative: against the current directory); not empty with type dump."),
+      "Folder the dump sink writes to (relative: against the current directory); not empty with type dump. "
+      "It must be empty or absent when the run starts (a rank's: its own sub-folder empty and nothing "
+      "but other ranks' sub-folders beside it), unless overwrite is true."),
+  field<&C::sink, &SinkConfig::overwrite>("sink.overwrite", any_value(),
+      "Dump into a folder that holds an earlier run's output: before the run, remove the batch_NNNNNN.npy "
+      "files and manifest.jsonl files that imgpipe writes there (a rank: in its own sub-folder; rank 0 also "
+      "those of earlier runs with another number of ranks, or without ranks), logging what it removed. "
+      "Other files are kept. false: such a folder is a config error."),
 
   field<&C::pipeline, &PipelineTuning::max_tokens>("pipeline.max_tokens", between(0, 4096),
       "Frames in flight (bounds host memory); 0 = 2 x decode threads, at least 4."),

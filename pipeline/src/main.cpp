@@ -129,6 +129,10 @@ int run(const Args& a) {
   imgpipe::Report report;
   try {
     report = pipeline->run({}, opts);
+  } catch (const imgpipe::ConfigError& e) {  // found before any work: e.g. a dump folder in use
+    g_pipeline.store(nullptr);
+    std::cerr << "imgpipe: " << e.what() << "\n";
+    return 2;
   } catch (const std::exception& e) {
     g_pipeline.store(nullptr);
     std::cerr << "imgpipe: run failed: " << e.what() << "\n";

@@ -10,6 +10,7 @@
 #include "report.hpp"
 #include "run_plan.hpp"
 #include "stage_set.hpp"
+#include "stages/dump_folder.hpp"
 
 #ifndef IMGPIPE_VERSION
 #define IMGPIPE_VERSION "0.0.0"
@@ -79,6 +80,8 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   if (plan.tokens < plan.wanted_tokens)
     spdlog::info("frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more",
                  plan.tokens, cfg.staging.slots, cfg.batch.size);
+  // The dump folder is checked (and, with sink.overwrite, cleared) before any work starts.
+  if (cfg.sink.type == SinkType::dump) stages::prepare_dump_folder(cfg.sink, stages::shard_of(cfg.input));
   gpu::set_device(plan.devices.front());
   // Discovery on its own thread while the CUDA context, the staging ring and
   // the device buffers are made here (and the JPEG decoders on theirs).

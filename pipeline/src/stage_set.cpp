@@ -28,7 +28,7 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
       pack(resources, cfg.dispatch, cfg.batch, cfg.input.on_error, plan.layout.decode_bytes),
       transfer(resources),
       gpu_ops(transform.normalize_params(), plan.resize, plan.gpu_op),
-      sink(cfg.sink, resources.ring(), callback) {
+      sink(cfg.sink, inputs.shard, resources.ring(), callback) {
   if (!plan.gpu_decode) return;
   stages::ProbeLimits limits;
   limits.wait_for_engines = !plan.gpu_decode_adaptive;

@@ -49,6 +49,7 @@ void check_same(const Config& a, const Config& b, bool compare_paths) {
   if (a.devices.kind == imgpipe::DeviceSelection::Kind::ordinal) CHECK(a.devices.ordinal == b.devices.ordinal);
   CHECK(a.sink.type == b.sink.type);
   CHECK(a.sink.dir == b.sink.dir);
+  CHECK(a.sink.overwrite == b.sink.overwrite);
   CHECK(a.pipeline.max_tokens == b.pipeline.max_tokens);
 }
 
@@ -129,7 +130,7 @@ TEST_CASE("config: an empty document gives the defaults, values override them") 
       "batch: {size: 7, drop_last: true}\n"
       "staging: {slots: 3, memory: pageable}\n"
       "devices: 2\n"
-      "sink: {type: dump, dir: /tmp/x}\n"
+      "sink: {type: dump, dir: /tmp/x, overwrite: true}\n"
       "pipeline: {max_tokens: 9}\n");
   CHECK(c.input.paths == std::vector<std::string>{"a", "b c", "d/*.jpg"});
   CHECK_FALSE(c.input.recursive);
@@ -158,6 +159,7 @@ TEST_CASE("config: an empty document gives the defaults, values override them") 
   CHECK(c.devices.ordinal == 2);
   CHECK(c.sink.type == imgpipe::SinkType::dump);
   CHECK(c.sink.dir == "/tmp/x");
+  CHECK(c.sink.overwrite);
   CHECK(c.pipeline.max_tokens == 9);
   // A single path may be written as a scalar.
   CHECK(Config::from_yaml_string("input:\n  paths: one.jpg\n").input.paths == std::vector<std::string>{"one.jpg"});

@@ -80,7 +80,7 @@ Config every_key_changed() {
   c.devices.kind = DeviceSelection::Kind::list;
   c.devices.ordinals = {1, 0};
   c.dispatch = Dispatch::least_loaded;
-  c.sink = {SinkType::dump, "out dir/x"};
+  c.sink = {SinkType::dump, "out dir/x", true};
   c.pipeline.max_tokens = 12;
   return c;
 }

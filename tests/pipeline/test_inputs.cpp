@@ -24,6 +24,7 @@
 
 #include "common.hpp"
 #include "imgpipe/pipeline.hpp"
+#include "stages/dump_folder.hpp"
 
 namespace fs = std::filesystem;
 using imgpipe::Config;
@@ -88,7 +89,12 @@ Run run_dump(Config cfg, const fs::path& out, const imgpipe::BatchCallback& cb =
   Pipeline p(cfg);
   Run r;
   r.report = p.run(cb);
-  r.manifest = read_manifest(out / "manifest.jsonl");
+  // A rank from input.shard writes its own sub-folder.
+  const auto& shard = cfg.input.shard;
+  r.manifest = read_manifest((shard.rank < 0 ? out
+                                             : out / ("rank_" + std::to_string(shard.rank) + "_of_" +
+                                                      std::to_string(shard.world_size))) /
+                             "manifest.jsonl");
   return r;
 }
 
@@ -353,14 +359,14 @@ TEST_CASE("inputs: imgpipe processes started with RANK/WORLD_SIZE, OMPI_* or SLU
   for (const Launcher& l : {Launcher{3, "RANK", "WORLD_SIZE"}, Launcher{2, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
                             Launcher{4, "SLURM_PROCID", "SLURM_NTASKS"}}) {
     CAPTURE(l.rank_var);
-    // One job config; each process dumps to its own folder (as a real job
-    // would, e.g. with the rank in the path).
+    // One job config, one dump folder: each rank writes its own sub-folder
+    // rank_R_of_W there.
+    const fs::path out = d / l.rank_var;
     auto config_for = [&](int rank) {
       const fs::path cfg = d / (l.rank_var + std::to_string(rank) + ".yaml");
       std::ofstream(cfg) << "input:\n  paths: [" << q(imgpipe::test::sample_dir()) << "]\n  shuffle: {seed: 3}\n"
                          << "transform:\n  resize: {width: 32, height: 24}\nbatch:\n  size: 4\n"
-                         << "devices: cpu\nsink:\n  type: dump\n  dir: " << q(d / (l.rank_var + std::to_string(rank)))
-                         << "\n";
+                         << "devices: cpu\nsink:\n  type: dump\n  dir: " << q(out) << "\n";
       return cfg;
     };
     // The processes run at the same time, as under a launcher.
@@ -388,7 +394,7 @@ TEST_CASE("inputs: imgpipe processes started with RANK/WORLD_SIZE, OMPI_* or SLU
       CHECK(j.at("shard").at("world_size") == l.world);
       const std::uint64_t delivered = j.at("inputs").at("delivered").get<std::uint64_t>();
       CHECK(delivered == static_cast<std::uint64_t>((20 - rank + l.world - 1) / l.world));
-      const auto m = read_manifest(d / (l.rank_var + std::to_string(rank)) / "manifest.jsonl");
+      const auto m = read_manifest(out / imgpipe::stages::rank_folder_name(rank, l.world) / "manifest.jsonl");
       CHECK(m.size() == delivered);
       for (const auto& s : m) {
         CHECK(seen.insert(fs::canonical(s.path).string()).second);  // disjoint

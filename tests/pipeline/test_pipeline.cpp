@@ -125,9 +125,11 @@ std::vector<nlohmann::json> read_manifest(const fs::path& p) {
   return v;
 }
 
-// Runs `cfg` with a dump sink into `out` on `dev` and reads everything back.
+// Runs `cfg` with a dump sink into `out` (emptied first: a dump folder that
+// is not empty is refused) on `dev` and reads everything back.
 DumpRun run_dump(Config cfg, const fs::path& out, const DeviceSelection& dev,
                  const imgpipe::BatchCallback& cb = {}) {
+  fs::remove_all(out);
   cfg.sink.type = imgpipe::SinkType::dump;
   cfg.sink.dir = out.string();
   cfg.devices = dev;
@@ -765,6 +767,7 @@ TEST_CASE("pipeline: an exception from the callback propagates, the pipeline run
     Config dump = cfg;
     dump.sink.type = imgpipe::SinkType::dump;
     dump.sink.dir = (dir / "out").string();
+    dump.sink.overwrite = true;  // the second run replaces the first one's batches
     Pipeline p2(dump);
     CHECK_THROWS_AS(p2.run([](const DeviceBatch&) { throw std::logic_error("first"); }), std::logic_error);
     const Report r = p2.run();

@@ -209,7 +209,7 @@ TEST_CASE("pack_copy, transfer, gpu_ops, sink: a batch from tokens to a checked 
       seen.push_back(&b);
       tensor = imgpipe::test::batch_to_host(b);
     };
-    Sink sink(rig.cfg.sink, rig.res.ring(), cb);
+    Sink sink(rig.cfg.sink, {}, rig.res.ring(), cb);
 
     std::vector<Work*> ws;
     for (std::uint64_t i = 0; i < kBatch; ++i) ws.push_back(copy(pack(&rig.token(i))));
@@ -258,7 +258,7 @@ TEST_CASE("sink: a callback that throws still releases the slot, the next batche
   imgpipe::BatchCallback cb = [&](const DeviceBatch&) {
     if (++calls == 1) throw std::runtime_error("consumer failed");
   };
-  Sink sink(rig.cfg.sink, rig.res.ring(), cb);
+  Sink sink(rig.cfg.sink, {}, rig.res.ring(), cb);
   std::uint64_t seq = 0;
   auto one_batch = [&] {
     Work* w = nullptr;
@@ -284,7 +284,7 @@ TEST_CASE("sink: dump writes each batch as .npy and one manifest line per sample
   Transfer transfer(rig.res);
   GpuOps gpu(imgpipe::stages::Transform(rig.cfg.transform, false).normalize_params(), rig.plan.resize,
              GpuOps::Op::normalize);
-  Sink sink(rig.cfg.sink, rig.res.ring(), {});
+  Sink sink(rig.cfg.sink, {}, rig.res.ring(), {});
   Work* w = nullptr;
   for (int i = 0; i < kBatch; ++i) w = copy(pack(&rig.token(i)));
   sink(gpu(transfer(w)));

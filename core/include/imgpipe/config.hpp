@@ -157,6 +157,7 @@ struct DeviceSelection {
 struct SinkConfig {
   SinkType type = SinkType::discard;
   std::string dir = "out";
+  bool overwrite = false;  // replace an earlier run's batch files and manifests in dir
   bool operator==(const SinkConfig&) const = default;
 };
 

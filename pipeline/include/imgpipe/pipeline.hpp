@@ -46,7 +46,10 @@ class Pipeline {
   // reported (on_error: skip) or end the run with InputError (fail). Other
   // failures (CUDA, I/O of the sink, an exception from the callback) drain
   // the pipeline, free every buffer and propagate. After request_stop() the
-  // in-flight frames finish, and the report says interrupted.
+  // in-flight frames finish, and the report says interrupted. A dump sink's
+  // folder that holds anything (sink.overwrite false) is a ConfigError
+  // before any work; with sink.overwrite the earlier run's batch files and
+  // manifests there are removed first.
   Report run(const BatchCallback& callback = {}, const RunOptions& options = {});
 
   // Thread- and async-signal-safe: asks the current (or the next) run() to
