@@ -218,7 +218,7 @@ TEST_CASE("config: to_yaml() writes every key and round-trips") {
   }
 }
 
-TEST_CASE("config: staging.transfer takes copy | zero_copy; pageable staging is staging.memory: pageable") {
+TEST_CASE("config: staging.transfer takes copy | zero_copy, pageable staging is staging.memory: pageable") {
   CHECK(Config::from_yaml_string("staging: {transfer: copy}\n").staging.transfer == imgpipe::TransferMode::copy);
   CHECK(Config::from_yaml_string("staging: {transfer: zero_copy}\n").staging.transfer ==
         imgpipe::TransferMode::zero_copy);

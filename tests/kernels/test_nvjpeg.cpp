@@ -734,7 +734,7 @@ TEST_CASE("nvjpeg decoder: a batch of baseline JPEGs matches OpenCV's decode") {
   }
 }
 
-TEST_CASE("nvjpeg decoder: a damaged JPEG inside a batch fails alone; the next batch decodes") {
+TEST_CASE("nvjpeg decoder: a damaged JPEG inside a batch fails alone, the next batch decodes") {
   if (const std::string r = no_gpu_reason(); !r.empty()) {
     MESSAGE("skipped: " << r);
     return;

@@ -111,7 +111,7 @@ fs::path write_config(const fs::path& file, const fs::path& input, const fs::pat
 
 }  // namespace
 
-TEST_CASE("dump: a second run into the same folder is refused before any work; sink.overwrite replaces it") {
+TEST_CASE("dump: a second run into the same folder is refused before any work, sink.overwrite replaces it") {
   TempDir d;
   const fs::path out = d / "out";
   const fs::path data = imgpipe::test::sample_dir();
@@ -143,7 +143,7 @@ TEST_CASE("dump: a second run into the same folder is refused before any work; s
   CHECK(read_folder(out).size() == 20);  // and exactly batch_000000..000002.npy
 }
 
-TEST_CASE("dump: the ranks of mpirun -n 3 share one folder; every sample exactly once, bytes as one process's") {
+TEST_CASE("dump: the ranks of mpirun -n 3 share one folder: every sample exactly once, bytes as one process's") {
   TempDir d;
   const fs::path data = imgpipe::test::opencv_data_dir();  // images and videos: 1494 samples in Debian 12
   std::string text;

@@ -53,7 +53,7 @@ ConfigError refusal(const SinkConfig& cfg, const ShardSpec& shard) {
 
 }  // namespace
 
-TEST_CASE("dump folder: an absent or empty folder is taken; one with anything in it is refused, untouched") {
+TEST_CASE("dump folder: an absent or empty folder is taken, one with anything in it is refused, untouched") {
   TempDir d;
   const fs::path out = d / "out";
   CHECK(prepare_dump_folder(sink(out, false), {}).path == out);  // absent: made
