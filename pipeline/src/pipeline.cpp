@@ -2,13 +2,15 @@
 
 #include <future>
 
-#include <spdlog/spdlog.h>
+#include <spdlog/logger.h>
 
+#include "imgpipe/log.hpp"
 #include "memory/gpu.hpp"
 #include "progress.hpp"
 #include "report.hpp"
 #include "run_plan.hpp"
 #include "stage_set.hpp"
+#include "stages/source.hpp"
 
 #ifndef IMGPIPE_VERSION
 #define IMGPIPE_VERSION "0.0.0"
@@ -52,17 +54,30 @@ Error no_inputs(const InputConfig& in) {
 
 }  // namespace
 
-// plan -> inputs -> resources -> filter chain -> report.
+InputCounts count_inputs(const InputConfig& input) {
+  stages::check_inputs(input);
+  InputCounts c;
+  for (const auto& item : stages::discover_all_inputs(input)) {
+    if (!item.error.empty()) c.failures.push_back({item.path, item.frame, item.error});
+    else if (item.video) ++c.videos;
+    else ++c.images;
+  }
+  return c;
+}
+
+// checked inputs -> plan -> inputs -> resources -> filter chain -> report.
 Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   const Config& cfg = impl_->config;
   const ClearStopOnExit clear_stop{impl_->stop};
+  stages::check_inputs(cfg.input);  // a missing path is a config error, found before any work
   detail::RunTimes times;
   const std::vector<int> devices = detail::select_devices(options.device.value_or(cfg.devices));
   const detail::RunPlan plan = detail::RunPlan::make(
       cfg, devices, detail::HostFacts::of_this_machine(devices.front(), cfg.decode.where != Where::cpu));
   if (plan.tokens < plan.wanted_tokens)
-    spdlog::info("frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more",
-                 plan.tokens, cfg.staging.slots, cfg.batch.size);
+    imgpipe::logger()->info(
+        "frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more", plan.tokens,
+        cfg.staging.slots, cfg.batch.size);
   gpu::set_device(plan.devices.front());
   // Discovery on its own thread while the CUDA context, the staging ring and
   // the device buffers are made here (and the JPEG decoders on theirs).
