@@ -46,9 +46,14 @@ struct ClearStopOnExit {
   ~ClearStopOnExit() { stop.store(false); }
 };
 
-Error no_inputs(const InputConfig& in) {
+// After check_inputs() passed: this process's shard is empty (fewer inputs
+// than processes), or the inputs went away since the check.
+Error no_inputs(const InputConfig& in, const stages::ShardSpec& shard) {
   std::string paths;
   for (const auto& p : in.paths) paths += (paths.empty() ? "'" : ", '") + p + "'";
+  if (shard.world_size > 1)
+    return Error("no inputs for shard rank " + std::to_string(shard.rank) + " of " +
+                 std::to_string(shard.world_size) + " (" + shard.origin + "): fewer inputs than processes");
   return Error("no inputs found in input.paths (" + (paths.empty() ? std::string("empty") : paths) + ")");
 }
 
@@ -84,7 +89,7 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   auto discovery = std::async(std::launch::async, [&cfg] { return stages::build_input_list(cfg.input); });
   stages::BatchResources resources(plan.layout);
   const stages::InputList inputs = discovery.get();
-  if (inputs.items.empty()) throw no_inputs(cfg.input);
+  if (inputs.items.empty()) throw no_inputs(cfg.input, inputs.shard);
 
   detail::StageSet stages(cfg, plan, inputs, resources, callback, impl_->stop);
   times.pipeline = detail::RunTimes::clock::now();

@@ -104,3 +104,25 @@ TEST_CASE("pipeline inputs: count_inputs counts images, videos and entries that 
   in.paths.push_back((d / "absent").string());
   CHECK_THROWS_AS((void)imgpipe::count_inputs(in), ConfigError);
 }
+
+TEST_CASE("pipeline inputs: a shard left without inputs says so (the inputs themselves passed the check)") {
+  TempDir d;
+  fs::copy_file(imgpipe::test::sample_images().front(), d / "a.jpg");
+  Config c = small_config();
+  c.devices = DeviceSelection::parse("cpu");
+  c.input.paths = {d.path().string()};
+  c.input.shard.rank = 1;
+  c.input.shard.world_size = 2;  // one input: rank 0 takes it, rank 1 has none
+  bool thrown = false;
+  try {
+    (void)Pipeline(c).run();
+  } catch (const ConfigError&) {
+    FAIL("the config is fine: only this shard is empty");
+  } catch (const imgpipe::Error& e) {
+    thrown = true;
+    CHECK(contains(e.what(), "no inputs for shard rank 1 of 2 (config): fewer inputs than processes"));
+  }
+  CHECK(thrown);
+  c.input.shard.rank = 0;
+  CHECK(Pipeline(c).run().inputs.delivered == 1);
+}
