@@ -242,11 +242,11 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
 
 // Why nothing would be discovered (every path exists, and none is a file named explicitly).
 std::string nothing_found(const InputConfig& cfg) {
-  std::vector<std::string> quoted, exts;
-  bool relative = false;
+  std::vector<std::string> quoted;
+  std::string relative;  // the first relative path, whose note names the current directory
   for (const auto& p : cfg.paths) {
     quoted.push_back("'" + p + "'");
-    relative = relative || !fs::path(p).is_absolute();
+    if (relative.empty() && !fs::path(p).is_absolute()) relative = p;
   }
   std::string msg = "no inputs found: ";
   if (!quoted.empty())
@@ -254,7 +254,7 @@ std::string nothing_found(const InputConfig& cfg) {
            "input.extensions (" + (cfg.extensions.empty() ? "none" : join(cfg.extensions, " ")) + ")" +
            (cfg.recursive ? "" : "; input.recursive is false, so sub-folders were not searched");
   if (!cfg.list.empty()) msg += std::string(quoted.empty() ? "" : "; ") + "input.list '" + cfg.list + "' names no file";
-  if (relative && !quoted.empty()) msg += InputProbe::relative_note(cfg.paths.front());
+  if (!relative.empty()) msg += InputProbe::relative_note(relative);
   return msg;
 }
 

@@ -1,6 +1,9 @@
 // imgpipe command line: run a pipeline from a config, or validate a config.
 // Exit codes: 0 success (bad inputs skipped and reported count as success under
-// on_error: skip), 1 run failed, 2 usage or config error, 130 interrupted.
+// on_error: skip), 1 run failed, 2 usage or config error (found before any
+// work: the config, the inputs, the --report path), 130 interrupted.
+// Messages go to stderr as "imgpipe: ..."; stdout carries only what was asked
+// for (validate's verdict, --report -, bench-memory's figures).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -84,7 +87,8 @@ void add_options(CLI::App& app, Args& a) {
     return std::string("imgpipe: ") + e.what() + "\nRun with --help for more information.\n";
   });
 
-  a.validate = app.add_subcommand("validate", "check a config and its inputs, count the inputs and exit (runs nothing)");
+  a.validate =
+      app.add_subcommand("validate", "check a config and its inputs, count the inputs and exit (runs nothing)");
   a.validate->add_option("file,--config,-c", a.validate_path, "pipeline config (YAML)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -109,12 +113,14 @@ void configure_logging(const Args& a) {
 }
 
 // A config error as the user wrote it: a key the command line overrides is
-// named by its option, one from the file with the file.
+// named by its option; one found after loading (the inputs) gets the file
+// name that the loader's own errors carry.
 void print_config_error(const imgpipe::ConfigError& e, const Args& a, const std::string& config_path) {
+  const bool names_file = e.reason().find(" [in ") != std::string::npos;
   if (!a.device.empty() && e.key() == "devices") std::cerr << "imgpipe: --device: " << e.reason() << "\n";
   else if (!a.inputs.empty() && e.key() == "input.paths") std::cerr << "imgpipe: --input: " << e.reason() << "\n";
-  else if (e.key().rfind("input.", 0) == 0) std::cerr << "imgpipe: " << e.what() << " [in " << config_path << "]\n";
-  else std::cerr << "imgpipe: " << e.what() << "\n";
+  else if (names_file) std::cerr << "imgpipe: " << e.what() << "\n";
+  else std::cerr << "imgpipe: " << e.what() << " [in " << config_path << "]\n";
 }
 
 int bench_memory(Args& a) {

@@ -246,9 +246,9 @@ TEST_CASE("cli: --help lists the device values and the exit codes; parse errors 
   std::string out;
   CHECK(run_cli("--help", &out) == 0);
   CAPTURE(out);
-  for (const char* word : {"--device", "auto", "cpu", "all", "GPU ordinal", "--log-level", "error | warn | info | debug",
-                           "'-': to stdout", "Exit codes: 0 success", "1 the run failed", "2 usage or config error",
-                           "130 interrupted"})
+  for (const char* word : {"--device", "auto", "cpu", "all", "GPU ordinal", "--log-level",
+                           "error | warn | info | debug", "'-': to stdout", "Exit codes: 0 success", "1 the run failed",
+                           "2 usage or config error", "130 interrupted"})
     CHECK(contains(out, word));
   CHECK(run_cli("--no-such-flag", &out) == 2);
   CHECK(out.rfind("imgpipe: ", 0) == 0);

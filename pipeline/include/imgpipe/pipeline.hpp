@@ -48,8 +48,8 @@ class Pipeline {
   // or a pattern matches nothing (key "input.paths", naming each such path;
   // relative paths resolve against the current directory), when input.list
   // cannot be read (key "input.list"), or when no input would be found at all
-  // (key "input.paths"). The callback
-  // (optional) sees every batch after the configured sink has. Bad inputs are
+  // (key "input.paths"). The callback (optional) sees every batch after the
+  // configured sink has. Bad inputs are
   // reported (on_error: skip) or end the run with InputError (fail). Other
   // failures (CUDA, I/O of the sink, an exception from the callback) drain
   // the pipeline, free every buffer and propagate. After request_stop() the
