@@ -8,7 +8,7 @@
 // Rules, the same for every chain:
 // - A step taken (step i failed, step i+1 asked) is counted for every
 //   allocation that takes it, logged once per resource with the first
-//   failure's reason (spdlog::warn), and listed by records().
+//   failure's reason (imgpipe::logger(), warn), and listed by records().
 // - A page-locked step that failed for a reason other than the budget
 //   (BudgetError from a LimitingAdaptor) is not asked again: a failing
 //   cudaHostAlloc is slow and pinned memory rarely comes back by itself. A

@@ -13,7 +13,9 @@
 namespace imgpipe::gpu {
 
 // Number of usable CUDA devices; 0 without a CUDA build, a driver or a GPU.
-// `why` (optional) receives the reason when it returns 0.
+// `why` (optional) receives the reason when it returns 0, as a phrase that
+// stands alone ("no CUDA-capable GPU or driver found (...)", "imgpipe was
+// built without CUDA").
 int device_count(std::string* why = nullptr) noexcept;
 // "NVIDIA H200 (sm_90, 139 GiB)". Throws CudaError.
 std::string device_description(int device);

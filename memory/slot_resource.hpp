@@ -33,7 +33,7 @@ class FixedSlotResource {
   // blocks already made are returned to it first).
   FixedSlotResource(HostResourceRef upstream, std::size_t slot_bytes, std::size_t count);
   // Returns every slot to the upstream; slots still handed out are logged
-  // (spdlog::warn) and returned too.
+  // (imgpipe::logger(), warn) and returned too.
   ~FixedSlotResource();
   FixedSlotResource(const FixedSlotResource&) = delete;
   FixedSlotResource& operator=(const FixedSlotResource&) = delete;

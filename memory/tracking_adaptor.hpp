@@ -71,7 +71,7 @@ class TrackingAdaptor {
   // leak report's lines.
   explicit TrackingAdaptor(Upstream& upstream, std::string name = "tracked memory")
       : upstream_(upstream), ledger_(std::move(name)) {}
-  // Blocks still live are reported (spdlog::warn, with their sites) but not
+  // Blocks still live are reported (imgpipe::logger(), warn, with their sites) but not
   // freed: the tracker does not own them.
   ~TrackingAdaptor() = default;
   TrackingAdaptor(const TrackingAdaptor&) = delete;

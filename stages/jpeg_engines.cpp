@@ -1,6 +1,8 @@
 #include "jpeg_engines.hpp"
 
-#include <spdlog/spdlog.h>
+#include <spdlog/logger.h>
+
+#include "imgpipe/log.hpp"
 
 namespace imgpipe::stages {
 
@@ -31,7 +33,7 @@ void JpegEngines::make(int device, kernels::GpuJpegOptions options) {
   } catch (const std::exception& e) {
     error_ = e.what();
     failed_.store(true, std::memory_order_release);
-    spdlog::warn("GPU JPEG decode off on device {}: {}; JPEGs decode on the CPU", device, error_);
+    imgpipe::logger()->warn("GPU JPEG decode off on device {}: {}; JPEGs decode on the CPU", device, error_);
   }
 }
 

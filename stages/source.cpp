@@ -4,9 +4,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <system_error>
+#include <utility>
+
+#include "imgpipe/error.hpp"
 
 namespace fs = std::filesystem;
 
@@ -20,11 +26,27 @@ std::string lower(std::string s) {
 
 bool has_glob(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
 
+// A pattern to expand: it has glob characters and is not itself an existing path.
+bool is_pattern(const std::string& p) {
+  std::error_code ec;
+  return has_glob(p) && !fs::exists(p, ec);
+}
+
+// input.extensions, matched case-insensitively.
+class ExtensionFilter {
+ public:
+  explicit ExtensionFilter(const std::vector<std::string>& extensions) {
+    for (const auto& e : extensions) exts_.insert(lower(e));
+  }
+  bool wanted(const fs::path& p) const { return exts_.count(lower(p.extension().string())) > 0; }
+
+ private:
+  std::set<std::string> exts_;
+};
+
 class Collector {
  public:
-  explicit Collector(const InputConfig& cfg) : cfg_(cfg) {
-    for (const auto& e : cfg.extensions) exts_.insert(lower(e));
-  }
+  explicit Collector(const InputConfig& cfg) : cfg_(cfg), filter_(cfg.extensions) {}
 
   void add_path(const std::string& p, bool explicit_file) {
     std::error_code ec;
@@ -44,7 +66,7 @@ class Collector {
   std::vector<InputItem> take() { return std::move(items_); }
 
  private:
-  bool wanted(const fs::path& p) const { return exts_.count(lower(p.extension().string())) > 0; }
+  bool wanted(const fs::path& p) const { return filter_.wanted(p); }
 
   void fail(const std::string& path, const std::string& reason) { items_.push_back({path, -1, reason, false}); }
 
@@ -99,17 +121,149 @@ class Collector {
   }
 
   const InputConfig& cfg_;
-  std::set<std::string> exts_;
+  ExtensionFilter filter_;
   std::set<std::string> seen_;
   std::vector<InputItem> items_;
 };
+
+// What check_inputs() decides, cheaply: each entry of input.paths exists and
+// whether discovery would find anything at all, looking only as far as the
+// first item (a file, or a failure discovery would report).
+class InputProbe {
+ public:
+  explicit InputProbe(const InputConfig& cfg) : cfg_(cfg), filter_(cfg.extensions) {}
+
+  void add_path(const std::string& p) {
+    if (is_pattern(p)) return add_pattern(p);
+    std::error_code ec;
+    const fs::file_status st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) {
+      std::string why = "cannot be accessed: " + ec.message();
+      if (!ec || ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory) {
+        std::error_code lec;
+        why = fs::is_symlink(fs::symlink_status(p, lec)) ? "is a dangling symbolic link" : "does not exist";
+      }
+      problems.push_back("'" + p + "' " + why + relative_note(p));
+      return;
+    }
+    if (!found) found = !fs::is_directory(st) || folder_yields(p, true);
+  }
+
+  // Readable, and whether it names any path (its entries are checked by the run:
+  // each one missing is a failed item, like an unreadable file).
+  void add_list(const std::string& file) {
+    std::ifstream in(file);
+    if (!in) {
+      list_problem = "cannot read '" + file + "': " + std::strerror(errno) + relative_note(file);
+      return;
+    }
+    std::string line;
+    while (!found && std::getline(in, line)) {
+      const std::size_t b = line.find_first_not_of(" \t\r");
+      found = b != std::string::npos && line[b] != '#';
+    }
+  }
+
+  // "(relative to the current directory /x)" for a relative path, else empty.
+  static std::string relative_note(const std::string& p) {
+    if (fs::path(p).is_absolute()) return {};
+    std::error_code ec;
+    const fs::path cwd = fs::current_path(ec);
+    return " (relative to the current directory " + (ec ? std::string("?") : cwd.string()) + ")";
+  }
+
+  std::vector<std::string> problems;  // one per path that does not exist or pattern that matches nothing
+  std::string list_problem;
+  bool found = false;
+
+ private:
+  void add_pattern(const std::string& p) {
+    glob_t g{};
+    glob_failure() = {};
+    const int rc = ::glob(p.c_str(), GLOB_ERR, &on_glob_error, &g);
+    const auto& [where, err] = glob_failure();
+    if (rc == GLOB_NOMATCH || (rc == GLOB_ABORTED && (err == ENOENT || err == ENOTDIR)))
+      problems.push_back("pattern '" + p + "' matches nothing" +
+                         (rc == GLOB_ABORTED ? " ('" + where + "' does not exist)" : std::string()) + relative_note(p));
+    else if (rc != 0)
+      problems.push_back("pattern '" + p + "' cannot be expanded" +
+                         (where.empty() ? std::string() : ": '" + where + "': " + std::strerror(err)) +
+                         relative_note(p));
+    for (std::size_t i = 0; rc == 0 && !found && i < g.gl_pathc; ++i) found = match_yields(g.gl_pathv[i]);
+    globfree(&g);
+  }
+
+  // The folder glob() could not read, and why (its error callback is a plain function).
+  static std::pair<std::string, int>& glob_failure() {
+    thread_local std::pair<std::string, int> f;
+    return f;
+  }
+  static int on_glob_error(const char* path, int err) {
+    glob_failure() = {path, err};
+    return 1;  // stop: GLOB_ABORTED
+  }
+
+  // A glob match, as discover_inputs() takes it: folders are listed, files filtered by extension.
+  bool match_yields(const fs::path& p) const {
+    std::error_code ec;
+    const fs::file_status st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) return true;  // discovery reports it as a failed item
+    return fs::is_directory(st) ? folder_yields(p, true) : filter_.wanted(p);
+  }
+
+  // Mirrors Collector::add_dir: wanted files, failures it would report,
+  // sub-folders (not through symlinks) when input.recursive.
+  bool folder_yields(const fs::path& dir, bool top) const {
+    if (!top && !cfg_.recursive) return false;
+    std::error_code ec;
+    fs::directory_iterator it(dir, fs::directory_options::none, ec);
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      std::error_code sec;
+      const bool is_link = it->is_symlink(sec);
+      const fs::file_status st = it->status(sec);
+      if (sec || !fs::is_directory(st)) {
+        if (filter_.wanted(it->path())) return true;
+      } else if (!is_link && folder_yields(it->path(), false)) {
+        return true;
+      }
+    }
+    return static_cast<bool>(ec);  // a folder that cannot be listed is a failed item
+  }
+
+  const InputConfig& cfg_;
+  ExtensionFilter filter_;
+};
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+// Why nothing would be discovered (every path exists, and none is a file named explicitly).
+std::string nothing_found(const InputConfig& cfg) {
+  std::vector<std::string> quoted;
+  std::string relative;  // the first relative path, whose note names the current directory
+  for (const auto& p : cfg.paths) {
+    quoted.push_back("'" + p + "'");
+    if (relative.empty() && !fs::path(p).is_absolute()) relative = p;
+  }
+  std::string msg = "no inputs found: ";
+  if (!quoted.empty())
+    msg += join(quoted, ", ") + " hold" + (quoted.size() == 1 ? "s" : "") + " no file with an extension in "
+           "input.extensions (" + (cfg.extensions.empty() ? "none" : join(cfg.extensions, " ")) + ")" +
+           (cfg.recursive ? "" : "; input.recursive is false, so sub-folders were not searched");
+  if (!cfg.list.empty()) msg += std::string(quoted.empty() ? "" : "; ") + "input.list '" + cfg.list + "' names no file";
+  if (!relative.empty()) msg += InputProbe::relative_note(relative);
+  return msg;
+}
 
 }  // namespace
 
 std::vector<InputItem> discover_inputs(const InputConfig& cfg) {
   Collector c(cfg);
   for (const auto& p : cfg.paths) {
-    if (has_glob(p) && !fs::exists(p)) {
+    if (is_pattern(p)) {
       glob_t g{};
       const int rc = ::glob(p.c_str(), GLOB_ERR, nullptr, &g);
       if (rc == GLOB_NOMATCH) {
@@ -128,12 +282,28 @@ std::vector<InputItem> discover_inputs(const InputConfig& cfg) {
   return c.take();
 }
 
-InputList build_input_list(const InputConfig& cfg) {
+void check_inputs(const InputConfig& cfg) {
+  if (cfg.paths.empty() && cfg.list.empty())
+    throw ConfigError("input.paths", 0, "no inputs: input.paths is empty and input.list is not set");
+  InputProbe probe(cfg);
+  for (const auto& p : cfg.paths) probe.add_path(p);
+  if (!probe.problems.empty()) throw ConfigError("input.paths", 0, join(probe.problems, "; "));
+  if (!cfg.list.empty()) probe.add_list(cfg.list);
+  if (!probe.list_problem.empty()) throw ConfigError("input.list", 0, probe.list_problem);
+  if (!probe.found) throw ConfigError("input.paths", 0, nothing_found(cfg));
+}
+
+std::vector<InputItem> discover_all_inputs(const InputConfig& cfg) {
   InputConfig all = cfg;
   if (!cfg.list.empty())
     for (auto& p : read_input_list(cfg.list)) all.paths.push_back(std::move(p));
   std::vector<InputItem> items = discover_inputs(all);
   for (auto& it : items) it.video = it.error.empty() && is_video_path(it.path);
+  return items;
+}
+
+InputList build_input_list(const InputConfig& cfg) {
+  std::vector<InputItem> items = discover_all_inputs(cfg);
   ShardSpec shard = shard_of(cfg);
   InputList out;
   out.items = order_inputs(std::move(items), cfg.loop, cfg.shuffle_seed, shard);

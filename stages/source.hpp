@@ -7,7 +7,9 @@
 // recursively when input.recursive. Folders contribute files whose extension
 // is in input.extensions (case-insensitive); files named explicitly are always
 // taken. A path that does not exist, or a folder that cannot be listed,
-// becomes a failed item with the reason. Duplicates (the same file reached
+// becomes a failed item with the reason (a run checks input.paths first with
+// check_inputs(), so there this applies to the entries of input.list and to
+// what changes after the check). Duplicates (the same file reached
 // twice) are delivered once. The list is then repeated (input.loop), shuffled
 // (input.shuffle) and sharded (input.shard or the launcher's environment): see
 // input_order.hpp.
@@ -31,14 +33,30 @@ namespace imgpipe::stages {
 // expanded.
 std::vector<InputItem> discover_inputs(const InputConfig& cfg);
 
+// Run before any work starts (the pipeline: before it touches a GPU): every
+// entry of cfg.paths exists and every pattern matches something, cfg.list (when
+// set) can be read, and discovery would find at least one item, a file or a
+// failure it reports (looking only as far as the first, so a large folder
+// costs little). Throws ConfigError with key "input.paths" naming every path
+// that does not exist and every pattern that matches nothing (a relative one
+// with the current directory it resolved against), with key "input.list" when
+// the list file cannot be read, and with key "input.paths" when no input would
+// be found (both empty, or folders without a file of input.extensions).
+// Entries of the list file are not checked: a missing one is a failed item.
+void check_inputs(const InputConfig& cfg);
+
+// discover_inputs(paths + the entries of input.list), every good item with a
+// video extension marked `video`: the whole input before loop, shuffle and
+// shard. Throws imgpipe::Error when the list file cannot be read.
+std::vector<InputItem> discover_all_inputs(const InputConfig& cfg);
+
 // The input list of this process and the shard it was cut with.
 struct InputList {
   std::vector<InputItem> items;
   ShardSpec shard;
 };
 
-// discover_inputs(paths + the entries of input.list), every good item with a
-// video extension marked `video`, then order_inputs() with input.loop,
+// discover_all_inputs(), then order_inputs() with input.loop,
 // input.shuffle and the shard of input.shard, else shard_from_environment(),
 // else the whole list. Throws imgpipe::Error when the list file cannot be read
 // or the launcher's environment is malformed.

@@ -15,6 +15,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "imgpipe/log.hpp"
 #include "memory/gpu.hpp"
 
 #if IMGPIPE_HAS_CUDA
@@ -124,15 +125,19 @@ const std::vector<std::string>& launcher_variables() {
   return v;
 }
 
-LogCapture::LogCapture() : old_(spdlog::default_logger()) {
+LogCapture::LogCapture() : logger_(imgpipe::logger()) {
+  old_sinks_ = logger_->sinks();
+  old_level_ = static_cast<int>(logger_->level());
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text_);
-  auto logger = std::make_shared<spdlog::logger>("capture", sink);
-  logger->set_level(spdlog::level::warn);
-  logger->set_pattern("%l: %v");
-  spdlog::set_default_logger(logger);
+  sink->set_pattern("%l: %v");
+  logger_->sinks() = {sink};
+  logger_->set_level(spdlog::level::warn);
 }
 
-LogCapture::~LogCapture() { spdlog::set_default_logger(std::static_pointer_cast<spdlog::logger>(old_)); }
+LogCapture::~LogCapture() {
+  logger_->sinks() = old_sinks_;
+  logger_->set_level(static_cast<spdlog::level::level_enum>(old_level_));
+}
 
 int LogCapture::count(const std::string& needle) const {
   const std::string t = text();

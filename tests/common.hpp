@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/logger.h>
+
 #include "imgpipe/batch.hpp"
 #include "imgpipe/config.hpp"
 
@@ -64,7 +66,8 @@ std::filesystem::path opencv_data_dir();
 // started under srun or torchrun still sees the whole input.
 const std::vector<std::string>& launcher_variables();
 
-// Captures spdlog warnings (and worse) of the default logger while alive.
+// Captures the warnings (and worse) of imgpipe's logger (imgpipe::logger())
+// while alive: its sinks are replaced, then restored.
 class LogCapture {
  public:
   LogCapture();
@@ -75,7 +78,9 @@ class LogCapture {
   int count(const std::string& needle) const;
 
  private:
-  std::shared_ptr<void> old_;  // the previous default logger
+  std::shared_ptr<spdlog::logger> logger_;
+  std::vector<std::shared_ptr<spdlog::sinks::sink>> old_sinks_;
+  int old_level_ = 0;
   std::ostringstream text_;
 };
 

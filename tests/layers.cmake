@@ -8,7 +8,7 @@ endif()
 set(layers core kernels memory stages pipeline)
 # Where each layer's headers are reachable by an include string: "<layer>/..."
 # from the source root, and the public headers "imgpipe/..." under include/.
-set(public_core "imgpipe/(types|error|config|batch|report)\\.hpp")
+set(public_core "imgpipe/(types|error|config|batch|report|log)\\.hpp")
 set(public_memory "imgpipe/memory/[a-z_]+\\.hpp")
 set(public_pipeline "imgpipe/pipeline\\.hpp")
 set(errors "")

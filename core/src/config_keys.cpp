@@ -167,8 +167,9 @@ using Nm = NormalizeConfig;
 constexpr KeySpec kKeys[] = {
   field<&C::input, &In::paths>("input.paths", any_value(),
       "Files, folders or glob patterns (`*`, `?`, `[...]` in the last component); one path may be written "
-      "as a plain string. Relative paths resolve against the current directory. Overridden by --input on "
-      "the command line."),
+      "as a plain string. Relative paths resolve against the current directory. A path that does not exist, "
+      "a pattern that matches nothing or no input at all is an error before the run starts. Overridden by "
+      "--input on the command line."),
   field<&C::input, &In::recursive>("input.recursive", any_value(),
       "Descend into sub-folders of the folders in paths (directory symlinks are not followed)."),
   field<&C::input, &In::extensions>("input.extensions", any_value(),

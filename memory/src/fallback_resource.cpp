@@ -7,7 +7,9 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
+#include <spdlog/logger.h>
+
+#include "imgpipe/log.hpp"
 
 namespace imgpipe::memory {
 namespace {
@@ -92,9 +94,10 @@ struct FallbackResource::Impl {
       }
     }
     records.push_back({kf, kt, reason, 1, bytes});
-    spdlog::warn("{}: {} allocation of {} failed: {}; falling back to {} (further fallbacks of this step are "
-                 "counted, not logged)",
-                 name, to_string(kf), human_bytes(bytes), reason, to_string(kt));
+    imgpipe::logger()->warn(
+        "{}: {} allocation of {} failed: {}; falling back to {} (further fallbacks of this step are "
+        "counted, not logged)",
+        name, to_string(kf), human_bytes(bytes), reason, to_string(kt));
   }
 
   [[noreturn]] void fail(std::size_t bytes, const std::vector<std::string>& reasons) {
@@ -124,8 +127,8 @@ FallbackResource::~FallbackResource() {
   if (s.live.empty()) return;
   std::size_t bytes = 0;
   for (const auto& [p, b] : s.live) bytes += b.bytes;
-  spdlog::warn("{}: {} block(s) ({}) still allocated at destruction; freeing them", s.name, s.live.size(),
-               human_bytes(bytes));
+  imgpipe::logger()->warn("{}: {} block(s) ({}) still allocated at destruction; freeing them", s.name, s.live.size(),
+                          human_bytes(bytes));
   for (const auto& [p, b] : s.live) s.steps[b.step].resource.deallocate(const_cast<void*>(p), b.bytes, b.alignment);
 }
 
@@ -164,7 +167,7 @@ void FallbackResource::deallocate(void* p, std::size_t, std::size_t) noexcept {
   std::lock_guard lock(s.m);
   auto it = s.live.find(p);
   if (it == s.live.end()) {
-    spdlog::error("{}: deallocate of a pointer this resource did not hand out ({}); ignored", s.name, p);
+    imgpipe::logger()->error("{}: deallocate of a pointer this resource did not hand out ({}); ignored", s.name, p);
     return;
   }
   // The size and alignment the step was asked for, whatever the caller passes.

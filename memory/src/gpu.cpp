@@ -17,16 +17,42 @@ namespace imgpipe::gpu {
 
 bool built_with_cuda() noexcept { return IMGPIPE_HAS_CUDA != 0; }
 
+#if IMGPIPE_HAS_CUDA
+namespace {
+
+std::string cuda_version_text(int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); }
+
+// Why cudaGetDeviceCount failed, in words a user can act on. The runtime
+// answers cudaErrorInsufficientDriver both when no driver is installed (any
+// machine without an NVIDIA GPU) and when the driver is older than the
+// runtime; cudaDriverGetVersion tells them apart (0: no driver).
+std::string no_device_reason(cudaError_t e) {
+  if (e == cudaErrorNoDevice) return "no CUDA-capable GPU found (cudaErrorNoDevice)";
+  if (e == cudaErrorInsufficientDriver) {
+    int driver = 0;
+    (void)cudaDriverGetVersion(&driver);
+    if (driver == 0) return "no CUDA-capable GPU or driver found (no NVIDIA driver is installed)";
+    return fmt::format(
+        "the NVIDIA driver supports CUDA up to {} but imgpipe was built with CUDA {}: update the driver to use the "
+        "GPU (cudaErrorInsufficientDriver)",
+        cuda_version_text(driver), cuda_version_text(CUDART_VERSION));
+  }
+  return fmt::format("no usable CUDA device ({}: {})", cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+}  // namespace
+#endif
+
 int device_count(std::string* why) noexcept {
 #if IMGPIPE_HAS_CUDA
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
-    if (why) *why = fmt::format("{}: {}", cudaGetErrorName(e), cudaGetErrorString(e));
     cudaGetLastError();
+    if (why) *why = no_device_reason(e);
     return 0;
   }
-  if (n == 0 && why) *why = "the CUDA runtime reports no devices";
+  if (n == 0 && why) *why = "no CUDA-capable GPU found (the CUDA runtime reports no devices)";
   return n;
 #else
   if (why) *why = "imgpipe was built without CUDA";

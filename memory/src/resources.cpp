@@ -12,9 +12,10 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
+#include <spdlog/logger.h>
 
 #include "imgpipe/error.hpp"
+#include "imgpipe/log.hpp"
 #include "memory/gpu.hpp"
 #include "memory/fault_injection.hpp"
 
@@ -71,8 +72,9 @@ void enable_host_mapping() {
     if (e != cudaSuccess) {
       cudaGetLastError();  // not sticky: clear it
       if (e != cudaErrorSetOnActiveProcess)
-        spdlog::debug("cudaSetDeviceFlags(cudaDeviceMapHost) on device {}: {} (relying on unified addressing)", dev,
-                      cudaGetErrorName(e));
+        imgpipe::logger()->debug(
+            "cudaSetDeviceFlags(cudaDeviceMapHost) on device {}: {} (relying on unified addressing)", dev,
+            cudaGetErrorName(e));
     }
   } else {
     cudaGetLastError();

@@ -5,7 +5,9 @@
 #include <stdexcept>
 #include <string>
 
-#include <spdlog/spdlog.h>
+#include <spdlog/logger.h>
+
+#include "imgpipe/log.hpp"
 
 namespace imgpipe::memory {
 
@@ -26,8 +28,9 @@ FixedSlotResource::FixedSlotResource(HostResourceRef upstream, std::size_t slot_
 
 FixedSlotResource::~FixedSlotResource() {
   if (free_.size() != blocks_.size())
-    spdlog::warn("FixedSlotResource: {} of {} slot(s) still allocated at destruction; returning them upstream",
-                 blocks_.size() - free_.size(), blocks_.size());
+    imgpipe::logger()->warn(
+        "FixedSlotResource: {} of {} slot(s) still allocated at destruction; returning them upstream",
+        blocks_.size() - free_.size(), blocks_.size());
   for (void* p : blocks_) upstream_.deallocate(p, slot_bytes_, slot_alignment);
 }
 
@@ -51,8 +54,8 @@ void FixedSlotResource::deallocate(void* p, std::size_t, std::size_t) noexcept {
   const bool ours = std::find(blocks_.begin(), blocks_.end(), p) != blocks_.end();
   const bool is_free = std::find(free_.begin(), free_.end(), p) != free_.end();
   if (!ours || is_free) {
-    spdlog::error("FixedSlotResource: deallocate of {} {}; ignored", p,
-                  ours ? "a slot that is already free" : "a pointer that is not a slot");
+    imgpipe::logger()->error("FixedSlotResource: deallocate of {} {}; ignored", p,
+                             ours ? "a slot that is already free" : "a pointer that is not a slot");
     return;
   }
   free_.push_back(p);  // cannot throw: capacity is reserved for every slot

@@ -5,7 +5,9 @@
 #include <map>
 #include <stdexcept>
 
-#include <spdlog/spdlog.h>
+#include <spdlog/logger.h>
+
+#include "imgpipe/log.hpp"
 
 namespace imgpipe::memory {
 
@@ -82,8 +84,8 @@ StagingRing::StagingRing(const StagingOptions& o) : slot_bytes_(o.slot_bytes) {
     if (!s->device) zero_copy_ = false;
   }
   if (o.transfer == TransferMode::zero_copy && !zero_copy_)
-    spdlog::warn("staging.transfer zero_copy: the slots are not mapped ({}); copying instead",
-                 fallback_reason().empty() ? std::string("no CUDA device") : fallback_reason());
+    imgpipe::logger()->warn("staging.transfer zero_copy: the slots are not mapped ({}); copying instead",
+                            fallback_reason().empty() ? std::string("no CUDA device") : fallback_reason());
 }
 
 void* StagingRing::allocate_slot(std::size_t bytes) {

@@ -10,8 +10,9 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
+#include <spdlog/logger.h>
 
+#include "imgpipe/log.hpp"
 #include "memory/errors.hpp"
 
 namespace imgpipe::memory {
@@ -32,7 +33,7 @@ AllocationLedger::AllocationLedger(std::string name) : impl_(std::make_unique<Im
 
 AllocationLedger::~AllocationLedger() {
   const std::string leaks = report();
-  if (!leaks.empty()) spdlog::warn("{}", leaks);
+  if (!leaks.empty()) imgpipe::logger()->warn("{}", leaks);
 }
 
 void AllocationLedger::add(void* p, std::size_t bytes, SourceSite where) {
@@ -43,7 +44,7 @@ void AllocationLedger::add(void* p, std::size_t bytes, SourceSite where) {
 bool AllocationLedger::remove(void* p) noexcept {
   std::lock_guard lock(impl_->m);
   if (impl_->live.erase(p) != 0) return true;
-  spdlog::error("{}: deallocate of a block the tracker never saw allocated ({})", impl_->name, p);
+  imgpipe::logger()->error("{}: deallocate of a block the tracker never saw allocated ({})", impl_->name, p);
   return false;
 }
 

@@ -13,9 +13,10 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
+#include <spdlog/logger.h>
 
 #include "imgpipe/error.hpp"
+#include "imgpipe/log.hpp"
 #include "memory/gpu.hpp"
 #include "kernels/memread.hpp"
 
@@ -155,7 +156,7 @@ KindMeasurement measure_kind(MemoryKind kind, const CalibrationOptions& o, const
     // far, marked by the error; a failed allocation leaves the kind unavailable.
     m.available = m.h2d_gbps > 0 || m.cpu_write_gbps > 0;
     m.error = e.what();
-    spdlog::warn("calibration: {} memory: {}", to_string(kind), e.what());
+    imgpipe::logger()->warn("calibration: {} memory: {}", to_string(kind), e.what());
   }
   return m;
 }
@@ -187,7 +188,7 @@ void measure_multi_device(const CalibrationOptions& o, Calibration& c) {
       }
       m.concurrent_gbps = median(v);
     } catch (const std::exception& e) {
-      spdlog::warn("calibration: {} block copied to {} devices: {}", to_string(kind), n, e.what());
+      imgpipe::logger()->warn("calibration: {} block copied to {} devices: {}", to_string(kind), n, e.what());
     }
     gpu::set_device(c.device);
     c.multi_device.push_back(std::move(m));
@@ -385,8 +386,8 @@ std::optional<Calibration> load_calibration(const fs::path& path, const Calibrat
     const json j = read_json_file(path);
     if (j.is_null()) return std::nullopt;
     if (j.value("format", std::string()) != kFormat || j.value("version", 0) != kVersion) {
-      spdlog::warn("calibration cache {}: not an imgpipe calibration file of version {}; ignored", path.string(),
-                   kVersion);
+      imgpipe::logger()->warn("calibration cache {}: not an imgpipe calibration file of version {}; ignored",
+                              path.string(), kVersion);
       return std::nullopt;
     }
     for (const json& e : j.at("entries")) {
@@ -395,7 +396,7 @@ std::optional<Calibration> load_calibration(const fs::path& path, const Calibrat
     }
     return std::nullopt;
   } catch (const std::exception& e) {
-    spdlog::warn("calibration cache {}: {}; ignored", path.string(), e.what());
+    imgpipe::logger()->warn("calibration cache {}: {}; ignored", path.string(), e.what());
     return std::nullopt;
   }
 }
@@ -408,7 +409,7 @@ void save_calibration(const fs::path& path, const Calibration& c) {
       for (const json& e : old.at("entries"))
         if (Calibration::from_json(e).key != c.key) entries.push_back(e);
   } catch (const std::exception& e) {
-    spdlog::warn("calibration cache {}: {}; replacing it", path.string(), e.what());
+    imgpipe::logger()->warn("calibration cache {}: {}; replacing it", path.string(), e.what());
   }
   entries.push_back(c.to_json());
   const json out{{"format", kFormat}, {"version", kVersion}, {"entries", entries}};
@@ -437,7 +438,7 @@ Calibration load_or_measure_calibration(const fs::path& path, const CalibrationO
   try {
     save_calibration(path, c);
   } catch (const std::exception& e) {
-    spdlog::warn("{}", e.what());
+    imgpipe::logger()->warn("{}", e.what());
   }
   return c;
 }

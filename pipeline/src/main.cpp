@@ -1,18 +1,26 @@
 // imgpipe command line: run a pipeline from a config, or validate a config.
 // Exit codes: 0 success (bad inputs skipped and reported count as success under
-// on_error: skip), 1 run failed, 2 usage or config error, 130 interrupted.
+// on_error: skip), 1 run failed, 2 usage or config error (found before any
+// work: the config, the inputs, the --report path), 130 interrupted.
+// Messages go to stderr as "imgpipe: ..."; stdout carries only what was asked
+// for (validate's verdict, --report -, bench-memory's figures).
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
+#include <spdlog/logger.h>
 
 #include "memory/tools/bench_memory.hpp"
 #include "core/fault.hpp"
+#include "imgpipe/log.hpp"
 #include "imgpipe/pipeline.hpp"
 
 namespace {
@@ -41,9 +49,14 @@ imgpipe::Config load_config(const std::string& path, const std::vector<std::stri
   return c;
 }
 
+constexpr const char* kLogLevels[] = {"error", "warn", "info", "debug"};
+constexpr spdlog::level::level_enum kSpdlogLevels[] = {spdlog::level::err, spdlog::level::warn,
+                                                       spdlog::level::info, spdlog::level::debug};
+
 // What the command line asked for.
 struct Args {
   std::string config_path, report_path, device, validate_path;
+  std::string log_level = "warn";
   std::vector<std::string> inputs;
   bool quiet = false;
   imgpipe::BenchMemoryOptions bench;
@@ -52,16 +65,31 @@ struct Args {
   CLI::App* bench_memory = nullptr;
 };
 
+constexpr const char* kExitCodes =
+    "Exit codes: 0 success (bad inputs skipped and reported under input.on_error: skip count as success),\n"
+    "            1 the run failed, 2 usage or config error (nothing ran), 130 interrupted (SIGINT/SIGTERM).";
+
 void add_options(CLI::App& app, Args& a) {
   app.set_version_flag("--version", std::string("imgpipe ") + imgpipe::version());
   app.add_option("--config,-c", a.config_path, "pipeline config (YAML)")->check(CLI::ExistingFile);
-  app.add_option("--input,-i", a.inputs, "input file, folder or glob (repeatable; replaces input.paths)");
-  app.add_option("--report", a.report_path, "write the run report as JSON to this file");
-  app.add_option("--device", a.device, "auto | cpu | GPU ordinal (overrides devices:)");
-  app.add_flag("--quiet,-q", a.quiet, "no progress line and no report table");
+  app.add_option("--input,-i", a.inputs,
+                 "input file, folder or glob (repeatable; replaces input.paths; relative to the current directory)");
+  app.add_option("--report", a.report_path, "write the run report as JSON to this file ('-': to stdout)");
+  app.add_option("--device", a.device,
+                 "overrides devices: auto (the first GPU, else the host backend) | cpu (the host backend) | "
+                 "all (every GPU) | a GPU ordinal such as 0 (several GPUs: devices: [0, 1] in the config)");
+  app.add_option("--log-level", a.log_level, "messages shown: error | warn | info | debug (default warn)")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kLogLevels), std::end(kLogLevels))));
+  app.add_flag("--quiet,-q", a.quiet, "no progress line and no report table (warnings and errors still show)");
+  app.footer(kExitCodes);
+  // Parse errors carry the prefix of every other message.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("imgpipe: ") + e.what() + "\nRun with --help for more information.\n";
+  });
 
-  a.validate = app.add_subcommand("validate", "check a config and exit (runs nothing)");
-  a.validate->add_option("--config,-c", a.validate_path, "pipeline config (YAML)")
+  a.validate =
+      app.add_subcommand("validate", "check a config and its inputs, count the inputs and exit (runs nothing)");
+  a.validate->add_option("file,--config,-c", a.validate_path, "pipeline config (YAML)")
       ->required()
       ->check(CLI::ExistingFile);
   a.validate->add_option("--input,-i", a.inputs, "input paths (replace input.paths)");
@@ -76,6 +104,25 @@ void add_options(CLI::App& app, Args& a) {
       ->check(CLI::PositiveNumber);
 }
 
+// imgpipe's logger (the library's own, not spdlog's default) at the level asked for.
+void configure_logging(const Args& a) {
+  const auto log = imgpipe::logger();
+  log->set_pattern("imgpipe: %^%l%$: %v");
+  for (std::size_t i = 0; i < std::size(kLogLevels); ++i)
+    if (a.log_level == kLogLevels[i]) log->set_level(kSpdlogLevels[i]);
+}
+
+// A config error as the user wrote it: a key the command line overrides is
+// named by its option; one found after loading (the inputs) gets the file
+// name that the loader's own errors carry.
+void print_config_error(const imgpipe::ConfigError& e, const Args& a, const std::string& config_path) {
+  const bool names_file = e.reason().find(" [in ") != std::string::npos;
+  if (!a.device.empty() && e.key() == "devices") std::cerr << "imgpipe: --device: " << e.reason() << "\n";
+  else if (!a.inputs.empty() && e.key() == "input.paths") std::cerr << "imgpipe: --input: " << e.reason() << "\n";
+  else if (names_file) std::cerr << "imgpipe: " << e.what() << "\n";
+  else std::cerr << "imgpipe: " << e.what() << " [in " << config_path << "]\n";
+}
+
 int bench_memory(Args& a) {
   try {
     if (!a.bench_sizes.empty()) a.bench.sizes = imgpipe::parse_byte_sizes(a.bench_sizes);
@@ -86,15 +133,50 @@ int bench_memory(Args& a) {
   return imgpipe::run_bench_memory(a.bench, std::cout);
 }
 
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// "1494 inputs: 1400 images, 94 videos[, 2 that fail already (the first: 'x': reason)]"
+std::string describe(const imgpipe::InputCounts& n) {
+  std::string s = plural(n.total(), "input", "inputs") + ": " + plural(n.images, "image", "images") + ", " +
+                  plural(n.videos, "video", "videos");
+  if (!n.failures.empty())
+    s += ", " + plural(n.failures.size(), "that fails", "that fail") + " already (the first: '" +
+         n.failures.front().path + "': " + n.failures.front().reason + ")";
+  return s;
+}
+
 int validate(const Args& a) {
   try {
     const imgpipe::Config c = load_config(a.validate_path, a.inputs);
-    std::cout << "config OK: " << a.validate_path << "\n";
+    const imgpipe::InputCounts n = imgpipe::count_inputs(c.input);
+    std::cout << "config OK: " << a.validate_path << " (" << describe(n) << ")\n";
     return 0;
+  } catch (const imgpipe::ConfigError& e) {
+    print_config_error(e, a, a.validate_path);
+    return 2;
   } catch (const imgpipe::Error& e) {
     std::cerr << "imgpipe: " << e.what() << "\n";
     return 2;
   }
+}
+
+// Empty when the report can be written to `path`, else why not (errno's
+// words). Opens it for writing without truncating it, and removes a file the
+// check itself created, so a run that then fails leaves nothing behind.
+std::string report_unwritable(const std::string& path) {
+  if (path == "-") return {};
+  struct stat st {};
+  const bool existed = ::stat(path.c_str(), &st) == 0;
+  if (existed && S_ISDIR(st.st_mode)) return std::strerror(EISDIR);
+  if (existed && !S_ISREG(st.st_mode))  // a device or pipe: opening it could block
+    return ::access(path.c_str(), W_OK) == 0 ? std::string() : std::strerror(errno);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (existed ? 0 : O_CREAT | O_EXCL), 0666);
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  if (!existed) ::unlink(path.c_str());
+  return {};
 }
 
 // The pipeline and its run options from the arguments; exit code 2 on a usage or config error.
@@ -103,13 +185,16 @@ int prepare(const Args& a, std::optional<imgpipe::Pipeline>& pipeline, imgpipe::
     std::cerr << "imgpipe: --config is required (try: imgpipe --config configs/pipeline.yaml)\n";
     return 2;
   }
+  if (const std::string why = report_unwritable(a.report_path); !a.report_path.empty() && !why.empty()) {
+    std::cerr << "imgpipe: --report: cannot write '" << a.report_path << "': " << why << "\n";
+    return 2;
+  }
   try {
     imgpipe::fault::from_environment();  // IMGPIPE_FAULT=stage:k, for tests and drills
     pipeline.emplace(load_config(a.config_path, a.inputs));
     if (!a.device.empty()) opts.device = imgpipe::DeviceSelection::parse(a.device);
   } catch (const imgpipe::ConfigError& e) {
-    std::cerr << "imgpipe: " << (a.device.empty() || e.key() != "devices" ? e.what() : "--device: " + e.reason())
-              << "\n";
+    print_config_error(e, a, a.config_path);
     return 2;
   } catch (const imgpipe::Error& e) {
     std::cerr << "imgpipe: " << e.what() << "\n";
@@ -119,19 +204,34 @@ int prepare(const Args& a, std::optional<imgpipe::Pipeline>& pipeline, imgpipe::
   return 0;
 }
 
+// The JSON report to a file, or to stdout for "-"; exit code 1 when it cannot be written.
+int write_report(const imgpipe::Report& report, const std::string& path) {
+  if (path == "-") {
+    std::cout << report.to_json() << "\n" << std::flush;
+    return std::cout ? 0 : 1;
+  }
+  std::ofstream out(path);
+  out << report.to_json() << "\n";
+  out.close();
+  if (!out) {
+    std::cerr << "imgpipe: cannot write report '" << path << "': " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int run(const Args& a) {
   imgpipe::RunOptions opts;
   std::optional<imgpipe::Pipeline> pipeline;
   if (const int rc = prepare(a, pipeline, opts)) return rc;
-  if (a.quiet) spdlog::set_level(spdlog::level::err);
   g_pipeline.store(&*pipeline);
   install_signal_handlers();
   imgpipe::Report report;
   try {
     report = pipeline->run({}, opts);
-  } catch (const imgpipe::ConfigError& e) {  // found before any work: e.g. a dump folder in use
+  } catch (const imgpipe::ConfigError& e) {  // found before any work: the inputs, a dump folder in use
     g_pipeline.store(nullptr);
-    std::cerr << "imgpipe: " << e.what() << "\n";
+    print_config_error(e, a, a.config_path);
     return 2;
   } catch (const std::exception& e) {
     g_pipeline.store(nullptr);
@@ -141,24 +241,14 @@ int run(const Args& a) {
   g_pipeline.store(nullptr);
 
   if (!a.quiet) report.print_table(std::cerr);
-  if (!a.report_path.empty()) {
-    std::ofstream out(a.report_path);
-    out << report.to_json() << "\n";
-    if (!out) {
-      std::cerr << "imgpipe: cannot write report '" << a.report_path << "'\n";
-      return 1;
-    }
-  }
+  if (!a.report_path.empty())
+    if (const int rc = write_report(report, a.report_path)) return rc;
   return report.interrupted || g_signals ? 130 : 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto logger = spdlog::stderr_color_mt("imgpipe");
-  logger->set_pattern("imgpipe: %^%l%$: %v");
-  spdlog::set_default_logger(logger);
-
   CLI::App app{"imgpipe: images and videos to normalised tensor batches on the GPU"};
   Args a;
   add_options(app, a);
@@ -168,6 +258,7 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  configure_logging(a);
   if (*a.bench_memory) return bench_memory(a);
   if (*a.validate) return validate(a);
   return run(a);

@@ -2,15 +2,17 @@
 
 #include <future>
 
-#include <spdlog/spdlog.h>
+#include <spdlog/logger.h>
 
 #include "engine_cache.hpp"
+#include "imgpipe/log.hpp"
 #include "memory/gpu.hpp"
 #include "progress.hpp"
 #include "report.hpp"
 #include "run_plan.hpp"
 #include "stage_set.hpp"
 #include "stages/dump_folder.hpp"
+#include "stages/source.hpp"
 
 #ifndef IMGPIPE_VERSION
 #define IMGPIPE_VERSION "0.0.0"
@@ -61,25 +63,43 @@ struct ClearStopOnExit {
   ~ClearStopOnExit() { stop.store(false); }
 };
 
-Error no_inputs(const InputConfig& in) {
+// After check_inputs() passed: this process's shard is empty (fewer inputs
+// than processes), or the inputs went away since the check.
+Error no_inputs(const InputConfig& in, const stages::ShardSpec& shard) {
   std::string paths;
   for (const auto& p : in.paths) paths += (paths.empty() ? "'" : ", '") + p + "'";
+  if (shard.world_size > 1)
+    return Error("no inputs for shard rank " + std::to_string(shard.rank) + " of " +
+                 std::to_string(shard.world_size) + " (" + shard.origin + "): fewer inputs than processes");
   return Error("no inputs found in input.paths (" + (paths.empty() ? std::string("empty") : paths) + ")");
 }
 
 }  // namespace
 
-// plan -> inputs -> resources -> filter chain -> report.
+InputCounts count_inputs(const InputConfig& input) {
+  stages::check_inputs(input);
+  InputCounts c;
+  for (const auto& item : stages::discover_all_inputs(input)) {
+    if (!item.error.empty()) c.failures.push_back({item.path, item.frame, item.error});
+    else if (item.video) ++c.videos;
+    else ++c.images;
+  }
+  return c;
+}
+
+// checked inputs -> plan -> inputs -> resources -> filter chain -> report.
 Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   const Config& cfg = impl_->config;
   const ClearStopOnExit clear_stop{impl_->stop};
+  stages::check_inputs(cfg.input);  // a missing path is a config error, found before any work
   detail::RunTimes times;
   const std::vector<int> devices = detail::select_devices(options.device.value_or(cfg.devices));
   const detail::RunPlan plan = detail::RunPlan::make(
       cfg, devices, detail::HostFacts::of_this_machine(devices.front(), cfg.decode.where != Where::cpu));
   if (plan.tokens < plan.wanted_tokens)
-    spdlog::info("frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more",
-                 plan.tokens, cfg.staging.slots, cfg.batch.size);
+    imgpipe::logger()->info(
+        "frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more", plan.tokens,
+        cfg.staging.slots, cfg.batch.size);
   // The dump folder is checked (and, with sink.overwrite, cleared) before any work starts.
   if (cfg.sink.type == SinkType::dump) stages::prepare_dump_folder(cfg.sink, stages::shard_of(cfg.input));
   gpu::set_device(plan.devices.front());
@@ -91,7 +111,7 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   const stages::InputList inputs = discovery.get();
   if (inputs.items.empty()) {
     impl_->kept = std::move(kept_or_new);  // untouched: still good
-    throw no_inputs(cfg.input);
+    throw no_inputs(cfg.input, inputs.shard);
   }
 
   detail::StageSet stages(cfg, plan, inputs, resources, callback, impl_->stop);

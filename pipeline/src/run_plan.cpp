@@ -7,8 +7,9 @@
 #include <mutex>
 #include <thread>
 
-#include <spdlog/spdlog.h>
+#include <spdlog/logger.h>
 
+#include "imgpipe/log.hpp"
 #include "kernels/jpeg_gpu.hpp"
 #include "kernels/nvjpeg_loader.hpp"
 #include "memory/gpu.hpp"
@@ -229,7 +230,7 @@ std::vector<int> select_devices(const DeviceSelection& sel) {
   }
   if (n == 0) {
     static std::once_flag once;
-    std::call_once(once, [&] { spdlog::warn("no CUDA device found ({}); running the host backend", why); });
+    std::call_once(once, [&] { imgpipe::logger()->warn("{}; running the host backend", why); });
     return {-1};
   }
   // Under a launcher (torchrun, mpirun, srun) each local rank takes its own GPU.

@@ -551,10 +551,14 @@ TEST_CASE("pipeline: discovered = delivered + failed, each failure with path and
     MixedFolder m;
     make_mixed(m);
     Config cfg = base_config(32, 24, 3);
-    cfg.input.paths = {m.dir.path().string(), (m.dir / "missing.jpg").string()};
+    // A missing entry of input.list is a failed item (one in input.paths is a
+    // config error: test_input_errors.cpp).
+    TempDir out;
+    std::ofstream(out / "list.txt") << (m.dir / "missing.jpg").string() << "\n";
+    cfg.input.paths = {m.dir.path().string()};
+    cfg.input.list = (out / "list.txt").string();
     // Two work items: each bad file lands in a work item that held an image.
     cfg.pipeline.max_tokens = 2;
-    TempDir out;
     const DumpRun r = run_dump(cfg, out / "out", dev);
     const auto& in = r.report.inputs;
     CHECK(in.discovered == m.total + 1);
@@ -835,8 +839,9 @@ TEST_CASE("pipeline: no inputs is an error naming the paths, the report names ev
   bool thrown = false;
   try {
     (void)Pipeline(cfg).run();
-  } catch (const imgpipe::Error& e) {
+  } catch (const imgpipe::ConfigError& e) {
     thrown = true;
+    CHECK(e.key() == "input.paths");
     CHECK(std::string(e.what()).find(empty.path().string()) != std::string::npos);
     CHECK(std::string(e.what()).find("no inputs") != std::string::npos);
   }

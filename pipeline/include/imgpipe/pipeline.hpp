@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "imgpipe/batch.hpp"
 #include "imgpipe/config.hpp"
@@ -41,8 +42,14 @@ class Pipeline {
   Pipeline(Pipeline&&) noexcept;
   Pipeline& operator=(Pipeline&&) noexcept;
 
-  // Runs over every input once and returns the report. Blocks. The callback
-  // (optional) sees every batch after the configured sink has. Bad inputs are
+  // Runs over every input once and returns the report. Blocks. First, before
+  // any work (before a GPU is touched), it checks what the config names as
+  // inputs and throws ConfigError when an entry of input.paths does not exist
+  // or a pattern matches nothing (key "input.paths", naming each such path;
+  // relative paths resolve against the current directory), when input.list
+  // cannot be read (key "input.list"), or when no input would be found at all
+  // (key "input.paths"). The callback (optional) sees every batch after the
+  // configured sink has. Bad inputs are
   // reported (on_error: skip) or end the run with InputError (fail). Other
   // failures (CUDA, I/O of the sink, an exception from the callback) drain
   // the pipeline, free every buffer and propagate. After request_stop() the
@@ -62,6 +69,21 @@ class Pipeline {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// What a run of a config would take as inputs: input.paths and input.list as
+// discovered, before input.loop, input.shuffle and the shard apply.
+struct InputCounts {
+  std::size_t images = 0;
+  std::size_t videos = 0;  // files whose frames a run delivers (a video extension)
+  // Named but already known to fail (an input.list entry that does not exist,
+  // a folder that cannot be listed, a dangling symlink); a run reports each.
+  std::vector<InputFailure> failures;
+  std::size_t total() const noexcept { return images + videos + failures.size(); }
+};
+
+// The checks Pipeline::run() starts with (same ConfigError), then the whole
+// discovery, which lists every folder named: slow on very large trees.
+InputCounts count_inputs(const InputConfig& input);
 
 // Library version, "0.1.0".
 const char* version() noexcept;

@@ -1,0 +1,100 @@
+// imgpipe's own logger: the library logs through imgpipe::logger(), never
+// through spdlog's default logger, so an application's default logger neither
+// receives nor changes imgpipe's messages, and imgpipe never touches it.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "common.hpp"
+#include "imgpipe/log.hpp"
+#include "imgpipe/memory/resources.hpp"
+#include "imgpipe/pipeline.hpp"
+#include "memory/slot_resource.hpp"
+
+namespace {
+
+// An application's own default logger, installed while alive (the previous one restored after).
+class AppDefaultLogger {
+ public:
+  AppDefaultLogger() : old_(spdlog::default_logger()) {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text_);
+    logger_ = std::make_shared<spdlog::logger>("app", sink);
+    logger_->set_level(spdlog::level::trace);
+    spdlog::set_default_logger(logger_);
+  }
+  ~AppDefaultLogger() { spdlog::set_default_logger(old_); }
+  AppDefaultLogger(const AppDefaultLogger&) = delete;
+  AppDefaultLogger& operator=(const AppDefaultLogger&) = delete;
+  std::string text() const { return text_.str(); }
+  const std::shared_ptr<spdlog::logger>& logger() const { return logger_; }
+
+ private:
+  std::shared_ptr<spdlog::logger> old_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::ostringstream text_;
+};
+
+// A library warning through a real call site: a pointer that is not a slot.
+void provoke_library_error() {
+  imgpipe::memory::PageableResource pageable;
+  imgpipe::memory::FixedSlotResource slots(pageable, 4096, 1);
+  int x = 0;
+  slots.deallocate(&x, sizeof x);
+}
+
+}  // namespace
+
+TEST_CASE("log: imgpipe's logger is its own, named imgpipe and registered with spdlog") {
+  const auto l = imgpipe::logger();
+  REQUIRE(l != nullptr);
+  CHECK(l == imgpipe::logger());
+  CHECK(l->name() == "imgpipe");
+  CHECK(spdlog::get("imgpipe") == l);
+  CHECK(l != spdlog::default_logger());
+}
+
+TEST_CASE("log: an application's default logger neither receives nor changes imgpipe's messages") {
+  AppDefaultLogger app;
+  imgpipe::test::LogCapture imgpipe_log;  // imgpipe's logger, at warn
+  provoke_library_error();
+  spdlog::info("the application's own message");
+  CHECK(imgpipe_log.count("not a slot") == 1);
+  CHECK(imgpipe_log.count("the application's own message") == 0);
+  CHECK(app.text().find("not a slot") == std::string::npos);
+  CHECK(app.text().find("the application's own message") != std::string::npos);
+}
+
+TEST_CASE("log: a run leaves the application's default logger as it was") {
+  AppDefaultLogger app;
+  app.logger()->set_level(spdlog::level::critical);
+  const auto sinks = app.logger()->sinks();
+  imgpipe::Config c;
+  c.input.paths = {imgpipe::test::sample_dir().string()};
+  c.transform.resize.width = 32;
+  c.transform.resize.height = 24;
+  c.batch.size = 1;
+  c.staging.slots = 2;
+  c.pipeline.max_tokens = 16;  // more than 2 slots x 1 frame: the plan says so at level info
+  c.devices = imgpipe::DeviceSelection::parse("cpu");
+  const auto l = imgpipe::logger();
+  const auto level = l->level();
+  l->set_level(spdlog::level::info);
+  std::ostringstream seen;
+  const auto capture = std::make_shared<spdlog::sinks::ostream_sink_mt>(seen);
+  const auto own_sinks = l->sinks();
+  l->sinks() = {capture};
+  const imgpipe::Report r = imgpipe::Pipeline(c).run();
+  l->sinks() = own_sinks;
+  l->set_level(level);
+  CHECK(r.inputs.delivered == 20);
+  CHECK(seen.str().find("frames in flight limited to") != std::string::npos);  // imgpipe logged...
+  CHECK(app.text().empty());                                                   // ...not to the application
+  CHECK(spdlog::default_logger() == app.logger());
+  CHECK(app.logger()->level() == spdlog::level::critical);
+  CHECK(app.logger()->sinks() == sinks);
+}
