@@ -46,6 +46,9 @@ struct Args {
   std::string config_path, report_path, device, validate_path;
   std::vector<std::string> inputs;
   bool quiet = false;
+  bool progress = false;          // --progress: plain progress lines, also on a terminal
+  double progress_interval = 5;   // --progress-interval
+  std::string report_html_path;   // --report-html
   imgpipe::BenchMemoryOptions bench;
   std::string bench_sizes;
   CLI::App* validate = nullptr;
@@ -59,6 +62,12 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--report", a.report_path, "write the run report as JSON to this file");
   app.add_option("--device", a.device, "auto | cpu | GPU ordinal (overrides devices:)");
   app.add_flag("--quiet,-q", a.quiet, "no progress line and no report table");
+  // The run report and progress (README: "The run report").
+  app.add_option("--report-html", a.report_html_path, "write the run report as one self-contained HTML page");
+  app.add_flag("--progress", a.progress,
+               "plain progress lines on stderr (the default when stderr is not a terminal), also on a terminal");
+  app.add_option("--progress-interval", a.progress_interval, "seconds between plain progress lines (default 5)")
+      ->check(CLI::Range(0.05, 86400.0));
 
   a.validate = app.add_subcommand("validate", "check a config and exit (runs nothing)");
   a.validate->add_option("--config,-c", a.validate_path, "pipeline config (YAML)")
@@ -97,6 +106,21 @@ int validate(const Args& a) {
   }
 }
 
+// --quiet: none; --progress: plain lines; else redrawn on a terminal, plain lines elsewhere (logs).
+imgpipe::RunOptions::Progress progress_mode(const Args& a) {
+  using P = imgpipe::RunOptions::Progress;
+  if (a.quiet) return P::off;
+  return a.progress || !::isatty(STDERR_FILENO) ? P::lines : P::redraw;
+}
+
+// Writes `text` to `path`; false (with a message) when it cannot.
+bool write_file(const std::string& path, const std::string& text, const char* what) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) std::cerr << "imgpipe: cannot write " << what << " '" << path << "'\n";
+  return static_cast<bool>(out);
+}
+
 // The pipeline and its run options from the arguments; exit code 2 on a usage or config error.
 int prepare(const Args& a, std::optional<imgpipe::Pipeline>& pipeline, imgpipe::RunOptions& opts) {
   if (a.config_path.empty()) {
@@ -115,7 +139,8 @@ int prepare(const Args& a, std::optional<imgpipe::Pipeline>& pipeline, imgpipe::
     std::cerr << "imgpipe: " << e.what() << "\n";
     return 2;
   }
-  opts.progress = !a.quiet && ::isatty(STDERR_FILENO);
+  opts.progress = progress_mode(a);
+  opts.progress_interval_s = a.progress_interval;
   return 0;
 }
 
@@ -145,6 +170,7 @@ int run(const Args& a) {
       return 1;
     }
   }
+  if (!a.report_html_path.empty() && !write_file(a.report_html_path, report.to_html(), "HTML report")) return 1;
   return report.interrupted || g_signals ? 130 : 0;
 }
 

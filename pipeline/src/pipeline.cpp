@@ -5,7 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "memory/gpu.hpp"
-#include "progress.hpp"
+#include "monitor.hpp"
 #include "report.hpp"
 #include "run_plan.hpp"
 #include "stage_set.hpp"
@@ -73,15 +73,18 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
 
   detail::StageSet stages(cfg, plan, inputs, resources, callback, impl_->stop);
   times.pipeline = detail::RunTimes::clock::now();
+  Timeline timeline;
   {
-    const detail::Progress progress(options.progress, inputs.items.size(), stages.finished);
+    detail::RunMonitor monitor(stages, resources.ring(), inputs.items.size(), options, times.pipeline);
     detail::run_filter_chain(plan, stages);
     resources.finish();
     stages.transfer.finish();
+    timeline = monitor.finish();
   }
   times.end = detail::RunTimes::clock::now();
   Report report = detail::assemble_report(cfg, plan, stages, resources, times, impl_->stop.load());
   report.shard = {inputs.shard.rank, inputs.shard.world_size, inputs.shard.origin};
+  report.timeline = std::move(timeline);
   return report;
 }
 
