@@ -20,6 +20,9 @@ packages=(build-essential cmake ninja-build pkg-config
           libspdlog-dev libfmt-dev nlohmann-json3-dev
           libjpeg-dev  # JPEG decode with libjpeg warnings; tests write CMYK JPEGs
           opencv-doc)  # tests: real videos and images (/usr/share/doc/opencv-doc/examples/data)
+# Only for `test`: the HTML report rendered in headless Chromium
+# (tests/cli/test_report_cli.cpp; skipped, not passed, without it).
+[ "$what" != test ] || packages+=(chromium)
 if [ "${SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do
