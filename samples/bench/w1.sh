@@ -169,7 +169,7 @@ for name in names:
     steady = [reps[k]["steady_images_per_s"] for k in rounds]
     med, smed = statistics.median(e2e), statistics.median(steady)
     i = min(range(len(e2e)), key=lambda k: abs(e2e[k] - med))
-    rep = dict(reps[rounds[i]]); rep.pop("batch_records", None)
+    rep = dict(reps[rounds[i]]); rep.pop("batch_records", None); rep.pop("timeline", None)
     per_round[name] = dict(zip(rounds, e2e))
     res["binaries"][name] = {"images_per_s": e2e, "steady_images_per_s": steady, "rounds": rounds,
                              "wall_s": [reps[k]["wall_s"] for k in rounds], "setup_s": [reps[k]["setup_s"] for k in rounds],

@@ -98,7 +98,7 @@ TEST_CASE("report table: each row says its unit, rates only where measured, the 
   CHECK(contains(row(table(big), "source"), "1737015 images/s"));
 }
 
-TEST_CASE("report table: nothing delivered names no bottleneck; singular counts read as such") {
+TEST_CASE("report table: nothing delivered names no bottleneck, and singular counts read as such") {
   Report r = sample_report();
   r.inputs.delivered = 0;
   r.inputs.failed = r.inputs.discovered = 1;

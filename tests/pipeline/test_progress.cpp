@@ -78,7 +78,7 @@ TEST_CASE("progress: an unknown total (videos) or more done than listed shows no
         "imgpipe: 0 samples | – samples/s | 0 failed");
 }
 
-TEST_CASE("progress: the printer prints lines every interval and a last one; redraws in place") {
+TEST_CASE("progress: the printer prints lines every interval and a last one, or redraws in place") {
   std::FILE* f = std::tmpfile();
   REQUIRE(f);
   {

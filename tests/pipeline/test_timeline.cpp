@@ -163,7 +163,7 @@ TEST_CASE("timeline: sampled while the run lasts, cumulative, ending at the repo
   CHECK(last.t_s <= r.pipeline_s + 1e-6);
 }
 
-TEST_CASE("timeline: a long run keeps at most kMaxTicks ticks; interval 0 samples nothing") {
+TEST_CASE("timeline: a long run keeps at most kMaxTicks ticks, and interval 0 samples nothing") {
   Config cfg = small_config(2);
   RunOptions o;
   o.timeline_interval_s = 0.0002;  // thousands of ticks over the 2 s below, even on a loaded machine
