@@ -79,10 +79,10 @@ const char* const kScript = R"JS(
     return [zero].concat(t);
   }
 
-  // A time axis under a chart of plot height h at y0.
+  // A time axis at height y for a run of `end` seconds (at most about 10 labels).
   function timeAxis(s, y, end) {
     el("line", {x1: LEFT, y1: y, x2: W - RIGHT, y2: y, "class": "axis"}, s);
-    var steps = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200];
+    var steps = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400];
     var step = steps[steps.length - 1];
     for (var i = 0; i < steps.length; i++) if (end / steps[i] <= 10) { step = steps[i]; break; }
     for (var t = 0; t <= end + 1e-9; t += step) {
