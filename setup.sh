@@ -24,6 +24,9 @@ if [ "$what" = test ]; then
   packages+=(openmpi-bin    # tests: three ranks of a real launcher (mpirun) dump into one folder
              dpkg-dev file) # tests: cpack -G DEB (dpkg-shlibdeps reads the binary's dependencies)
 fi
+# Only for `test`: the HTML report rendered in headless Chromium
+# (tests/cli/test_report_cli.cpp; skipped, not passed, without it).
+[ "$what" != test ] || packages+=(chromium)
 if [ "${SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do

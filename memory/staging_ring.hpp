@@ -111,6 +111,11 @@ class StagingRing {
   bool zero_copy() const noexcept { return zero_copy_; }
   std::size_t pinned_bytes() const noexcept;
   double wait_seconds() const noexcept { return wait_ns_.load() * 1e-9; }
+  // Slots handed out by acquire() and not yet passed to release() (the GPU
+  // may still be reading released ones). Any thread; for the run's timeline.
+  int in_use() const noexcept {
+    return static_cast<int>(acquires_.load(std::memory_order_relaxed) - releases_.load(std::memory_order_relaxed));
+  }
   int fallbacks() const noexcept;
   std::string fallback_reason() const;
   StagingStats stats() const;
@@ -133,6 +138,7 @@ class StagingRing {
   int next_ = 0;
   std::atomic<long long> wait_ns_{0};
   std::atomic<std::uint64_t> acquires_{0};
+  std::atomic<std::uint64_t> releases_{0};
 };
 
 std::string_view to_string(StagingMemory m) noexcept;

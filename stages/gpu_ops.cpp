@@ -83,6 +83,7 @@ void GpuOps::decode_jpegs(BatchSlot& b) {
     const SampleId& s = b.samples[j.index];
     const std::string reason = fmt::format("{} (GPU decode: {})", err, nvj::status_name(status_[k]));
     failures_.push_back({s.path, s.frame, reason});
+    failed_count_.fetch_add(1, std::memory_order_relaxed);
     if (on_error_ == OnError::fail) throw InputError(s.path, s.frame, reason);
     drop.push_back(j.index);
   }
@@ -95,12 +96,17 @@ Tally GpuOps::run(Work& w) {
   const gpu::Stream& stream = b.dev->stream;
   const bool on_gpu = stream.device() >= 0;
   if (on_gpu && fault::trap(b.index)) kernels::trap_gpu(stream.get());
-  if (!b.jpegs.empty()) decode_jpegs(b);
+  if (!b.jpegs.empty()) {
+    const nvtx::Range range("jpeg decode", b.index);
+    decode_jpegs(b);
+  }
   std::size_t bytes = 0;
   if (b.count == 0) {  // every sample failed
     buf.ready.record(stream);
     return {1, 0};
   }
+  // The launches (their CPU twins on the host backend).
+  const nvtx::Range range("kernels", b.index);
   if (work_ == Op::normalize) {
     kernels::NormalizeParams p = params_;
     p.batch = b.count;

@@ -12,6 +12,7 @@
 // rejects too is reported (path and reason) and leaves the batch.
 #pragma once
 
+#include <atomic>
 #include <vector>
 
 #include "imgpipe/config.hpp"
@@ -37,6 +38,8 @@ class GpuOps : public Stage<GpuOps, Takes::batches> {
 
   // Inputs that failed here (GPU and CPU decode both refused them), in order.
   const std::vector<InputFailure>& failures() const noexcept { return failures_; }
+  // Their number so far; any thread (the progress line).
+  std::uint64_t failed_count() const noexcept { return failed_count_.load(std::memory_order_relaxed); }
 
  private:
   void decode_jpegs(BatchSlot& b);
@@ -48,6 +51,7 @@ class GpuOps : public Stage<GpuOps, Takes::batches> {
   DecodeConfig cpu_decode_;
   OnError on_error_ = OnError::skip;
   std::vector<InputFailure> failures_;
+  std::atomic<std::uint64_t> failed_count_{0};
   std::vector<const std::uint8_t*> data_;  // per batch, reused
   std::vector<std::size_t> sizes_;
   std::vector<kernels::DecodedFrame> frames_;

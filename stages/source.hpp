@@ -83,6 +83,7 @@ class Source {
   // item). `acquire` supplies a pooled Work.
   template <typename Acquire>
   Work* next(Acquire&& acquire) {
+    const nvtx::Range range("source", next_);
     BusyTimer t(stats_);
     if (done_) return nullptr;
     for (;;) {

@@ -15,6 +15,7 @@
 
 #include "batch_slot.hpp"
 #include "core/fault.hpp"
+#include "core/nvtx.hpp"
 #include "imgpipe/batch.hpp"
 #include "memory/staging_ring.hpp"
 
@@ -28,12 +29,21 @@ struct InputItem {
   bool video = false;  // a video file (is_video_path): the source stage decodes its frames
 };
 
+// What a stage's items are.
+enum class Counts : std::uint8_t {
+  samples,  // images and video frames
+  images,   // image files (video frames are decoded by the source)
+  batches,
+};
+
 // Statistics of one stage, written only by that stage (concurrently for a
 // parallel one). Time is wall time on the stage's threads.
 struct StageStats {
-  explicit StageStats(std::string n, bool par = false) : name(std::move(n)), parallel(par) {}
+  explicit StageStats(std::string n, bool par = false, Counts c = Counts::samples)
+      : name(std::move(n)), parallel(par), counts(c) {}
   std::string name;
   bool parallel;
+  Counts counts;
   std::atomic<std::uint64_t> items{0};
   std::atomic<std::uint64_t> bytes{0};     // bytes the stage produced (or moved)
   std::atomic<std::int64_t> busy_ns{0};    // inside the stage's calls, waits included
@@ -154,12 +164,13 @@ struct Tally {
 template <class Derived, Takes T>
 class Stage {
  public:
-  Stage(const char* name, bool parallel) : stats_(name, parallel) {}
+  Stage(const char* name, bool parallel) : stats_(name, parallel, counts()) {}
   Stage(const Stage&) = delete;
   Stage& operator=(const Stage&) = delete;
 
   Work* operator()(Work* w) {
     if (!takes(*w)) return w;
+    const nvtx::Range range(stats_.name.c_str(), fault_key(*w));
     BusyTimer t(stats_);
     if (w->kind != Work::Kind::flush) fault::check(stats_.name, fault_key(*w));
     const Tally n = static_cast<Derived&>(*this).run(*w);
@@ -185,6 +196,9 @@ class Stage {
   StageStats& own_stats() noexcept { return stats_; }  // for waits and device time
 
  private:
+  static constexpr Counts counts() noexcept {
+    return T == Takes::batches ? Counts::batches : T == Takes::encoded_samples ? Counts::images : Counts::samples;
+  }
   static std::uint64_t fault_key(const Work& w) noexcept {
     if constexpr (T == Takes::batches) return w.batch->index;
     return w.sample.seq;

@@ -24,6 +24,7 @@ Tally Transfer::run(Work& w) {
   }
   DeviceBuffers& buf = b.buffers();
   time_copy(dev, buf);  // the previous copy out of this slot
+  const nvtx::Range range("copy", b.index);  // the enqueue (a memcpy on the host backend)
   buf.copy_start.record(dev.stream);
   ring.copy_to_device(b.slot, buf.d_input.get(), b.staged_bytes, dev.stream);
   buf.copy_end.record(dev.stream);

@@ -1,74 +1,126 @@
 #include "imgpipe/report.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <ostream>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "report_format.hpp"
+
 namespace imgpipe {
 
 namespace {
-std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
+
+using report_format::count;
+using report_format::mib;
+using report_format::number;
+using report_format::unit_for;
+
+void print_stage_rows(const Report& r, std::ostream& os) {
+  os << fmt::format("{:<10} {:>4}  {:<16} {:>8} {:>8} {:>19} {:>8} {:>5} {:>8}\n", "stage", "thr", "items", "busy s",
+                    "wait s", "rate", "MB/s", "util", "idle s");
+  for (const auto& s : r.stages) {
+    // The count right-aligned, its unit after it ("   20 images").
+    const std::string items = fmt::format("{:>7} {:<8}", s.items, unit_for(s.items, s.unit));
+    const std::string rate =
+        s.items_per_s ? fmt::format("{:>9} {:<9}", number(*s.items_per_s), s.unit + "/s") : fmt::format("{:>9} {:<9}", "–", "");
+    const std::string mb = s.mb_per_s ? number(*s.mb_per_s) : "–";
+    os << fmt::format("{:<10} {:>4}  {} {:>8.3f} {:>8.3f} {} {:>8} {:>4.0f}% {:>8.3f}{}\n", s.name, s.concurrency, items,
+                      s.busy_s, s.wait_s, rate, mb, 100.0 * s.utilization, s.idle_s,
+                      !r.bottleneck.empty() && s.name == r.bottleneck ? "  <- bottleneck" : "");
+  }
+  if (r.bottleneck.empty())
+    os << (r.inputs.delivered == 0 ? "  bottleneck: none (nothing was delivered)\n"
+                                   : "  bottleneck: none (no stage did enough work to rate)\n");
+  os << fmt::format("  rate and MB/s: what the stage sustains on its own, all its threads, waits excluded; "
+                    "–: too little work to rate (under {:.0f} ms or {} items)\n"
+                    "  util: share of the run its threads worked; wait s: blocked inside the stage (free staging "
+                    "slot, GPU);\n  idle s: starved by upstream or held by the token limit\n",
+                    kMinRatedWorkSeconds * 1e3, kMinRatedItems);
+}
+
+void print_inputs(const Report& r, std::ostream& os) {
+  const auto& in = r.inputs;
+  os << fmt::format("inputs: {} discovered = {} delivered + {} failed", in.discovered, in.delivered, in.failed);
+  if (in.dropped) os << fmt::format(" + {} dropped (batch.drop_last)", in.dropped);
+  if (in.not_processed) os << fmt::format(" + {} not processed (interrupted)", in.not_processed);
+  os << "\n";
+  if (in.cpu_resized)
+    os << fmt::format("  {} over the staging frame budget {} resized on the CPU before staging\n",
+                      count(in.cpu_resized, "frames"), in.cpu_resized == 1 ? "was" : "were");
+  const std::size_t shown = std::min<std::size_t>(in.failures.size(), 20);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& f = in.failures[i];
+    os << "  failed: " << f.path;
+    if (f.frame >= 0) os << " frame " << f.frame;
+    os << ": " << f.reason << "\n";
+  }
+  if (in.failures.size() > shown)
+    os << fmt::format("  ... and {} more (see the JSON report)\n", in.failures.size() - shown);
+}
+
+void print_memory_and_decode(const Report& r, std::ostream& os) {
+  const auto& m = r.memory;
+  os << fmt::format("memory: staging {} x {} {} ({} pinned, peak {}; {}, {}), device {}, slot wait {:.3f} s", m.slots,
+                    mib(m.slots ? static_cast<double>(m.staging_bytes) / m.slots : 0), m.staging_kind,
+                    mib(m.pinned_bytes), mib(m.pinned_peak), count(m.slot_reuses, "slot reuses"),
+                    count(m.slot_allocations, "allocations"), mib(m.device_bytes), m.slot_wait_s);
+  if (m.fallbacks) os << fmt::format(", {}: {}", count(m.fallbacks, "fallbacks"), m.fallback_reason);
+  os << "\n";
+  os << fmt::format("transfer: {} {} in {:.3f} s = {:.2f} GB/s\n", r.transfer.mode, mib(r.transfer.bytes),
+                    r.transfer.seconds, r.transfer.gb_per_s);
+  const auto& d = r.decode;
+  if (d.where == "cpu") {
+    os << "decode: cpu" << (d.note.empty() ? "" : " (GPU route off: " + d.note + ")") << "\n";
+  } else {
+    os << fmt::format("decode: {} | GPU ({} JPEG engines): {} at {:.0f} img/s | CPU: {} at {:.0f} img/s"
+                      " | {}, {} rejected by the engines and decoded on the CPU",
+                      d.where, d.jpeg_engines, count(d.gpu, "images"), d.gpu_images_per_s, count(d.cpu, "images"),
+                      d.cpu_images_per_s, count(d.gpu_able, "GPU-able JPEGs"), d.gpu_fallbacks);
+    if (!d.gpu_share.empty())
+      os << fmt::format(" | GPU share {:.2f} -> {:.2f}", d.gpu_share.front(), d.gpu_share.back());
+    if (d.engines_ready_s > 0) os << fmt::format(" | engines ready {:.2f} s into the run", d.engines_ready_s);
+    os << "\n";
+  }
+  if (r.devices.size() > 1)
+    for (const auto& dev : r.devices)
+      os << fmt::format("  device {}: {}, {} copied in {:.3f} s = {:.2f} GB/s\n", dev.device,
+                        count(dev.batches, "batches"), mib(static_cast<double>(dev.bytes)), dev.copy_s, dev.gb_per_s);
+}
+
+nlohmann::json rate(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+nlohmann::json timeline_json(const Timeline& t) {
+  nlohmann::json ticks = nlohmann::json::array();
+  for (const auto& k : t.ticks)
+    ticks.push_back({{"t_s", k.t_s},
+                     {"items", k.items},
+                     {"busy_s", k.busy_s},
+                     {"wait_s", k.wait_s},
+                     {"done", k.done},
+                     {"failed", k.failed},
+                     {"ring_in_use", k.ring_in_use},
+                     {"rss_bytes", k.rss_bytes}});
+  return {{"interval_s", t.interval_s}, {"stages", t.stages}, {"ticks", ticks}};
+}
+
 }  // namespace
 
 void Report::print_table(std::ostream& os) const {
   os << fmt::format("imgpipe {} | backend: {} | resize on {}, normalize on {}{}\n", version, backend,
                     resize_where, normalize_where, interrupted ? " | INTERRUPTED" : "");
-  os << fmt::format("{:<10} {:>5} {:>8} {:>9} {:>9} {:>12} {:>10} {:>6} {:>9}\n", "stage", "thr", "items", "busy s",
-                    "wait s", "items/s", "MB/s", "util", "idle s");
-  for (const auto& s : stages) {
-    os << fmt::format("{:<10} {:>5} {:>8} {:>9.3f} {:>9.3f} {:>12.1f} {:>10.1f} {:>5.0f}% {:>9.3f}{}\n", s.name,
-                      s.concurrency, s.items, s.busy_s, s.wait_s, s.items_per_s, s.mb_per_s,
-                      100.0 * s.utilization, s.idle_s, s.name == bottleneck ? "  <- bottleneck" : "");
-  }
-  os << "  items/s and MB/s: what the stage sustains on its own, all its threads, waits excluded;\n"
-        "  wait s: blocked inside the stage (free staging slot, GPU); idle s: starved or held by the token limit\n";
-  os << fmt::format("run: {:.3f} s ({:.3f} s set-up), {} images delivered, {:.1f} images/s end to end, "
-                    "{:.1f} images/s after set-up, {} batches\n",
-                    wall_s, setup_s, inputs.delivered, images_per_s, steady_images_per_s, batches);
+  print_stage_rows(*this, os);
+  os << fmt::format("run: {:.3f} s ({:.3f} s set-up), {} delivered, {:.1f} images/s end to end, "
+                    "{:.1f} images/s after set-up, {}\n",
+                    wall_s, setup_s, count(inputs.delivered, "images"), images_per_s, steady_images_per_s,
+                    count(batches, "batches"));
   if (shard.world_size > 1)
     os << fmt::format("shard: rank {} of {} (from {})\n", shard.rank, shard.world_size, shard.origin);
-  os << fmt::format("inputs: {} discovered = {} delivered + {} failed", inputs.discovered, inputs.delivered,
-                    inputs.failed);
-  if (inputs.dropped) os << fmt::format(" + {} dropped (batch.drop_last)", inputs.dropped);
-  if (inputs.not_processed) os << fmt::format(" + {} not processed (interrupted)", inputs.not_processed);
-  os << "\n";
-  if (inputs.cpu_resized)
-    os << fmt::format("  {} frames over the staging frame budget were resized on the CPU before staging\n", inputs.cpu_resized);
-  const std::size_t shown = std::min<std::size_t>(inputs.failures.size(), 20);
-  for (std::size_t i = 0; i < shown; ++i) {
-    const auto& f = inputs.failures[i];
-    os << "  failed: " << f.path;
-    if (f.frame >= 0) os << " frame " << f.frame;
-    os << ": " << f.reason << "\n";
-  }
-  if (inputs.failures.size() > shown)
-    os << fmt::format("  ... and {} more (see the JSON report)\n", inputs.failures.size() - shown);
-  os << fmt::format("memory: staging {} x {} {} ({} pinned, peak {}; {} slot reuses, {} allocations), device {}, "
-                    "slot wait {:.3f} s",
-                    memory.slots, mib(memory.slots ? static_cast<double>(memory.staging_bytes) / memory.slots : 0),
-                    memory.staging_kind, mib(memory.pinned_bytes), mib(memory.pinned_peak), memory.slot_reuses,
-                    memory.slot_allocations, mib(memory.device_bytes), memory.slot_wait_s);
-  if (memory.fallbacks) os << fmt::format(", {} fallback(s): {}", memory.fallbacks, memory.fallback_reason);
-  os << "\n";
-  os << fmt::format("transfer: {} {} in {:.3f} s = {:.2f} GB/s\n", transfer.mode, mib(transfer.bytes),
-                    transfer.seconds, transfer.gb_per_s);
-  if (decode.where == "cpu") {
-    os << "decode: cpu" << (decode.note.empty() ? "" : " (GPU route off: " + decode.note + ")") << "\n";
-  } else {
-    os << fmt::format("decode: {} | GPU ({} JPEG engines): {} images at {:.0f} img/s | CPU: {} images at {:.0f} img/s"
-                      " | {} GPU-able JPEGs, {} rejected by the engines and decoded on the CPU",
-                      decode.where, decode.jpeg_engines, decode.gpu, decode.gpu_images_per_s, decode.cpu,
-                      decode.cpu_images_per_s, decode.gpu_able, decode.gpu_fallbacks);
-    if (!decode.gpu_share.empty())
-      os << fmt::format(" | GPU share {:.2f} -> {:.2f}", decode.gpu_share.front(), decode.gpu_share.back());
-    if (decode.engines_ready_s > 0) os << fmt::format(" | engines ready {:.2f} s into the run", decode.engines_ready_s);
-    os << "\n";
-  }
-  if (devices.size() > 1)
-    for (const auto& d : devices)
-      os << fmt::format("  device {}: {} batches, {} copied in {:.3f} s = {:.2f} GB/s\n", d.device, d.batches,
-                        mib(static_cast<double>(d.bytes)), d.copy_s, d.gb_per_s);
+  print_inputs(*this, os);
+  print_memory_and_decode(*this, os);
 }
 
 std::string Report::to_json(int indent) const {
@@ -90,14 +142,15 @@ std::string Report::to_json(int indent) const {
                            {"parallel", s.parallel},
                            {"concurrency", s.concurrency},
                            {"items", s.items},
+                           {"unit", s.unit},
                            {"busy_s", s.busy_s},
                            {"wait_s", s.wait_s},
                            {"work_s", s.work_s},
                            {"idle_s", s.idle_s},
                            {"bytes", s.bytes},
-                           {"items_per_s", s.items_per_s},
-                           {"items_per_s_per_thread", s.items_per_s_per_thread},
-                           {"mb_per_s", s.mb_per_s},
+                           {"items_per_s", rate(s.items_per_s)},
+                           {"items_per_s_per_thread", rate(s.items_per_s_per_thread)},
+                           {"mb_per_s", rate(s.mb_per_s)},
                            {"utilization", s.utilization}});
   }
   nlohmann::json failures = nlohmann::json::array();
@@ -135,7 +188,9 @@ std::string Report::to_json(int indent) const {
   for (const auto& r : batch_records)
     recs.push_back({{"index", r.index}, {"samples", r.samples}, {"checksum", fmt::format("{:016x}", r.checksum)}});
   j["batch_records"] = recs;
-  return j.dump(indent);
+  j["timeline"] = timeline_json(timeline);
+  // Paths are bytes: one that is not UTF-8 gets U+FFFD rather than failing the report.
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace imgpipe

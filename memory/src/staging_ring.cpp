@@ -131,6 +131,7 @@ const void* StagingRing::device_pointer(int slot) const noexcept {
 
 void StagingRing::release(int slot, const gpu::Stream& stream) {
   Slot& s = *slots_.at(slot);
+  ++releases_;
   if (stream.device() < 0) {
     s.last = nullptr;  // host work is done when it returns
     return;

@@ -59,6 +59,9 @@ struct Args {
   std::string log_level = "warn";
   std::vector<std::string> inputs;
   bool quiet = false;
+  bool progress = false;          // --progress: plain progress lines, also on a terminal
+  double progress_interval = 5;   // --progress-interval
+  std::string report_html_path;   // --report-html
   imgpipe::BenchMemoryOptions bench;
   std::string bench_sizes;
   CLI::App* validate = nullptr;
@@ -86,6 +89,12 @@ void add_options(CLI::App& app, Args& a) {
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return std::string("imgpipe: ") + e.what() + "\nRun with --help for more information.\n";
   });
+  // The run report and progress (README: "The run report").
+  app.add_option("--report-html", a.report_html_path, "write the run report as one self-contained HTML page");
+  app.add_flag("--progress", a.progress,
+               "plain progress lines on stderr (the default when stderr is not a terminal), also on a terminal");
+  app.add_option("--progress-interval", a.progress_interval, "seconds between plain progress lines (default 5)")
+      ->check(CLI::Range(0.05, 86400.0));
 
   a.validate =
       app.add_subcommand("validate", "check a config and its inputs, count the inputs and exit (runs nothing)");
@@ -179,6 +188,21 @@ std::string report_unwritable(const std::string& path) {
   return {};
 }
 
+// --quiet: none; --progress: plain lines; else redrawn on a terminal, plain lines elsewhere (logs).
+imgpipe::RunOptions::Progress progress_mode(const Args& a) {
+  using P = imgpipe::RunOptions::Progress;
+  if (a.quiet) return P::off;
+  return a.progress || !::isatty(STDERR_FILENO) ? P::lines : P::redraw;
+}
+
+// Writes `text` to `path`; false (with a message) when it cannot.
+bool write_file(const std::string& path, const std::string& text, const char* what) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) std::cerr << "imgpipe: cannot write " << what << " '" << path << "'\n";
+  return static_cast<bool>(out);
+}
+
 // The pipeline and its run options from the arguments; exit code 2 on a usage or config error.
 int prepare(const Args& a, std::optional<imgpipe::Pipeline>& pipeline, imgpipe::RunOptions& opts) {
   if (a.config_path.empty()) {
@@ -200,7 +224,8 @@ int prepare(const Args& a, std::optional<imgpipe::Pipeline>& pipeline, imgpipe::
     std::cerr << "imgpipe: " << e.what() << "\n";
     return 2;
   }
-  opts.progress = !a.quiet && ::isatty(STDERR_FILENO);
+  opts.progress = progress_mode(a);
+  opts.progress_interval_s = a.progress_interval;
   return 0;
 }
 
@@ -243,6 +268,7 @@ int run(const Args& a) {
   if (!a.quiet) report.print_table(std::cerr);
   if (!a.report_path.empty())
     if (const int rc = write_report(report, a.report_path)) return rc;
+  if (!a.report_html_path.empty() && !write_file(a.report_html_path, report.to_html(), "HTML report")) return 1;
   return report.interrupted || g_signals ? 130 : 0;
 }
 

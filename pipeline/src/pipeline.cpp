@@ -7,7 +7,7 @@
 #include "engine_cache.hpp"
 #include "imgpipe/log.hpp"
 #include "memory/gpu.hpp"
-#include "progress.hpp"
+#include "monitor.hpp"
 #include "report.hpp"
 #include "run_plan.hpp"
 #include "stage_set.hpp"
@@ -116,15 +116,18 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
 
   detail::StageSet stages(cfg, plan, inputs, resources, callback, impl_->stop);
   times.pipeline = detail::RunTimes::clock::now();
+  Timeline timeline;
   {
-    const detail::Progress progress(options.progress, inputs.items.size(), stages.finished);
+    detail::RunMonitor monitor(stages, resources.ring(), inputs.items.size(), options, times.pipeline);
     detail::run_filter_chain(plan, stages);
     resources.finish();
     stages.transfer.finish();
+    timeline = monitor.finish();
   }
   times.end = detail::RunTimes::clock::now();
   Report report = detail::assemble_report(cfg, plan, stages, resources, times, impl_->stop.load());
   report.shard = {inputs.shard.rank, inputs.shard.world_size, inputs.shard.origin};
+  report.timeline = std::move(timeline);
   impl_->kept = std::move(kept_or_new);  // a run that threw leaves nothing to keep
   return report;
 }

@@ -8,9 +8,11 @@
 
 namespace imgpipe::detail {
 
-StageReport make_stage_report(const stages::StageStats& s, int concurrency, double pipeline_s) {
+StageReport make_stage_report(const stages::StageStats& s, int concurrency, double pipeline_s,
+                              const std::string& sample_unit) {
   StageReport r;
   r.name = s.name;
+  r.unit = s.counts == stages::Counts::batches ? "batches" : s.counts == stages::Counts::images ? "images" : sample_unit;
   r.parallel = s.parallel;
   r.concurrency = s.parallel ? concurrency : 1;
   r.items = s.items.load();
@@ -20,13 +22,23 @@ StageReport make_stage_report(const stages::StageStats& s, int concurrency, doub
   r.wait_s = std::min(s.wait_ns.load() * 1e-9, r.busy_s);
   r.work_s = r.busy_s - r.wait_s;
   r.bytes = static_cast<double>(s.bytes.load());
-  r.items_per_s_per_thread = r.work_s > 0 ? r.items / r.work_s : 0;
-  r.items_per_s = r.items_per_s_per_thread * r.concurrency;
-  r.mb_per_s = r.work_s > 0 ? r.bytes / r.work_s / 1e6 * r.concurrency : 0;
+  if (rateable(r.items, r.work_s)) {
+    r.items_per_s_per_thread = r.items / r.work_s;
+    r.items_per_s = *r.items_per_s_per_thread * r.concurrency;
+    r.mb_per_s = r.bytes / r.work_s / 1e6 * r.concurrency;
+  }
   const double capacity = pipeline_s * r.concurrency;
   r.utilization = capacity > 0 ? r.work_s / capacity : 0;
   r.idle_s = std::max(capacity - r.busy_s, 0.0);
   return r;
+}
+
+std::string pick_bottleneck(const std::vector<StageReport>& stages, std::uint64_t delivered) {
+  if (delivered == 0) return {};  // nothing ran through: no stage bounded anything
+  const StageReport* b = nullptr;
+  for (const auto& st : stages)
+    if (st.items_per_s && (!b || st.utilization > b->utilization)) b = &st;
+  return b ? b->name : std::string();
 }
 
 namespace {
@@ -49,15 +61,9 @@ void add_inputs(Report& r, const StageSet& s, bool resize_on_gpu) {
 }
 
 void add_stages(Report& r, const StageSet& s, int threads) {
-  for (const stages::StageStats* st :
-       {&s.source.stats(), &s.read.stats(), s.probe ? &s.probe->stats() : nullptr, &s.decode.stats(),
-        &s.transform.stats(), &s.pack.stats(), &s.pack_copy.stats(), &s.transfer.stats(), &s.gpu_ops.stats(),
-        &s.sink.stats()})
-    if (st) r.stages.push_back(make_stage_report(*st, threads, r.pipeline_s));
-  if (r.inputs.delivered == 0) return;  // nothing ran through: no stage bounded anything
-  const auto b = std::max_element(r.stages.begin(), r.stages.end(),
-                                  [](const auto& x, const auto& y) { return x.utilization < y.utilization; });
-  r.bottleneck = b->name;
+  for (const stages::StageStats* st : s.stats())
+    r.stages.push_back(make_stage_report(*st, threads, r.pipeline_s, s.sample_unit));
+  r.bottleneck = pick_bottleneck(r.stages, r.inputs.delivered);
 }
 
 void add_memory_and_transfer(Report& r, const Config& cfg, const StageSet& s, const stages::BatchResources& res) {

@@ -1,5 +1,6 @@
 #include "stage_set.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -29,6 +30,9 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
       transfer(resources),
       gpu_ops(transform.normalize_params(), plan.resize, plan.gpu_op),
       sink(cfg.sink, inputs.shard, resources.ring(), callback) {
+  const auto videos = std::count_if(inputs.items.begin(), inputs.items.end(), [](const auto& i) { return i.video; });
+  has_videos = videos > 0;
+  if (has_videos) sample_unit = static_cast<std::size_t>(videos) == inputs.items.size() ? "frames" : "samples";
   if (!plan.gpu_decode) return;
   stages::ProbeLimits limits;
   limits.wait_for_engines = !plan.gpu_decode_adaptive;
@@ -40,6 +44,15 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
   probe = std::make_unique<stages::Probe>(limits, *resources.devices().front()->jpeg, steering, decode.stats(),
                                           transform.stats(), gpu_decode);
   gpu_ops.enable_gpu_decode(gpu_decode, cfg.decode, cfg.input.on_error);
+}
+
+std::vector<const stages::StageStats*> StageSet::stats() const {
+  std::vector<const stages::StageStats*> v{&source.stats(), &read.stats()};
+  if (probe) v.push_back(&probe->stats());
+  for (const stages::StageStats* st : {&decode.stats(), &transform.stats(), &pack.stats(), &pack_copy.stats(),
+                                       &transfer.stats(), &gpu_ops.stats(), &sink.stats()})
+    v.push_back(st);
+  return v;
 }
 
 namespace {
@@ -100,6 +113,7 @@ void run_filter_chain(const RunPlan& plan, StageSet& s) {
     handoff_acquire(&keys.sink);
     const ReleaseOnExit k{&keys.sink};
     s.sink(w);
+    if (w->failed()) ++s.failed;
     if (w->kind != stages::Work::Kind::flush) ++s.finished;
     pool.release(w);
   };

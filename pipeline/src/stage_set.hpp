@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "imgpipe/batch.hpp"
 #include "imgpipe/config.hpp"
@@ -36,6 +38,16 @@ struct StageSet {
   stages::GpuOps gpu_ops;
   stages::Sink sink;
   std::atomic<std::uint64_t> finished{0};  // inputs through the sink (delivered or failed)
+  std::atomic<std::uint64_t> failed{0};    // of those, failed before the GPU ops stage
+  // What the per-sample stages count on this run: "images", "frames" (every
+  // input a video) or "samples" (both).
+  std::string sample_unit = "images";
+  bool has_videos = false;
+
+  // Every stage's statistics, in pipeline order (probe only with GPU decode).
+  std::vector<const stages::StageStats*> stats() const;
+  // Inputs failed so far: at the sink, plus those the GPU ops stage dropped. Any thread.
+  std::uint64_t failed_so_far() const noexcept { return failed.load() + gpu_ops.failed_count(); }
 };
 
 // Runs the stages as a oneTBB parallel_pipeline with plan.tokens tokens in

@@ -169,7 +169,7 @@ for name in names:
     steady = [reps[k]["steady_images_per_s"] for k in rounds]
     med, smed = statistics.median(e2e), statistics.median(steady)
     i = min(range(len(e2e)), key=lambda k: abs(e2e[k] - med))
-    rep = dict(reps[rounds[i]]); rep.pop("batch_records", None)
+    rep = dict(reps[rounds[i]]); rep.pop("batch_records", None); rep.pop("timeline", None)
     per_round[name] = dict(zip(rounds, e2e))
     res["binaries"][name] = {"images_per_s": e2e, "steady_images_per_s": steady, "rounds": rounds,
                              "wall_s": [reps[k]["wall_s"] for k in rounds], "setup_s": [reps[k]["setup_s"] for k in rounds],
@@ -180,7 +180,11 @@ for name in names:
     print(f"  backend {rep['backend']}, resize on {rep.get('resize_where')}, normalize on {rep['normalize_where']}, "
           f"bottleneck {rep['bottleneck']}, {rep['inputs']['delivered']} delivered, {rep['inputs']['failed']} failed")
     for s in rep["stages"]:
-        print(f"  {s['name']:10s} items {s['items']:6d}  {s['items_per_s']:10.1f} items/s  {s['mb_per_s']:9.1f} MB/s  util {100*s['utilization']:5.1f}%")
+        # Rates are null where a stage did too little work to rate (imgpipe::rateable).
+        rate = "-" if s["items_per_s"] is None else f"{s['items_per_s']:.1f}"
+        mbs = "-" if s["mb_per_s"] is None else f"{s['mb_per_s']:.1f}"
+        unit = s.get("unit", "items")
+        print(f"  {s['name']:10s} {s['items']:6d} {unit:8s} {rate:>10s} {unit}/s  {mbs:>9s} MB/s  util {100*s['utilization']:5.1f}%")
     t = rep["transfer"]
     print(f"  transfer {t['mode']}: {t['bytes']/1e6:.1f} MB at {t['gb_per_s']:.2f} GB/s")
     if rep["inputs"]["delivered"] != count:

@@ -131,8 +131,9 @@ TEST_CASE("cli: a run writes the JSON report") {
     names.insert(s["name"].get<std::string>());
     CHECK(s["items"].is_number_unsigned());
     CHECK(s["busy_s"].get<double>() >= 0);
-    CHECK(s["items_per_s"].get<double>() >= 0);
-    CHECK(s["mb_per_s"].get<double>() >= 0);
+    // null: too little work to rate (imgpipe::rateable)
+    CHECK((s["items_per_s"].is_null() || s["items_per_s"].get<double>() > 0));
+    CHECK((s["mb_per_s"].is_null() || s["mb_per_s"].get<double>() >= 0));
   }
   // With GPU decode (decode.where auto on a GPU with JPEG engines) the probe
   // stage routes JPEGs; the engines decode some of them.

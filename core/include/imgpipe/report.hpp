@@ -3,28 +3,42 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace imgpipe {
 
+// A rate measured over less than this much work, or fewer items, says more
+// about the timer and the call overhead than about the stage: the report
+// shows no rate for it ("–" in the table, null in JSON).
+inline constexpr double kMinRatedWorkSeconds = 1e-3;
+inline constexpr std::uint64_t kMinRatedItems = 2;
+inline bool rateable(std::uint64_t items, double work_s) noexcept {
+  return items >= kMinRatedItems && work_s >= kMinRatedWorkSeconds;
+}
+
 // One stage's figures over the run. Times are summed over the stage's
 // threads; the rates say what the stage sustains on its own, with all its
-// threads, while it works (blocking waits excluded), so the lowest
-// items_per_s names the stage that bounds the pipeline. The same names and
+// threads, while it works (blocking waits excluded), so the highest
+// utilization names the stage that bounds the pipeline. The same names and
 // meanings in to_json().
 struct StageReport {
   std::string name;
   bool parallel = false;  // parallel filter (times summed over threads)
   int concurrency = 1;    // threads that could run it (1 for serial stages)
   std::uint64_t items = 0;
+  // What `items` counts: "images", "frames" (video frames), "samples" (images
+  // and video frames) or "batches".
+  std::string unit = "images";
   double busy_s = 0;      // time inside the stage's calls, waits included
   double wait_s = 0;      // part of busy_s blocked inside the stage (free staging slot, GPU)
   double work_s = 0;      // busy_s - wait_s: the stage's own work
   double bytes = 0;       // bytes produced (or moved)
-  double items_per_s = 0;             // items / work_s x concurrency
-  double items_per_s_per_thread = 0;  // items / work_s
-  double mb_per_s = 0;     // bytes / work_s / 1e6 x concurrency
+  // Rates: empty when the stage did too little work to rate (rateable()).
+  std::optional<double> items_per_s;             // items / work_s x concurrency
+  std::optional<double> items_per_s_per_thread;  // items / work_s
+  std::optional<double> mb_per_s;  // bytes / work_s / 1e6 x concurrency
   double utilization = 0;  // work_s / (pipeline_s x concurrency)
   double idle_s = 0;       // pipeline_s x concurrency - busy_s: starved by upstream or held by the token limit
 };
@@ -41,6 +55,29 @@ struct BatchRecord {
   std::uint64_t checksum = 0;  // kernels::checksum of the batch tensor (discard sink)
 };
 
+// The run over time, for the HTML report's charts: the counters sampled
+// every interval_s from the first input (RunOptions::timeline_interval_s).
+// A long run keeps at most kMaxTicks ticks: past that, every other tick is
+// dropped and the interval doubles.
+struct Timeline {
+  static constexpr std::size_t kMaxTicks = 1200;
+  double interval_s = 0;            // between ticks; 0: not sampled
+  std::vector<std::string> stages;  // the lanes: the names of Report::stages, in order
+  struct Tick {
+    double t_s = 0;                    // since the first input
+    std::vector<std::uint64_t> items;  // per lane: items so far
+    std::vector<double> busy_s;        // per lane: time inside the stage so far (all threads)
+    std::vector<double> wait_s;        // per lane: the part of busy_s blocked so far
+    std::uint64_t done = 0;            // inputs through the sink so far (delivered or failed)
+    std::uint64_t failed = 0;          // failed inputs so far
+    // Staging slots handed to pack and not yet released by the sink, at the
+    // tick (the larger of two ticks merged by thinning).
+    int ring_in_use = 0;
+    std::uint64_t rss_bytes = 0;  // the process's resident memory (Linux; 0 elsewhere)
+  };
+  std::vector<Tick> ticks;
+};
+
 struct Report {
   std::string backend;  // "cuda:0 NVIDIA H200 (...)" or "host"
   std::string version;
@@ -51,7 +88,9 @@ struct Report {
   double images_per_s = 0;  // delivered / wall_s, including set-up and the final synchronise
   double steady_images_per_s = 0;  // delivered / pipeline_s
   std::vector<StageReport> stages;
-  std::string bottleneck;  // the stage with the highest utilization; empty when nothing was delivered
+  // The stage with the highest utilization among those with a rate; empty
+  // when nothing was delivered or no stage did enough work to rate.
+  std::string bottleneck;
   std::string normalize_where;  // "cpu" or "gpu", as resolved
   std::string resize_where;     // "cpu" or "gpu", as resolved
 
@@ -124,11 +163,17 @@ struct Report {
 
   std::uint64_t batches = 0;
   std::vector<BatchRecord> batch_records;
+  Timeline timeline;
 
   // Human-readable table (stage rows, inputs, memory, transfer).
   void print_table(std::ostream& os) const;
-  // The same as JSON text.
+  // The same as JSON text (rates that could not be measured are null).
   std::string to_json(int indent = 2) const;
+  // One self-contained HTML page (inline CSS, SVG and script; nothing
+  // fetched): the table's figures, per-stage utilisation, throughput over
+  // time with the stages as lanes, the staging ring's occupancy, memory,
+  // inputs and every failed input with its reason.
+  std::string to_html() const;
 };
 
 }  // namespace imgpipe

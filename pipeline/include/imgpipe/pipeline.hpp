@@ -28,8 +28,17 @@ namespace imgpipe {
 struct RunOptions {
   // Overrides config.devices (e.g. from --device).
   std::optional<DeviceSelection> device;
-  // Progress line on stderr (the CLI enables it on a terminal).
-  bool progress = false;
+  // Progress on stderr while the run lasts: done/total, share, rate, ETA and
+  // failures. redraw: one line redrawn in place (for a terminal); lines: a
+  // plain line every progress_interval_s and one at the end (for logs: srun,
+  // nohup, CI). The CLI picks redraw on a terminal, lines otherwise.
+  enum class Progress { off, redraw, lines };
+  Progress progress = Progress::off;
+  double progress_interval_s = 5;
+  // The stages' counters, the staging ring's occupancy and the process's
+  // memory are sampled every timeline_interval_s into Report::timeline, on
+  // one thread reading atomics (0: not sampled).
+  double timeline_interval_s = 0.1;
 };
 
 class Pipeline {

@@ -1,0 +1,225 @@
+// Report::to_html: the figures as static HTML (readable without the script),
+// the charts drawn by the inline script from the report's JSON embedded in
+// the page (report_html_assets.cpp).
+#include "report_html.hpp"
+
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "imgpipe/report.hpp"
+#include "report_format.hpp"
+
+namespace imgpipe {
+
+namespace report_html {
+
+std::string escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string script_safe_json(std::string_view json) {
+  std::string out;
+  out.reserve(json.size());
+  for (const char c : json) {
+    switch (c) {
+      case '<': out += "\\u003c"; break;
+      case '>': out += "\\u003e"; break;
+      case '&': out += "\\u0026"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace report_html
+
+namespace {
+
+using report_format::count;
+using report_format::mib;
+using report_format::number;
+using report_html::escape;
+
+// At most this many failed inputs are listed on the page (all are in the JSON report).
+constexpr std::size_t kMaxFailuresListed = 1000;
+
+void figure(std::ostream& os, const std::string& value, const char* label) {
+  os << "<div class=\"figure\"><b>" << escape(value) << "</b><span>" << label << "</span></div>\n";
+}
+
+void kv(std::ostream& os, const char* key, const std::string& value) {
+  os << "<dt>" << key << "</dt><dd>" << escape(value) << "</dd>\n";
+}
+
+void header(const Report& r, std::ostream& os) {
+  os << "<header><h1>imgpipe run report</h1>\n<p class=\"meta\">imgpipe " << escape(r.version) << " &middot; backend "
+     << escape(r.backend) << " &middot; resize on " << escape(r.resize_where) << ", normalize on "
+     << escape(r.normalize_where);
+  if (r.shard.world_size > 1)
+    os << fmt::format(" &middot; shard: rank {} of {} (from {})", r.shard.rank, r.shard.world_size,
+                      escape(r.shard.origin));
+  if (r.interrupted) os << " <span class=\"badge\">INTERRUPTED</span>";
+  os << "</p></header>\n<div class=\"figures\" id=\"figures\">\n";
+  figure(os, fmt::format("{:.3f} s", r.wall_s), "wall time");
+  figure(os, fmt::format("{:.3f} s", r.setup_s), "set-up");
+  figure(os, count(r.inputs.delivered, "images"), "delivered");
+  figure(os, fmt::format("{:.1f}/s", r.images_per_s), "images end to end");
+  figure(os, fmt::format("{:.1f}/s", r.steady_images_per_s), "images after set-up");
+  figure(os, count(r.batches, "batches"), "delivered");
+  figure(os, std::to_string(r.inputs.failed), "failed inputs");
+  figure(os, r.bottleneck.empty() ? "none" : r.bottleneck, "bottleneck");
+  os << "</div>\n";
+}
+
+void stage_table(const Report& r, std::ostream& os) {
+  os << "<section id=\"stages\"><h2>Stages</h2>\n<table class=\"stages\"><thead><tr><th>stage</th><th>threads</th>"
+        "<th>items</th><th>busy s</th><th>wait s</th><th>rate</th><th>MB/s</th><th>util</th><th>idle s</th>"
+        "</tr></thead><tbody>\n";
+  for (const auto& s : r.stages) {
+    const bool b = !r.bottleneck.empty() && s.name == r.bottleneck;
+    os << (b ? "<tr class=\"bottleneck\">" : "<tr>") << "<td>" << escape(s.name) << (b ? " (bottleneck)" : "")
+       << "</td><td>" << s.concurrency << "</td><td>" << escape(count(s.items, s.unit)) << "</td>"
+       << fmt::format("<td>{:.3f}</td><td>{:.3f}</td>", s.busy_s, s.wait_s) << "<td>"
+       << (s.items_per_s ? escape(number(*s.items_per_s) + " " + s.unit + "/s") : "&ndash;") << "</td><td>"
+       << (s.mb_per_s ? number(*s.mb_per_s) : "&ndash;") << "</td>"
+       << fmt::format("<td>{:.0f}%</td><td>{:.3f}</td></tr>\n", 100 * s.utilization, s.idle_s);
+  }
+  os << "</tbody></table>\n<p class=\"note\">rate and MB/s: what the stage sustains on its own with all its threads, "
+        "blocking waits excluded; &ndash;: too little work to rate ("
+     << fmt::format("under {:.0f} ms or {} items", kMinRatedWorkSeconds * 1e3, kMinRatedItems)
+     << "). util: the share of the run its threads worked. wait s: blocked inside the stage (a free staging "
+        "slot, the GPU). idle s: starved by upstream or held by the token limit.</p>\n"
+        "<h3>Utilisation</h3>\n<div class=\"legend\"><i style=\"background:#2f6fdf\"></i>working"
+        "<i style=\"background:#f0a030\"></i>blocked inside the stage</div>\n"
+        "<div class=\"chart\" id=\"chart-utilisation\"></div>\n</section>\n";
+}
+
+// A chart's placeholder, or a note when the run was not sampled.
+void chart(const Report& r, std::ostream& os, const char* id, const char* note) {
+  if (r.timeline.ticks.empty())
+    os << "<p class=\"note\">Not sampled (RunOptions::timeline_interval_s is 0).</p>\n";
+  else
+    os << "<div class=\"chart\" id=\"" << id << "\"></div>\n<p class=\"note\">" << note << "</p>\n";
+}
+
+void timeline_sections(const Report& r, std::ostream& os) {
+  os << "<section id=\"throughput\"><h2>Throughput over time</h2>\n";
+  chart(r, os, "chart-lanes",
+        fmt::format("Items per second between samples (every {:.2g} s), each lane scaled to its own peak.",
+                    r.timeline.interval_s)
+            .c_str());
+  os << "</section>\n<section id=\"ring\"><h2>Staging ring occupancy</h2>\n";
+  chart(r, os, "chart-ring",
+        fmt::format("Slots handed to the pack stage and not yet released by the sink; dashed: the ring's {}.",
+                    count(static_cast<std::uint64_t>(r.memory.slots), "slots"))
+            .c_str());
+  os << "</section>\n";
+}
+
+void memory_section(const Report& r, std::ostream& os) {
+  const auto& m = r.memory;
+  os << "<section id=\"memory\"><h2>Memory</h2>\n<dl class=\"kv\">\n";
+  kv(os, "staging", fmt::format("{} x {} {}", count(static_cast<std::uint64_t>(m.slots), "slots"),
+                                mib(m.slots ? static_cast<double>(m.staging_bytes) / m.slots : 0), m.staging_kind));
+  kv(os, "pinned", fmt::format("{} (peak {})", mib(m.pinned_bytes), mib(m.pinned_peak)));
+  kv(os, "slots", fmt::format("{}, {}; waited {:.3f} s for a free slot", count(m.slot_reuses, "reuses"),
+                              count(m.slot_allocations, "allocations"), m.slot_wait_s));
+  kv(os, "device", mib(static_cast<double>(m.device_bytes)));
+  if (m.fallbacks) kv(os, "fallbacks", fmt::format("{}: {}", m.fallbacks, m.fallback_reason));
+  os << "</dl>\n";
+  chart(r, os, "chart-memory", "The process's resident memory over the run.");
+  os << "</section>\n";
+}
+
+void failures_table(const Report& r, std::ostream& os) {
+  const auto& f = r.inputs.failures;
+  os << "<h3>Failed inputs (" << f.size() << ")</h3>\n";
+  if (f.empty()) {
+    os << "<p class=\"note\">None.</p>\n";
+    return;
+  }
+  os << "<table class=\"failures\" id=\"failures\"><thead><tr><th>input</th><th class=\"frame\">frame</th><th>reason</th></tr>"
+        "</thead><tbody>\n";
+  for (std::size_t i = 0; i < f.size() && i < kMaxFailuresListed; ++i)
+    os << "<tr><td>" << escape(f[i].path) << "</td><td class=\"frame\">"
+       << (f[i].frame >= 0 ? std::to_string(f[i].frame) : "") << "</td><td>" << escape(f[i].reason)
+       << "</td></tr>\n";
+  os << "</tbody></table>\n";
+  if (f.size() > kMaxFailuresListed)
+    os << "<p class=\"note\">... and " << f.size() - kMaxFailuresListed << " more (see the JSON report).</p>\n";
+}
+
+void inputs_section(const Report& r, std::ostream& os) {
+  const auto& in = r.inputs;
+  os << "<section id=\"inputs\"><h2>Inputs</h2>\n<dl class=\"kv\">\n";
+  kv(os, "discovered", std::to_string(in.discovered));
+  kv(os, "delivered", std::to_string(in.delivered));
+  kv(os, "failed", std::to_string(in.failed));
+  if (in.dropped) kv(os, "dropped", fmt::format("{} (batch.drop_last)", in.dropped));
+  if (in.not_processed) kv(os, "not processed", fmt::format("{} (interrupted)", in.not_processed));
+  if (in.cpu_resized) kv(os, "resized on the CPU", fmt::format("{} (over the staging frame budget)", in.cpu_resized));
+  os << "</dl>\n";
+  chart(r, os, "chart-inputs", "Inputs through the sink (delivered or failed) and failed inputs, over the run.");
+  failures_table(r, os);
+  os << "</section>\n";
+}
+
+void transfer_section(const Report& r, std::ostream& os) {
+  os << "<section id=\"transfer\"><h2>Transfer and decode</h2>\n<dl class=\"kv\">\n";
+  kv(os, "transfer", fmt::format("{}: {} in {:.3f} s = {:.2f} GB/s", r.transfer.mode,
+                                 mib(static_cast<double>(r.transfer.bytes)), r.transfer.seconds, r.transfer.gb_per_s));
+  for (const auto& d : r.devices)
+    if (r.devices.size() > 1)
+      kv(os, "device", fmt::format("{}: {}, {} in {:.3f} s = {:.2f} GB/s", d.device, count(d.batches, "batches"),
+                                   mib(static_cast<double>(d.bytes)), d.copy_s, d.gb_per_s));
+  const auto& d = r.decode;
+  kv(os, "decode", d.where + (d.note.empty() ? "" : " (GPU route off: " + d.note + ")"));
+  if (d.where != "cpu")
+    kv(os, "decoded", fmt::format("GPU ({} JPEG engines): {} at {:.0f} img/s; CPU: {} at {:.0f} img/s; {} rejected "
+                                  "by the engines",
+                                  d.jpeg_engines, count(d.gpu, "images"), d.gpu_images_per_s, count(d.cpu, "images"),
+                                  d.cpu_images_per_s, d.gpu_fallbacks));
+  os << "</dl>\n</section>\n";
+}
+
+// The report's JSON without the per-batch records (the charts do not use them).
+std::string page_data(const Report& r) {
+  nlohmann::json j = nlohmann::json::parse(r.to_json(-1));
+  j.erase("batch_records");
+  return report_html::script_safe_json(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+}  // namespace
+
+std::string Report::to_html() const {
+  std::ostringstream os;
+  os << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>imgpipe run report: "
+     << escape(backend) << (interrupted ? " (interrupted)" : "") << "</title>\n<style>" << report_html::kStyle
+     << "</style>\n</head>\n<body data-drawn=\"0\">\n";
+  header(*this, os);
+  stage_table(*this, os);
+  timeline_sections(*this, os);
+  memory_section(*this, os);
+  inputs_section(*this, os);
+  transfer_section(*this, os);
+  os << "<script type=\"application/json\" id=\"imgpipe-data\">" << page_data(*this) << "</script>\n<script>"
+     << report_html::kScript << "</script>\n</body>\n</html>\n";
+  return os.str();
+}
+
+}  // namespace imgpipe

@@ -1,0 +1,200 @@
+// The CLI's progress and report outputs: plain progress lines when stderr is
+// a pipe (--progress, or by default off a terminal), none with --quiet; the
+// HTML report (--report-html), and the page rendered in headless Chromium:
+// it loads without a console error and its script draws every chart.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common.hpp"
+
+namespace fs = std::filesystem;
+using imgpipe::test::run_cli;
+using imgpipe::test::TempDir;
+
+namespace {
+
+// Quoted for the shell (built up: GCC 12 warns falsely on "'" + string).
+std::string q(const fs::path& p) {
+  std::string s(1, '\'');
+  s += p.string();
+  s += '\'';
+  return s;
+}
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+std::vector<std::string> lines_with(const std::string& text, const std::string& what) {
+  std::vector<std::string> v;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (contains(line, what)) v.push_back(line);
+  return v;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// `copies` copies of each sample image, plus one broken file whose name has < > & ".
+void make_inputs(const fs::path& dir, int copies) {
+  fs::create_directories(dir);
+  for (int c = 0; c < copies; ++c)
+    for (const auto& s : imgpipe::test::sample_images())
+      fs::copy_file(s, dir / fmt::format("{}_{}", c, s.filename().string()));
+  std::ofstream(dir / "bro<ken>&\"x.jpg") << "not an image";
+}
+
+// Headless Chromium (Debian's chromium), or empty when absent.
+std::string find_chromium() {
+  if (const char* env = std::getenv("IMGPIPE_CHROMIUM")) return env;
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  for (std::string d; std::getline(dirs, d, ':');)
+    for (const char* name : {"chromium", "chromium-browser"})
+      if (!d.empty() && ::access((fs::path(d) / name).c_str(), X_OK) == 0) return (fs::path(d) / name).string();
+  return {};
+}
+
+struct Rendered {
+  int rc = -1;
+  std::string dom;
+  std::string console;  // the page's console messages and uncaught errors, from Chromium's log
+};
+
+// Loads `page` in headless Chromium (a fresh profile in `scratch`) and dumps the DOM after the scripts ran.
+Rendered render(const std::string& chromium, const fs::path& page, const fs::path& scratch) {
+  const fs::path dom = scratch / "dom.html", log = scratch / "chromium.log";
+  const std::string cmd = "timeout 180 " + q(chromium) +
+                          " --headless --disable-gpu --no-sandbox --disable-dev-shm-usage --no-first-run --user-data-dir=" +
+                          q(scratch / "profile") + " --enable-logging=stderr --v=0 --dump-dom " +
+                          q("file://" + fs::absolute(page).string()) + " >" + q(dom) + " 2>" + q(log);
+  Rendered r;
+  const int status = std::system(cmd.c_str());
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.dom = read_text(dom);
+  for (const auto& line : lines_with(read_text(log), ":CONSOLE")) r.console += line + "\n";
+  return r;
+}
+
+std::size_t occurrences(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("cli: progress lines on a pipe with --progress (and by default), none with --quiet") {
+  TempDir d;
+  make_inputs(d / "in", 5);  // 100 images + 1 broken, at 640x640 (the shipped config)
+  const std::string run = "--device cpu --config " + q(imgpipe::test::source_dir() / "configs" / "pipeline.yaml") +
+                          " --input " + q(d / "in");
+  std::string out;
+  REQUIRE(run_cli(run + " --progress --progress-interval 0.05", &out) == 0);
+  CAPTURE(out);
+  const auto lines = lines_with(out, "imgpipe: progress: ");
+  REQUIRE(lines.size() >= 2);  // at least one while running, and the last
+  for (const auto& l : lines) {
+    CAPTURE(l);
+    // "imgpipe: progress: N/101 images (P%) | R images/s | ETA m:ss | F failed | T s"
+    unsigned long done = 0, failed = 9;
+    double share = -1, elapsed = -1;
+    char rate[32] = {}, eta[32] = {};
+    CHECK(std::sscanf(l.c_str(), "imgpipe: progress: %lu/101 images (%lf%%) | %31s images/s | ETA %31s | %lu failed | %lf s",
+                      &done, &share, rate, eta, &failed, &elapsed) == 6);
+    CHECK(done <= 101);
+    CHECK(share == doctest::Approx(100.0 * done / 101).epsilon(0.01));
+    CHECK(failed <= 1);
+    CHECK(elapsed >= 0);
+    CHECK(l.find('\r') == std::string::npos);  // plain lines, no terminal control
+    CHECK(l.find('\033') == std::string::npos);
+  }
+  CHECK(contains(lines.back(), "101/101 images (100.0%)"));
+  CHECK(contains(lines.back(), "ETA 0:00 | 1 failed"));
+  // stderr is not a terminal here: plain lines are the default (5 s apart, so the last one only).
+  REQUIRE(run_cli(run, &out) == 0);
+  CHECK(lines_with(out, "imgpipe: progress: ").size() >= 1);
+  // --quiet: no progress at all, --progress or not.
+  REQUIRE(run_cli(run + " -q --progress --progress-interval 0.05", &out) == 0);
+  CHECK(lines_with(out, "progress").empty());
+  CHECK(run_cli(run + " --progress-interval 0", &out) == 2);  // out of range
+}
+
+TEST_CASE("cli: --report-html writes one self-contained page with every failed input") {
+  TempDir d;
+  make_inputs(d / "in", 1);
+  const fs::path page = d / "report.html";
+  std::string out;
+  REQUIRE(run_cli("-q --device cpu --config " + q(imgpipe::test::source_dir() / "configs" / "pipeline.yaml") +
+                      " --input " + q(d / "in") + " --report-html " + q(page),
+                  &out) == 0);
+  const std::string html = read_text(page);
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(contains(html, "bro&lt;ken&gt;&amp;&quot;x.jpg"));
+  CHECK(contains(html, "Failed inputs (1)"));
+  CHECK(run_cli("-q --device cpu --config " + q(imgpipe::test::source_dir() / "configs" / "pipeline.yaml") +
+                    " --input " + q(d / "in") + " --report-html " + q(d / "no" / "such" / "dir.html"),
+                &out) == 1);
+  CHECK(contains(out, "cannot write HTML report"));
+}
+
+TEST_CASE("report html: the page renders in headless Chromium without a console error, every chart drawn") {
+  const std::string chromium = find_chromium();
+  if (chromium.empty()) {
+    std::cout << "IMGPIPE-SKIPPED: chromium not found (apt-get install chromium; or set IMGPIPE_CHROMIUM)\n";
+    return;
+  }
+  TempDir d;
+  make_inputs(d / "in", 1);
+  const fs::path page = d / "report.html";
+  std::string out;
+  REQUIRE(run_cli("-q --device cpu --config " + q(imgpipe::test::source_dir() / "configs" / "pipeline.yaml") +
+                      " --input " + q(d / "in") + " --report-html " + q(page) + " --report " + q(d / "r.json"),
+                  &out) == 0);
+  const Rendered r = render(chromium, page, d.path());
+  CAPTURE(r.console);
+  REQUIRE(r.rc == 0);
+  REQUIRE_FALSE(r.dom.empty());
+  CHECK(r.console.empty());
+  CHECK_FALSE(contains(r.dom, "data-error="));
+  // The script ran to its end and drew the five charts.
+  CHECK(contains(r.dom, "data-drawn=\"5\""));
+  for (const char* id : {"chart-utilisation", "chart-lanes", "chart-ring", "chart-memory", "chart-inputs"}) {
+    CAPTURE(id);
+    const auto at = r.dom.find(std::string("id=\"") + id + "\"><svg");
+    CHECK(at != std::string::npos);
+  }
+  // One bar and one lane per stage (9 stages on the host backend), four series.
+  const std::size_t stages = occurrences(read_text(d / "r.json"), "\"unit\":");
+  CHECK(stages >= 9);
+  CHECK(occurrences(r.dom, "class=\"bar\"") == stages);
+  CHECK(occurrences(r.dom, "class=\"lane\"") == stages);
+  CHECK(occurrences(r.dom, "class=\"series\"") == 4);
+  CHECK(contains(r.dom, "bro&lt;ken&gt;&amp;\"x.jpg"));  // the failed input, as text
+
+  // The checks above can fail: the same page with broken data reports the
+  // script's error both ways (console and data-error), and draws nothing.
+  std::string broken = read_text(page);
+  const auto at = broken.find("\"timeline\":");
+  REQUIRE(at != std::string::npos);
+  broken.replace(at, 11, "\"timelinX\":");
+  std::ofstream(d / "broken.html") << broken;
+  const Rendered b = render(chromium, d / "broken.html", d.path());
+  CAPTURE(b.dom.substr(0, 400));
+  CHECK(contains(b.console, "Uncaught"));
+  CHECK(contains(b.dom, "data-error="));
+  CHECK_FALSE(contains(b.dom, "data-drawn=\"5\""));
+}

@@ -1,0 +1,84 @@
+// NVTX ranges (core/nvtx.hpp) in this build's mode: with the CUDA backend a
+// tool attached (tests/nvtx/probe_tool.cpp, loaded as Nsight Systems' is)
+// sees every stage's calls and each batch's copy and kernels nested in
+// theirs; tests/core/test_nvtx_off.cpp checks the host-only variant.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <type_traits>
+
+#include <nlohmann/json.hpp>
+
+#include "common.hpp"
+#include "core/nvtx.hpp"
+
+namespace fs = std::filesystem;
+using imgpipe::test::TempDir;
+
+TEST_CASE("nvtx: the wrapper is compiled in this build's mode") {
+  CHECK(imgpipe::nvtx::enabled == (IMGPIPE_WITH_NVTX != 0));
+  // The NVTX variant pops in its destructor; the no-op one has none.
+  CHECK(std::is_trivially_destructible_v<imgpipe::nvtx::Range> == !imgpipe::nvtx::enabled);
+  // Nested ranges, with and without a payload, without a tool attached.
+  const imgpipe::nvtx::Range outer("test outer");
+  { const imgpipe::nvtx::Range inner("test inner", 42); }
+}
+
+TEST_CASE("nvtx: a tool sees every stage's calls, and each batch's copy and kernels inside them") {
+#ifndef IMGPIPE_NVTX_PROBE_TOOL
+  // The host-only build compiles the ranges out (test_nvtx_off.cpp checks that variant).
+  std::cout << "IMGPIPE-SKIPPED: NVTX is compiled out in this build (no CUDA)\n";
+  return;
+#else
+  TempDir d;
+  const auto samples = imgpipe::test::sample_images();
+  for (std::size_t i = 0; i < 6; ++i) fs::copy_file(samples.at(i), d / samples[i].filename().string());
+  std::ofstream(d / "c.yaml") << "transform:\n  resize: {width: 64, height: 48}\nbatch:\n  size: 2\n";
+  const fs::path out = d / "ranges.txt";
+  std::string log;
+  const int rc = imgpipe::test::run_cli(
+      "-q --device cpu --config '" + (d / "c.yaml").string() + "' --input '" + d.path().string() + "' --report '" +
+          (d / "r.json").string() + "'",
+      &log, std::string("NVTX_INJECTION64_PATH='") + IMGPIPE_NVTX_PROBE_TOOL + "' IMGPIPE_NVTX_PROBE_OUT='" +
+                out.string() + "'");
+  CAPTURE(log);
+  REQUIRE(rc == 0);
+  REQUIRE(fs::exists(out));
+  std::map<std::string, long> ranges;  // "parent/name" -> count
+  std::set<std::string> domains;
+  long open = -1, bad_pops = -1;
+  std::ifstream in(out);
+  for (std::string kind; in >> kind;) {
+    std::string name;
+    long n = 0;
+    if (kind == "domain") in >> name, domains.insert(name);
+    else if (kind == "range") in >> name >> n, ranges[name] = n;
+    else if (kind == "open") in >> open;
+    else if (kind == "bad_pops") in >> bad_pops;
+  }
+  std::ostringstream all;
+  for (const auto& [k, n] : ranges) all << k << " " << n << "\n";
+  CAPTURE(all.str());
+  CHECK(domains.count("imgpipe") == 1);
+  CHECK(open == 0);
+  CHECK(bad_pops == 0);
+  // Top-level ranges for every stage, one per call that did work.
+  const nlohmann::json report = nlohmann::json::parse(std::ifstream(d / "r.json"));
+  for (const auto& s : report["stages"]) {
+    const std::string name = s["name"];
+    CAPTURE(name);
+    if (name == "source") CHECK(ranges["-/source"] >= 6);  // one call per input plus the end
+    else if (name == "pack") CHECK(ranges["-/pack"] >= 6);  // every token, the flush one too
+    else CHECK(ranges["-/" + name] == s["items"].get<long>());
+  }
+  // Inside the batch stages: each batch's copy and its kernels (3 batches of 2).
+  CHECK(ranges["transfer/copy"] == 3);
+  CHECK(ranges["gpu_ops/kernels"] == 3);
+#endif
+}
