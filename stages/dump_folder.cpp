@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "imgpipe/log.hpp"
+
 #include "imgpipe/error.hpp"
 
 namespace imgpipe::stages {
@@ -191,13 +193,13 @@ DumpFolder prepare_dump_folder(const SinkConfig& cfg, const ShardSpec& shard) {
     clean(s, d);
     const fs::path top(cfg.dir);
     if (!d.removed.empty())
-      spdlog::info("sink.overwrite: removed {} earlier file(s) and folder(s) in '{}': {}", d.removed.size(), cfg.dir,
+      imgpipe::logger()->info("sink.overwrite: removed {} earlier file(s) and folder(s) in '{}': {}", d.removed.size(), cfg.dir,
                    names(d.removed, top, 8));
     if (!d.kept.empty())
-      spdlog::info("sink.overwrite: kept {} entr{} in '{}' that imgpipe did not write: {}", d.kept.size(),
+      imgpipe::logger()->info("sink.overwrite: kept {} entr{} in '{}' that imgpipe did not write: {}", d.kept.size(),
                    d.kept.size() == 1 ? "y" : "ies", cfg.dir, names(d.kept, top, 8));
     if (!s.rank0.empty())
-      spdlog::info("sink.overwrite: rank 0 removes the earlier run's output beside the rank folders in '{}': {}",
+      imgpipe::logger()->info("sink.overwrite: rank 0 removes the earlier run's output beside the rank folders in '{}': {}",
                    cfg.dir, names(s.rank0, top));
   }
   std::error_code ec;

@@ -1,5 +1,6 @@
 #include "engine_cache.hpp"
 
+#include "memory/gpu.hpp"
 #include "run_plan.hpp"
 
 namespace imgpipe::detail {
@@ -16,6 +17,8 @@ void EngineCache::warm_up(const Config& cfg) {
   if (cfg.decode.where == Where::cpu || cfg.devices.kind == DeviceSelection::Kind::cpu) return;
   warm_ = std::async(std::launch::async, [this, cfg] {
     try {
+      // Quietly: with no GPU, run() says so (once) after it checked the inputs.
+      if (gpu::device_count() == 0) return;
       const std::vector<int> devices = select_devices(cfg.devices);
       if (devices.front() < 0) return;
       const RunPlan plan = RunPlan::make(cfg, devices, HostFacts::of_this_machine(devices.front(), true));

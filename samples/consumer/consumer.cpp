@@ -31,7 +31,7 @@ int main(int argc, char** argv) try {
 } catch (const imgpipe::ConfigError& e) {
   std::cerr << "imgpipe_consumer: " << e.what() << "\n";
   return 2;
-} catch (const imgpipe::Error& e) {  // no inputs, an input error, CUDA, ...
+} catch (const imgpipe::Error& e) {  // an input error (on_error: fail), CUDA, ...
   std::cerr << "imgpipe_consumer: " << e.what() << "\n";
   return 1;
 }

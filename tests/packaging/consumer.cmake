@@ -13,7 +13,7 @@ run(NAME "consumer, one file" OUTPUT out COMMAND ${bin}/imgpipe_consumer ${PREFI
 expect_match("consumer output" "1 images delivered in 1 batches" "${out}")
 # No images: exit 1, saying so.
 file(MAKE_DIRECTORY ${WORK}/empty)
-run(NAME "consumer, empty folder" EXPECT 1 OUTPUT out COMMAND ${bin}/imgpipe_consumer ${WORK}/empty)
+run(NAME "consumer, empty folder" EXPECT 2 OUTPUT out COMMAND ${bin}/imgpipe_consumer ${WORK}/empty)
 expect_match("consumer output" "no inputs found" "${out}")
 # imgpipe::core alone.
 run(NAME "print_config" OUTPUT out COMMAND ${bin}/imgpipe_print_config)

@@ -29,10 +29,10 @@ build_project(${WORK}/src ${WORK}/build ${PREFIX})
 
 run(NAME "app, installed config" OUTPUT out COMMAND ${WORK}/build/app ${PREFIX}/share/imgpipe/pipeline.yaml)
 expect_match("app output" "(^|\n)20 images in [0-9]+ batches" "${out}")
-# Errors are caught and reported, never an abort: a missing config (2), no inputs (1).
+# Errors are caught and reported, never an abort: a missing config (2), no inputs (2: a config error).
 run(NAME "app, missing config" EXPECT 2 OUTPUT out COMMAND ${WORK}/build/app ${WORK}/missing.yaml)
 expect_match("app output" "cannot open config file" "${out}")
 file(MAKE_DIRECTORY ${WORK}/empty)
-run(NAME "app, no inputs" EXPECT 1 OUTPUT out
+run(NAME "app, no inputs" EXPECT 2 OUTPUT out
     COMMAND ${WORK}/build/app ${PREFIX}/share/imgpipe/pipeline.yaml ${WORK}/empty)
 expect_match("app output" "no inputs found" "${out}")

@@ -131,7 +131,7 @@ TEST_CASE("dump: a second run into the same folder is refused before any work, s
 
   // Overwrite with fewer, larger batches: none of the first run's five is left behind.
   const fs::path second = write_config(d / "second.yaml", data, out, 8, true);
-  REQUIRE(imgpipe::test::run_cli("--config " + q(second), &text) == 0);
+  REQUIRE(imgpipe::test::run_cli("--log-level info --config " + q(second), &text) == 0);
   CHECK(text.find(fmt::format("sink.overwrite: removed 6 earlier file(s) and folder(s) in '{}': batch_000000.npy, "
                               "batch_000001.npy, batch_000002.npy, batch_000003.npy, batch_000004.npy, "
                               "manifest.jsonl",
