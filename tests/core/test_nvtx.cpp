@@ -2,6 +2,7 @@
 // tool attached (tests/nvtx/probe_tool.cpp, loaded as Nsight Systems' is)
 // sees every stage's calls and each batch's copy and kernels nested in
 // theirs; tests/core/test_nvtx_off.cpp checks the host-only variant.
+#include <cstdlib>
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -41,11 +42,17 @@ TEST_CASE("nvtx: a tool sees every stage's calls, and each batch's copy and kern
   for (std::size_t i = 0; i < 6; ++i) fs::copy_file(samples.at(i), d / samples[i].filename().string());
   std::ofstream(d / "c.yaml") << "transform:\n  resize: {width: 64, height: 48}\nbatch:\n  size: 2\n";
   const fs::path out = d / "ranges.txt";
+  // The tool library as built, or where IMGPIPE_NVTX_PROBE_TOOL says (a
+  // bundle for another machine carries it elsewhere).
+  const char* env_tool = std::getenv("IMGPIPE_NVTX_PROBE_TOOL");
+  const std::string tool = env_tool && *env_tool ? env_tool : IMGPIPE_NVTX_PROBE_TOOL;
+  INFO("probe tool: " << tool);
+  REQUIRE(fs::exists(tool));
   std::string log;
   const int rc = imgpipe::test::run_cli(
       "-q --device cpu --config '" + (d / "c.yaml").string() + "' --input '" + d.path().string() + "' --report '" +
           (d / "r.json").string() + "'",
-      &log, std::string("NVTX_INJECTION64_PATH='") + IMGPIPE_NVTX_PROBE_TOOL + "' IMGPIPE_NVTX_PROBE_OUT='" +
+      &log, "NVTX_INJECTION64_PATH='" + tool + "' IMGPIPE_NVTX_PROBE_OUT='" +
                 out.string() + "'");
   CAPTURE(log);
   REQUIRE(rc == 0);
