@@ -161,6 +161,15 @@ struct Report {
     std::vector<double> gpu_share;  // the steered share of GPU-able JPEGs sent to the engines, over time
   } decode;
 
+  // Per-sample latency: from the moment the source handed the sample out (a
+  // pushed item: from push()) until its batch was ready on the GPU (its
+  // last kernel done; the host backend: the batch complete). Percentiles
+  // over every delivered sample of the run; samples == 0 when none.
+  struct Latency {
+    std::uint64_t samples = 0;
+    double p50_ms = 0, p95_ms = 0, p99_ms = 0, max_ms = 0;
+  } latency;
+
   std::uint64_t batches = 0;
   std::vector<BatchRecord> batch_records;
   Timeline timeline;

@@ -21,6 +21,7 @@
 
 #include "imgpipe/batch.hpp"
 #include "imgpipe/config.hpp"
+#include "imgpipe/push_source.hpp"
 #include "imgpipe/report.hpp"
 
 namespace imgpipe {
@@ -39,6 +40,115 @@ struct RunOptions {
   // memory are sampled every timeline_interval_s into Report::timeline, on
   // one thread reading atomics (0: not sampled).
   double timeline_interval_s = 0.1;
+  // Inputs pushed by the application instead of input.paths and input.list
+  // (which are then not read, nor checked). The run ends when the source is
+  // closed and drained, or when it is stopped.
+  std::shared_ptr<PushSource> source;
+};
+
+namespace detail {
+struct PullRun;
+}
+
+// A batch the caller holds (the pull API: BatchStream::next()). While the
+// handle lives, the batch's staging slot and device buffers are not reused,
+// so `data` stays valid and unchanged, on the stream and off it. Work the
+// caller enqueues on `stream` is ordered before the slot's reuse; work on
+// other streams must wait on `ready` first, and finish before release() (or
+// be named to it). A handle may outlive its BatchStream and its Pipeline:
+// the memory is freed when the last handle is gone. Move-only; any thread.
+class Batch {
+ public:
+  Batch() noexcept;
+  ~Batch();  // release()
+  Batch(Batch&&) noexcept;
+  Batch& operator=(Batch&&) noexcept;
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+
+  explicit operator bool() const noexcept { return batch_ != nullptr; }
+  // The batch (device pointer, shape, stream, ready event, samples). Throws
+  // std::logic_error on an empty or released handle.
+  const DeviceBatch& get() const;
+  const DeviceBatch& operator*() const { return get(); }
+  const DeviceBatch* operator->() const { return &get(); }
+
+  // Gives the slot back now (the destructor does it otherwise). `after`: a
+  // cudaStream_t of the caller's; the slot is reused only once the work
+  // enqueued on it so far is done. Idempotent. Throws CudaError on a sticky
+  // CUDA error.
+  void release(CUstream_st* after = nullptr);
+
+ private:
+  friend struct detail::PullRun;
+  std::shared_ptr<detail::PullRun> run_;
+  int slot_ = -1;
+  const DeviceBatch* batch_ = nullptr;
+};
+
+// A run whose batches the caller pulls (Pipeline::start()). The stages run
+// on their own threads while the caller consumes; at most staging.slots
+// batches exist at once (held by the caller or waiting in next()), so a slow
+// consumer slows the pipeline down instead of making it buffer.
+//
+//   auto stream = pipeline.start();
+//   while (imgpipe::Batch b = stream.next()) { use(b->data, b->shape, b->stream); }
+//   imgpipe::Report r = stream.report();
+class BatchStream {
+ public:
+  BatchStream() noexcept;
+  // stop(): the in-flight frames finish, batches not taken are released, and
+  // the run's threads are joined; a run error not seen by next() is dropped.
+  ~BatchStream();
+  BatchStream(BatchStream&&) noexcept;
+  BatchStream& operator=(BatchStream&&) noexcept;
+
+  // The next batch in input order, blocking until it is ready; an empty
+  // handle at the end of the run (or after stop()). Rethrows, once the
+  // batches before it were taken, what ended the run (InputError under
+  // on_error: fail, CudaError, ...). Throws std::logic_error when the caller
+  // holds every staging slot (no batch could ever come): release one, or
+  // raise staging.slots. The GIL-free wait of a binding: any thread, one
+  // caller at a time.
+  Batch next();
+
+  // Asks the run to end soon (as Pipeline::request_stop()): the frames in
+  // flight finish, next() returns them, then an empty handle. Any thread.
+  void stop() noexcept;
+  // Whether the run has ended (next() has nothing more, or will rethrow).
+  bool done() const noexcept;
+
+  // The run's report. Only at the end: after next() returned an empty handle
+  // or threw, or after stop() (then it waits for the run's end, releasing
+  // the batches not taken). Throws std::logic_error before that.
+  const Report& report();
+
+  // Iteration: for (imgpipe::Batch& b : stream) {...}
+  class iterator {
+   public:
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    explicit iterator(BatchStream* s) : s_(s) { ++*this; }
+    Batch& operator*() noexcept { return current_; }
+    iterator& operator++() {
+      current_ = s_->next();
+      if (!current_) s_ = nullptr;
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    bool operator==(const iterator& o) const noexcept { return s_ == o.s_; }
+
+   private:
+    BatchStream* s_ = nullptr;
+    Batch current_;
+  };
+  iterator begin() { return iterator(this); }
+  iterator end() noexcept { return iterator(); }
+
+ private:
+  friend class Pipeline;
+  std::shared_ptr<detail::PullRun> run_;
 };
 
 class Pipeline {
@@ -67,6 +177,13 @@ class Pipeline {
   // before any work; with sink.overwrite the earlier run's batch files and
   // manifests there are removed first.
   Report run(const BatchCallback& callback = {}, const RunOptions& options = {});
+
+  // The same run, with the batches pulled by the caller instead of pushed
+  // to a callback (see BatchStream). The checks run() starts with throw
+  // here, before any thread starts; everything later reaches next(). One
+  // run at a time per Pipeline: throws std::logic_error while an earlier
+  // stream of this Pipeline is still running.
+  BatchStream start(const RunOptions& options = {});
 
   // Thread- and async-signal-safe: asks the current (or the next) run() to
   // stop soon; the request is spent when that run returns.
