@@ -1,0 +1,652 @@
+// The C API (capi/include/imgpipe_c.h) over the pull API of
+// imgpipe/pipeline.hpp. Every entry point catches what the C++ side throws
+// and turns it into a status plus the thread's last error; nothing throws
+// across the boundary.
+#include "imgpipe_c.h"
+
+#include <dlpack/dlpack.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/logger.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "capi/src/cuda_calls.hpp"
+#include "imgpipe/error.hpp"
+#include "imgpipe/log.hpp"
+#include "imgpipe/pipeline.hpp"
+
+// ---- handles ---------------------------------------------------------------
+
+// Held by the caller and by each of its streams: freed when the last is gone.
+struct imgpipe_pipeline {
+  explicit imgpipe_pipeline(imgpipe::Pipeline p) : pipeline(std::move(p)) {}
+  imgpipe::Pipeline pipeline;
+  std::string config_yaml;
+  std::atomic<int> refs{1};
+  std::mutex m;
+  imgpipe_stream* running = nullptr;  // the stream started last, until destroyed
+};
+
+namespace {
+void unref(imgpipe_pipeline* p) noexcept {
+  if (p != nullptr && p->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p;
+}
+}  // namespace
+
+// A timed next() over BatchStream::next(), which blocks: the first call with a
+// time-out starts a helper thread that calls next() when asked and hands the
+// result over; a call that times out leaves the request standing, so the next
+// call gets that batch. (Replace with a timed BatchStream::next when there is one.)
+struct imgpipe_stream {
+  imgpipe::BatchStream stream;
+  imgpipe_pipeline* owner = nullptr;
+  std::string report_json;
+
+  std::mutex m;
+  std::condition_variable cv;
+  bool requested = false;  // a next() asked of the helper and not yet collected
+  bool answered = false;
+  bool quit = false;
+  std::atomic<bool> stopped{false};  // imgpipe_stream_stop was called
+  imgpipe::Batch result;
+  std::exception_ptr error;
+  std::thread helper;
+
+  ~imgpipe_stream() {
+    stream.stop();
+    {
+      std::lock_guard lock(m);
+      quit = true;
+    }
+    cv.notify_all();
+    if (helper.joinable()) helper.join();
+  }
+
+  void helper_loop() {
+    std::unique_lock lock(m);
+    for (;;) {
+      cv.wait(lock, [&] { return quit || (requested && !answered); });
+      if (quit) return;
+      lock.unlock();
+      imgpipe::Batch b;
+      std::exception_ptr e;
+      try {
+        b = stream.next();
+      } catch (...) {
+        e = std::current_exception();
+      }
+      lock.lock();
+      result = std::move(b);
+      error = e;
+      answered = true;
+      cv.notify_all();
+    }
+  }
+};
+
+struct imgpipe_batch {
+  std::atomic<int> refs{1};
+  imgpipe::Batch batch;
+  std::mutex m;
+  std::vector<void*> after;  // consumers' streams the release waits for
+  std::optional<std::string> samples_json;
+};
+
+namespace {
+
+// ---- errors ----------------------------------------------------------------
+
+struct LastError {
+  std::string message, cls;
+  std::map<std::string, std::string> fields;
+};
+thread_local LastError t_error;
+
+imgpipe_status fail(imgpipe_status status, const char* cls, std::string message,
+                    std::map<std::string, std::string> fields = {}) noexcept {
+  try {
+    t_error.message = std::move(message);
+    t_error.cls = cls;
+    t_error.fields = std::move(fields);
+  } catch (...) {
+  }
+  return status;
+}
+
+// The status and last error for the exception being handled.
+imgpipe_status from_exception() noexcept {
+  try {
+    throw;
+  } catch (const imgpipe::ConfigError& e) {
+    return fail(IMGPIPE_E_CONFIG, "ConfigError", e.what(),
+                {{"key", e.key()}, {"line", std::to_string(e.line())}, {"reason", e.reason()}});
+  } catch (const imgpipe::InputError& e) {
+    return fail(IMGPIPE_E_INPUT, "InputError", e.what(),
+                {{"path", e.path()}, {"frame", std::to_string(e.frame())}, {"reason", e.reason()}});
+  } catch (const imgpipe::CudaError& e) {
+    return fail(IMGPIPE_E_CUDA, "CudaError", e.what(), {{"name", e.name()}, {"code", std::to_string(e.code())}});
+  } catch (const imgpipe::Interrupted& e) {
+    return fail(IMGPIPE_E_INTERRUPTED, "Interrupted", e.what());
+  } catch (const imgpipe::Error& e) {
+    return fail(IMGPIPE_E_ERROR, "Error", e.what());
+  } catch (const std::logic_error& e) {  // std::invalid_argument too
+    return fail(IMGPIPE_E_USAGE, "UsageError", e.what());
+  } catch (const std::exception& e) {
+    return fail(IMGPIPE_E_INTERNAL, "InternalError", e.what());
+  } catch (...) {
+    return fail(IMGPIPE_E_INTERNAL, "InternalError", "unknown exception");
+  }
+}
+
+imgpipe_status null_handle(const char* what) noexcept {
+  return fail(IMGPIPE_E_USAGE, "UsageError", std::string(what) + " is NULL");
+}
+
+template <typename F>
+imgpipe_status guarded(F&& f) noexcept {
+  try {
+    return f();
+  } catch (...) {
+    return from_exception();
+  }
+}
+
+// ---- config ----------------------------------------------------------------
+
+// `over` merged into `base`, mapping by mapping (a non-mapping value replaces).
+YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
+  if (!over.IsMap() || !base.IsMap()) return YAML::Clone(over);
+  YAML::Node out = YAML::Clone(base);
+  for (const auto& kv : over) {
+    const std::string key = kv.first.Scalar();
+    out[key] = out[key] ? merged(out[key], kv.second) : YAML::Clone(kv.second);
+  }
+  return out;
+}
+
+imgpipe::Config load_config(const char* config, imgpipe_config_kind kind, const char* overrides) {
+  using imgpipe::Config;
+  using imgpipe::ConfigError;
+  const bool file = kind == IMGPIPE_CONFIG_FILE;
+  if (kind != IMGPIPE_CONFIG_FILE && kind != IMGPIPE_CONFIG_YAML)
+    throw std::invalid_argument("imgpipe_pipeline_create: kind must be IMGPIPE_CONFIG_FILE or IMGPIPE_CONFIG_YAML");
+  if (file && (config == nullptr || *config == '\0'))
+    throw std::invalid_argument("imgpipe_pipeline_create: no config file named");
+  // The config alone first, so that its errors name its own lines (and file).
+  Config c = config == nullptr ? Config{} : file ? Config::from_yaml_file(config) : Config::from_yaml_string(config);
+  if (overrides == nullptr || *overrides == '\0') return c;
+  YAML::Node over;
+  try {
+    over = YAML::Load(overrides);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("", 0, "malformed overrides: " + e.msg);
+  }
+  if (!over || over.IsNull()) return c;
+  if (!over.IsMap()) throw ConfigError("", 0, "the overrides must be a mapping of sections (input, decode, ...)");
+  YAML::Node base;  // the text as the config's loader read it
+  if (config != nullptr) {
+    try {
+      base = file ? YAML::LoadFile(config) : YAML::Load(config);
+    } catch (const YAML::Exception& e) {
+      throw ConfigError("", 0, "YAML error: " + e.msg);
+    }
+  }
+  YAML::Emitter text;
+  text << merged(base && base.IsMap() ? base : YAML::Node(YAML::NodeType::Map), over);
+  try {
+    return Config::from_yaml_string(text.c_str());
+  } catch (const ConfigError& e) {  // its line is one of the merged text's: meaningless here
+    throw ConfigError(e.key(), 0, e.reason() + " [in overrides]");
+  }
+}
+
+// ---- batches -----------------------------------------------------------------
+
+template <typename S>
+void put_label(nlohmann::json& j, const S& s) {
+  if constexpr (requires { s.label; }) j["label"] = static_cast<std::int64_t>(s.label);
+}
+template <typename S>
+std::int64_t label_of(const S& s) {
+  if constexpr (requires { s.label; }) return static_cast<std::int64_t>(s.label);
+  return -1;
+}
+
+std::string samples_json(const imgpipe::DeviceBatch& b) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const imgpipe::SampleId& s : b.samples) {
+    nlohmann::json j = {{"input_index", s.input_index},
+                        {"path", s.path},
+                        {"frame", s.frame},
+                        {"route", s.decoded_on_gpu ? "gpu" : "cpu"}};
+    put_label(j, s);
+    all.push_back(std::move(j));
+  }
+  return all.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void fill_info(const imgpipe::DeviceBatch& b, imgpipe_batch_info& info) {
+  info = {};
+  info.data = b.data;
+  info.bytes = b.bytes;
+  info.device = b.device;
+  info.ndim = static_cast<std::int32_t>(std::min<std::size_t>(b.shape.size(), 4));
+  for (int i = 0; i < info.ndim; ++i) info.shape[i] = b.shape[static_cast<std::size_t>(i)];
+  switch (b.dtype) {
+    case imgpipe::DType::float32: info.dtype = IMGPIPE_FLOAT32, info.dl_code = kDLFloat, info.dl_bits = 32; break;
+    case imgpipe::DType::float16: info.dtype = IMGPIPE_FLOAT16, info.dl_code = kDLFloat, info.dl_bits = 16; break;
+    case imgpipe::DType::uint8: info.dtype = IMGPIPE_UINT8, info.dl_code = kDLUInt, info.dl_bits = 8; break;
+  }
+  info.layout = b.layout == imgpipe::Layout::nchw ? IMGPIPE_NCHW : IMGPIPE_NHWC;
+  info.stream = b.stream;
+  info.ready = b.ready;
+  info.index = b.index;
+  info.size = b.samples.size();
+}
+
+// The batch's release, ordered after every consumer stream named to it.
+void release(imgpipe_batch* b) noexcept {
+  try {
+    const imgpipe::DeviceBatch& d = b->batch.get();
+    void* after = nullptr;
+    if (d.device >= 0 && !b->after.empty()) {
+      imgpipe::capi::DeviceGuard guard(d.device);
+      after = b->after.back();
+      for (std::size_t i = 0; i + 1 < b->after.size(); ++i) imgpipe::capi::join_streams(after, b->after[i]);
+      b->batch.release(static_cast<CUstream_st*>(after));
+    } else {
+      b->batch.release();
+    }
+  } catch (const std::exception& e) {
+    imgpipe::logger()->error("releasing a batch held through the C API: {}", e.what());
+  }
+}
+
+// ---- DLPack ------------------------------------------------------------------
+
+// DLPack 1.0's versioned tensor (dlpack.h 0.6, Debian 12's, predates it).
+struct DLPackVersion {
+  std::uint32_t major;
+  std::uint32_t minor;
+};
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensorVersioned* self);
+  std::uint64_t flags;
+  DLTensor dl_tensor;
+};
+
+template <typename Managed>
+struct DlpackHolder {
+  Managed managed{};
+  std::int64_t shape[4]{};
+  std::int64_t strides[4]{};
+  imgpipe_batch* batch = nullptr;
+  void* after = nullptr;  // the consumer's stream (nullptr: none)
+};
+
+template <typename Managed>
+void dlpack_deleter(Managed* self) {
+  if (self == nullptr) return;
+  auto* h = static_cast<DlpackHolder<Managed>*>(self->manager_ctx);
+  imgpipe_batch_free(h->batch, h->after);
+  delete h;
+}
+
+template <typename Managed>
+void* make_dlpack(imgpipe_batch* b, void* consumer) {
+  const imgpipe::DeviceBatch& d = b->batch.get();
+  imgpipe_batch_info info;
+  fill_info(d, info);
+  auto h = std::make_unique<DlpackHolder<Managed>>();
+  std::int64_t stride = 1;
+  for (int i = info.ndim - 1; i >= 0; --i) {
+    h->shape[i] = info.shape[i];
+    h->strides[i] = stride;
+    stride *= std::max<std::int64_t>(info.shape[i], 1);
+  }
+  DLTensor& t = h->managed.dl_tensor;
+  t.data = d.data;
+  t.device = d.device >= 0 ? DLDevice{kDLCUDA, d.device} : DLDevice{kDLCPU, 0};
+  t.ndim = info.ndim;
+  t.dtype = DLDataType{info.dl_code, info.dl_bits, 1};
+  t.shape = h->shape;
+  t.strides = h->strides;
+  t.byte_offset = 0;
+  if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
+    h->managed.version = {1, 0};
+    h->managed.flags = 0;
+  }
+  h->managed.manager_ctx = h.get();
+  h->managed.deleter = &dlpack_deleter<Managed>;
+  if (d.device >= 0 && consumer != reinterpret_cast<void*>(-1)) {
+    if (consumer == nullptr) consumer = imgpipe::capi::kLegacyStream;
+    imgpipe::capi::DeviceGuard guard(d.device);
+    imgpipe::capi::stream_wait_event(consumer, d.ready);
+    h->after = consumer;
+  }
+  h->batch = imgpipe_batch_retain(b);
+  return &h.release()->managed;
+}
+
+}  // namespace
+
+// ---- C entry points ------------------------------------------------------------
+
+extern "C" {
+
+const char* imgpipe_version(void) { return imgpipe::version(); }
+int imgpipe_c_api_version(void) { return IMGPIPE_C_API_VERSION; }
+int imgpipe_built_with_cuda(void) { return imgpipe::capi::built_with_cuda() ? 1 : 0; }
+
+const char* imgpipe_last_error(void) { return t_error.message.c_str(); }
+const char* imgpipe_last_error_class(void) { return t_error.cls.c_str(); }
+const char* imgpipe_last_error_field(const char* name) {
+  if (name == nullptr) return "";
+  const auto it = t_error.fields.find(name);
+  return it == t_error.fields.end() ? "" : it->second.c_str();
+}
+
+imgpipe_status imgpipe_pipeline_create(const char* config, imgpipe_config_kind kind, const char* overrides,
+                                       const char* const* inputs, size_t n_inputs, imgpipe_pipeline** out) {
+  if (out == nullptr) return null_handle("out");
+  *out = nullptr;
+  return guarded([&] {
+    imgpipe::Config c = load_config(config, kind, overrides);
+    if (n_inputs > 0) {
+      if (inputs == nullptr) return null_handle("inputs");
+      c.input.paths.clear();
+      for (size_t i = 0; i < n_inputs; ++i) {
+        if (inputs[i] == nullptr) return null_handle("an input path");
+        c.input.paths.emplace_back(inputs[i]);
+      }
+    }
+    *out = new imgpipe_pipeline(imgpipe::Pipeline(std::move(c)));
+    return IMGPIPE_OK;
+  });
+}
+
+void imgpipe_pipeline_destroy(imgpipe_pipeline* p) {
+  if (p == nullptr) return;
+  {
+    std::lock_guard lock(p->m);
+    if (p->running != nullptr) p->running->stream.stop();
+  }
+  unref(p);
+}
+
+imgpipe_status imgpipe_pipeline_config_yaml(imgpipe_pipeline* p, const char** out) {
+  if (p == nullptr) return null_handle("pipeline");
+  if (out == nullptr) return null_handle("out");
+  return guarded([&] {
+    p->config_yaml = p->pipeline.config().to_yaml();
+    *out = p->config_yaml.c_str();
+    return IMGPIPE_OK;
+  });
+}
+
+void imgpipe_pipeline_request_stop(imgpipe_pipeline* p) {
+  if (p != nullptr) p->pipeline.request_stop();
+}
+
+imgpipe_status imgpipe_pipeline_start(imgpipe_pipeline* p, const char* device, imgpipe_stream** out) {
+  if (p == nullptr) return null_handle("pipeline");
+  if (out == nullptr) return null_handle("out");
+  *out = nullptr;
+  return guarded([&] {
+    imgpipe::RunOptions options;
+    if (device != nullptr && *device != '\0') options.device = imgpipe::DeviceSelection::parse(device);
+    auto s = std::make_unique<imgpipe_stream>();
+    s->stream = p->pipeline.start(options);
+    s->owner = p;
+    p->refs.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(p->m);
+    p->running = s.get();
+    *out = s.release();
+    return IMGPIPE_OK;
+  });
+}
+
+imgpipe_status imgpipe_stream_next(imgpipe_stream* s, int64_t timeout_ms, imgpipe_batch** out) {
+  if (s == nullptr) return null_handle("stream");
+  if (out == nullptr) return null_handle("out");
+  *out = nullptr;
+  return guarded([&] {
+    imgpipe::Batch b;
+    bool waited = false;  // the helper's answer was taken
+    {
+      std::unique_lock lock(s->m);
+      if (timeout_ms >= 0 || s->requested) {
+        waited = true;
+        if (!s->helper.joinable()) s->helper = std::thread([s] { s->helper_loop(); });
+        if (!s->requested) {
+          s->requested = true;
+          s->cv.notify_all();
+        }
+        const auto answered = [&] { return s->answered; };
+        if (timeout_ms < 0) {
+          s->cv.wait(lock, answered);
+        } else if (!s->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), answered)) {
+          return IMGPIPE_TIMEOUT;
+        }
+        s->requested = s->answered = false;
+        b = std::move(s->result);
+        if (std::exception_ptr e = std::exchange(s->error, nullptr)) std::rethrow_exception(e);
+      }
+    }
+    if (!waited) b = s->stream.next();
+    if (!b) return IMGPIPE_END;
+    auto h = std::make_unique<imgpipe_batch>();
+    h->batch = std::move(b);
+    *out = h.release();
+    return IMGPIPE_OK;
+  });
+}
+
+void imgpipe_stream_stop(imgpipe_stream* s) {
+  if (s == nullptr) return;
+  s->stopped = true;
+  s->stream.stop();
+}
+
+int imgpipe_stream_done(imgpipe_stream* s) { return s != nullptr && s->stream.done() ? 1 : 0; }
+
+imgpipe_status imgpipe_stream_report_json(imgpipe_stream* s, const char** out) {
+  if (s == nullptr) return null_handle("stream");
+  if (out == nullptr) return null_handle("out");
+  return guarded([&] {
+    {
+      // A next() still waiting in the helper (timed out) answers soon once
+      // the run ends; its answer is kept for the next call of next().
+      std::unique_lock lock(s->m);
+      if (s->requested && !s->answered) {
+        if (!s->stopped && !s->stream.done())
+          throw std::logic_error("the run's report is not ready: the run is still going (stop it first)");
+        s->cv.wait(lock, [&] { return s->answered; });
+      }
+    }
+    if (s->report_json.empty()) s->report_json = s->stream.report().to_json();
+    *out = s->report_json.c_str();
+    return IMGPIPE_OK;
+  });
+}
+
+void imgpipe_stream_destroy(imgpipe_stream* s) {
+  if (s == nullptr) return;
+  imgpipe_pipeline* p = s->owner;
+  if (p != nullptr) {
+    std::lock_guard lock(p->m);
+    if (p->running == s) p->running = nullptr;
+  }
+  delete s;
+  unref(p);
+}
+
+imgpipe_status imgpipe_batch_get_info(imgpipe_batch* b, imgpipe_batch_info* out) {
+  if (b == nullptr) return null_handle("batch");
+  if (out == nullptr) return null_handle("out");
+  return guarded([&] {
+    fill_info(b->batch.get(), *out);
+    return IMGPIPE_OK;
+  });
+}
+
+imgpipe_status imgpipe_batch_samples_json(imgpipe_batch* b, const char** out) {
+  if (b == nullptr) return null_handle("batch");
+  if (out == nullptr) return null_handle("out");
+  return guarded([&] {
+    std::lock_guard lock(b->m);
+    if (!b->samples_json) b->samples_json = samples_json(b->batch.get());
+    *out = b->samples_json->c_str();
+    return IMGPIPE_OK;
+  });
+}
+
+imgpipe_status imgpipe_batch_labels(imgpipe_batch* b, int64_t* out, size_t n) {
+  if (b == nullptr) return null_handle("batch");
+  if (out == nullptr && n > 0) return null_handle("out");
+  return guarded([&] {
+    const auto& samples = b->batch.get().samples;
+    for (size_t i = 0; i < std::min(n, samples.size()); ++i) out[i] = label_of(samples[i]);
+    return IMGPIPE_OK;
+  });
+}
+
+imgpipe_status imgpipe_batch_wait(imgpipe_batch* b, void* consumer) {
+  if (b == nullptr) return null_handle("batch");
+  return guarded([&] {
+    const imgpipe::DeviceBatch& d = b->batch.get();
+    if (d.device < 0) return IMGPIPE_OK;
+    imgpipe::capi::DeviceGuard guard(d.device);
+    imgpipe::capi::stream_wait_event(consumer, d.ready);
+    return IMGPIPE_OK;
+  });
+}
+
+imgpipe_status imgpipe_batch_synchronize(imgpipe_batch* b) {
+  if (b == nullptr) return null_handle("batch");
+  return guarded([&] {
+    const imgpipe::DeviceBatch& d = b->batch.get();
+    if (d.device < 0) return IMGPIPE_OK;
+    imgpipe::capi::DeviceGuard guard(d.device);
+    imgpipe::capi::event_synchronize(d.ready);
+    return IMGPIPE_OK;
+  });
+}
+
+imgpipe_batch* imgpipe_batch_retain(imgpipe_batch* b) {
+  if (b != nullptr) b->refs.fetch_add(1, std::memory_order_relaxed);
+  return b;
+}
+
+void imgpipe_batch_free(imgpipe_batch* b, void* after) {
+  if (b == nullptr) return;
+  if (after != nullptr && after != reinterpret_cast<void*>(-1)) {
+    try {
+      std::lock_guard lock(b->m);
+      if (std::find(b->after.begin(), b->after.end(), after) == b->after.end()) b->after.push_back(after);
+    } catch (...) {  // out of memory: the release will not wait for this stream
+      imgpipe::logger()->error("imgpipe_batch_free: cannot record the consumer's stream");
+    }
+  }
+  if (b->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  release(b);
+  delete b;
+}
+
+imgpipe_status imgpipe_batch_to_dlpack(imgpipe_batch* b, void* consumer, int versioned, void** out) {
+  if (b == nullptr) return null_handle("batch");
+  if (out == nullptr) return null_handle("out");
+  *out = nullptr;
+  return guarded([&] {
+    *out = versioned ? make_dlpack<DLManagedTensorVersioned>(b, consumer) : make_dlpack<DLManagedTensor>(b, consumer);
+    return IMGPIPE_OK;
+  });
+}
+
+void imgpipe_dlpack_delete(void* tensor, int versioned) {
+  if (tensor == nullptr) return;
+  if (versioned) {
+    auto* t = static_cast<DLManagedTensorVersioned*>(tensor);
+    if (t->deleter) t->deleter(t);
+  } else {
+    auto* t = static_cast<DLManagedTensor*>(tensor);
+    if (t->deleter) t->deleter(t);
+  }
+}
+
+int64_t imgpipe_dlpack_layout(const char* name) {
+  if (name == nullptr) return -1;
+#define IMGPIPE_LAYOUT_ROW(type, field) {#type "." #field, static_cast<std::int64_t>(offsetof(type, field))}
+  static const std::map<std::string, std::int64_t> rows = {
+      {"sizeof(DLDevice)", sizeof(DLDevice)},
+      {"sizeof(DLDataType)", sizeof(DLDataType)},
+      {"sizeof(DLTensor)", sizeof(DLTensor)},
+      {"sizeof(DLManagedTensor)", sizeof(DLManagedTensor)},
+      {"sizeof(DLManagedTensorVersioned)", sizeof(DLManagedTensorVersioned)},
+      IMGPIPE_LAYOUT_ROW(DLDevice, device_type),
+      IMGPIPE_LAYOUT_ROW(DLDevice, device_id),
+      IMGPIPE_LAYOUT_ROW(DLDataType, code),
+      IMGPIPE_LAYOUT_ROW(DLDataType, bits),
+      IMGPIPE_LAYOUT_ROW(DLDataType, lanes),
+      IMGPIPE_LAYOUT_ROW(DLTensor, data),
+      IMGPIPE_LAYOUT_ROW(DLTensor, device),
+      IMGPIPE_LAYOUT_ROW(DLTensor, ndim),
+      IMGPIPE_LAYOUT_ROW(DLTensor, dtype),
+      IMGPIPE_LAYOUT_ROW(DLTensor, shape),
+      IMGPIPE_LAYOUT_ROW(DLTensor, strides),
+      IMGPIPE_LAYOUT_ROW(DLTensor, byte_offset),
+      IMGPIPE_LAYOUT_ROW(DLManagedTensor, dl_tensor),
+      IMGPIPE_LAYOUT_ROW(DLManagedTensor, manager_ctx),
+      IMGPIPE_LAYOUT_ROW(DLManagedTensor, deleter),
+      IMGPIPE_LAYOUT_ROW(DLManagedTensorVersioned, version),
+      IMGPIPE_LAYOUT_ROW(DLManagedTensorVersioned, manager_ctx),
+      IMGPIPE_LAYOUT_ROW(DLManagedTensorVersioned, deleter),
+      IMGPIPE_LAYOUT_ROW(DLManagedTensorVersioned, flags),
+      IMGPIPE_LAYOUT_ROW(DLManagedTensorVersioned, dl_tensor),
+      {"sizeof(imgpipe_batch_info)", sizeof(imgpipe_batch_info)},
+      IMGPIPE_LAYOUT_ROW(imgpipe_batch_info, shape),
+      IMGPIPE_LAYOUT_ROW(imgpipe_batch_info, dtype),
+      IMGPIPE_LAYOUT_ROW(imgpipe_batch_info, dl_code),
+      IMGPIPE_LAYOUT_ROW(imgpipe_batch_info, stream),
+      IMGPIPE_LAYOUT_ROW(imgpipe_batch_info, size),
+  };
+#undef IMGPIPE_LAYOUT_ROW
+  const auto it = rows.find(name);
+  return it == rows.end() ? -1 : it->second;
+}
+
+imgpipe_status imgpipe_set_log_level(const char* level) {
+  if (level == nullptr) return null_handle("level");
+  return guarded([&] {
+    const std::string l = level;
+    spdlog::level::level_enum v;
+    if (l == "error") v = spdlog::level::err;
+    else if (l == "warn") v = spdlog::level::warn;
+    else if (l == "info") v = spdlog::level::info;
+    else if (l == "debug") v = spdlog::level::debug;
+    else if (l == "off") v = spdlog::level::off;
+    else throw std::invalid_argument("log level must be error, warn, info, debug or off (got '" + l + "')");
+    imgpipe::logger()->set_level(v);
+    return IMGPIPE_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,126 @@
+"""ctypes bindings of libimgpipe_c.so (capi/include/imgpipe_c.h).
+
+The library is looked for, in order: $IMGPIPE_C_LIBRARY (a path), beside this
+file (where the build puts it: build/python/imgpipe/libimgpipe_c.so), then
+by name through the dynamic loader (LD_LIBRARY_PATH). ctypes releases the GIL
+during every call, so a call that waits (a batch, a run's end) lets other
+Python threads run.
+"""
+import ctypes
+import os
+
+from . import _errors
+
+API_VERSION = 1  # IMGPIPE_C_API_VERSION this package speaks
+
+OK, END, TIMEOUT = 0, 1, 2
+CONFIG_FILE, CONFIG_YAML = 0, 1
+FLOAT32, FLOAT16, UINT8 = 0, 1, 2
+NCHW, NHWC = 0, 1
+
+
+class BatchInfo(ctypes.Structure):
+    """imgpipe_batch_info"""
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("bytes", ctypes.c_uint64),
+        ("device", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * 4),
+        ("dtype", ctypes.c_int32),
+        ("layout", ctypes.c_int32),
+        ("dl_code", ctypes.c_uint8),
+        ("dl_bits", ctypes.c_uint8),
+        ("reserved", ctypes.c_uint16),
+        ("stream", ctypes.c_void_p),
+        ("ready", ctypes.c_void_p),
+        ("index", ctypes.c_uint64),
+        ("size", ctypes.c_uint64),
+    ]
+
+
+def _candidates():
+    env = os.environ.get("IMGPIPE_C_LIBRARY")
+    if env:
+        yield env
+        return
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libimgpipe_c.so")
+    if os.path.exists(here):
+        yield here
+    yield "libimgpipe_c.so"
+
+
+def _load():
+    errors = []
+    for path in _candidates():
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            errors.append(f"{path}: {e}")
+    raise ImportError(
+        "imgpipe: cannot load libimgpipe_c.so (" + "; ".join(errors) + "). Build it "
+        "(./setup.sh build, or cmake --build build --target imgpipe_python) and put the build's "
+        "python folder first on the path: export PYTHONPATH=$PWD/build/python; or name the "
+        "library in IMGPIPE_C_LIBRARY")
+
+
+lib = _load()
+
+_p = ctypes.c_void_p
+_pp = ctypes.POINTER(ctypes.c_void_p)
+_s = ctypes.c_char_p
+_ps = ctypes.POINTER(ctypes.c_char_p)
+_st = ctypes.c_int
+
+for name, res, args in [
+    ("imgpipe_version", _s, []),
+    ("imgpipe_c_api_version", ctypes.c_int, []),
+    ("imgpipe_built_with_cuda", ctypes.c_int, []),
+    ("imgpipe_last_error", _s, []),
+    ("imgpipe_last_error_class", _s, []),
+    ("imgpipe_last_error_field", _s, [_s]),
+    ("imgpipe_set_log_level", _st, [_s]),
+    ("imgpipe_pipeline_create", _st, [_s, ctypes.c_int, _s, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t, _pp]),
+    ("imgpipe_pipeline_destroy", None, [_p]),
+    ("imgpipe_pipeline_config_yaml", _st, [_p, _ps]),
+    ("imgpipe_pipeline_request_stop", None, [_p]),
+    ("imgpipe_pipeline_start", _st, [_p, _s, _pp]),
+    ("imgpipe_stream_next", _st, [_p, ctypes.c_int64, _pp]),
+    ("imgpipe_stream_stop", None, [_p]),
+    ("imgpipe_stream_done", ctypes.c_int, [_p]),
+    ("imgpipe_stream_report_json", _st, [_p, _ps]),
+    ("imgpipe_stream_destroy", None, [_p]),
+    ("imgpipe_batch_get_info", _st, [_p, ctypes.POINTER(BatchInfo)]),
+    ("imgpipe_batch_samples_json", _st, [_p, _ps]),
+    ("imgpipe_batch_labels", _st, [_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t]),
+    ("imgpipe_batch_wait", _st, [_p, _p]),
+    ("imgpipe_batch_synchronize", _st, [_p]),
+    ("imgpipe_batch_retain", _p, [_p]),
+    ("imgpipe_batch_free", None, [_p, _p]),
+    ("imgpipe_batch_to_dlpack", _st, [_p, _p, ctypes.c_int, _pp]),
+    ("imgpipe_dlpack_delete", None, [_p, ctypes.c_int]),
+    ("imgpipe_dlpack_layout", ctypes.c_int64, [_s]),
+]:
+    f = getattr(lib, name)
+    f.restype = res
+    f.argtypes = args
+
+if lib.imgpipe_c_api_version() != API_VERSION:
+    raise ImportError(f"imgpipe: libimgpipe_c.so speaks C API version {lib.imgpipe_c_api_version()}, "
+                      f"this package {API_VERSION}: rebuild (the library and the package come from one build)")
+
+
+def text(b):
+    return b.decode("utf-8", "replace") if b is not None else ""
+
+
+def check(status):
+    """Raises the imgpipe exception of the calling thread's last error for an error status."""
+    if status >= 0:
+        return status
+    cls = text(lib.imgpipe_last_error_class())
+    message = text(lib.imgpipe_last_error())
+    fields = {}
+    for name in _errors.FIELDS.get(cls, ()):
+        fields[name] = text(lib.imgpipe_last_error_field(name.encode()))
+    raise _errors.make(cls, message, fields)

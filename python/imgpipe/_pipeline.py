@@ -1,0 +1,543 @@
+"""Pipeline, Stream and Batch over the C API (the pull API underneath)."""
+import atexit
+import ctypes
+import json
+import os
+import threading
+import weakref
+
+from . import _capi
+from ._capi import lib, check, text
+from ._errors import UsageError
+
+# How long one wait for a batch lasts before Python gets a chance to handle a
+# signal (Ctrl-C): a signal is only acted on between bytecodes, and ctypes
+# waits in C with the GIL released.
+POLL_MS = 100
+
+DTYPES = {_capi.FLOAT32: "float32", _capi.FLOAT16: "float16", _capi.UINT8: "uint8"}
+TYPESTR = {_capi.FLOAT32: "<f4", _capi.FLOAT16: "<f2", _capi.UINT8: "|u1"}
+LAYOUTS = {_capi.NCHW: "nchw", _capi.NHWC: "nhwc"}
+KDLCPU, KDLCUDA = 1, 2  # DLDeviceType
+
+_live_streams = weakref.WeakSet()
+
+
+def version():
+    """The library's version, e.g. "0.1.0"."""
+    return text(lib.imgpipe_version())
+
+
+def built_with_cuda():
+    """True when libimgpipe_c.so has the CUDA backend (else batches are always host memory)."""
+    return bool(lib.imgpipe_built_with_cuda())
+
+
+def set_log_level(level):
+    """imgpipe's own log messages on stderr: "error", "warn" (the default here, as in the CLI), "info",
+    "debug" or "off"."""
+    check(lib.imgpipe_set_log_level(str(level).encode()))
+
+
+# ---- DLPack capsules ---------------------------------------------------------
+
+_DLTENSOR = b"dltensor"
+_DLTENSOR_VERSIONED = b"dltensor_versioned"
+# Private prototypes (not the shared ctypes.pythonapi attributes): a capsule
+# is passed as a raw PyObject*, so that the destructor below never makes a
+# new reference to an object being destroyed.
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+    ("PyCapsule_New", ctypes.pythonapi))
+_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_capsule_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _capsule_destructor(capsule):
+    # A capsule still named "dltensor" was never consumed: the producer
+    # deletes the tensor (a consumer renames it "used_dltensor" and calls the
+    # deleter itself when its tensor dies).
+    for name, versioned in ((_DLTENSOR, 0), (_DLTENSOR_VERSIONED, 1)):
+        if _capsule_is_valid(capsule, name):
+            lib.imgpipe_dlpack_delete(_capsule_get_pointer(capsule, name), versioned)
+            return
+
+
+_capsule_destructor_ptr = ctypes.cast(_capsule_destructor, ctypes.c_void_p)
+
+
+# ---- batches -----------------------------------------------------------------
+
+class Sample(dict):
+    """Where one sample came from: a dict whose keys are also attributes: path, frame (-1 for an
+    image), input_index (position in the discovered input list), route ("cpu" or "gpu": where it
+    was decoded), and, in builds that carry them, label (-1: none) and geometry (a dict)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class Batch:
+    """One batch of the run, resident on the GPU (host memory on the host backend).
+
+    Zero-copy views: torch.from_dlpack(batch) / numpy.from_dlpack(batch) (DLPack), or
+    __cuda_array_interface__ (CUDA batches). The memory stays valid, and unchanged, while this
+    object or any tensor made from it lives; the staging slot goes back to the pipeline when the
+    last of them is gone (release() drops this object's hold early). At most staging.slots batches
+    can be held at once: the pipeline waits (back-pressure) while the caller holds them.
+    """
+
+    __slots__ = ("_h", "_info", "_samples", "__weakref__")
+
+    def __init__(self, handle):
+        self._h = handle
+        self._info = _capi.BatchInfo()
+        self._samples = None
+        try:
+            check(lib.imgpipe_batch_get_info(handle, ctypes.byref(self._info)))
+        except BaseException:
+            lib.imgpipe_batch_free(handle, None)
+            self._h = None
+            raise
+
+    def _handle(self):
+        if self._h is None:
+            raise UsageError("the batch was released")
+        return self._h
+
+    # -- what it is
+    @property
+    def shape(self):
+        return tuple(self._info.shape[: self._info.ndim])
+
+    @property
+    def dtype(self):
+        """"float32", "float16" or "uint8"."""
+        return DTYPES[self._info.dtype]
+
+    @property
+    def layout(self):
+        """"nchw" or "nhwc"."""
+        return LAYOUTS[self._info.layout]
+
+    @property
+    def device(self):
+        """"cuda:N", or "cpu" on the host backend."""
+        return "cpu" if self._info.device < 0 else f"cuda:{self._info.device}"
+
+    @property
+    def device_index(self):
+        """The CUDA ordinal, -1 on the host backend."""
+        return self._info.device
+
+    @property
+    def data_ptr(self):
+        """The data's address (a device pointer for CUDA batches)."""
+        return self._info.data or 0
+
+    @property
+    def nbytes(self):
+        return self._info.bytes
+
+    @property
+    def index(self):
+        """Batch number in the run, from 0."""
+        return self._info.index
+
+    @property
+    def stream(self):
+        """The cudaStream_t the batch was produced on, as an int (0 on the host backend)."""
+        return self._info.stream or 0
+
+    @property
+    def ready_event(self):
+        """The cudaEvent_t recorded after the batch's last kernel, as an int (0 on the host backend)."""
+        return self._info.ready or 0
+
+    def __len__(self):
+        return self._info.size
+
+    @property
+    def samples(self):
+        """One Sample per sample, in tensor order."""
+        if self._samples is None:
+            out = ctypes.c_char_p()
+            check(lib.imgpipe_batch_samples_json(self._handle(), ctypes.byref(out)))
+            self._samples = [Sample(s) for s in json.loads(text(out.value))]
+        return self._samples
+
+    @property
+    def labels(self):
+        """The samples' labels (ints; -1 for a sample without one)."""
+        n = self._info.size
+        arr = (ctypes.c_int64 * n)()
+        check(lib.imgpipe_batch_labels(self._handle(), arr, n))
+        return list(arr)
+
+    # -- synchronisation
+    def wait(self, stream):
+        """Makes a CUDA stream (an int cudaStream_t; 1: the legacy default stream, 2: per-thread) wait
+        for the batch (cudaStreamWaitEvent on its ready event). Nothing to do on the host backend."""
+        check(lib.imgpipe_batch_wait(self._handle(), ctypes.c_void_p(int(stream))))
+
+    def synchronize(self):
+        """Blocks until the batch is ready (cudaEventSynchronize)."""
+        check(lib.imgpipe_batch_synchronize(self._handle()))
+
+    # -- DLPack
+    def __dlpack_device__(self):
+        if self._info.device < 0:
+            return (KDLCPU, 0)
+        return (KDLCUDA, self._info.device)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule viewing the batch (zero copy). stream (CUDA batches): the consumer's stream,
+        which is made to wait for the batch: None or 1 the legacy default stream, 2 the per-thread
+        one, another int a cudaStream_t, -1 no synchronisation. The batch's memory is not reused
+        before that stream's work, enqueued until the tensor is freed, is done. max_version >= (1, 0)
+        gets a DLPack 1.0 versioned capsule, else the classic one."""
+        if copy:
+            raise BufferError("imgpipe batches are exported without a copy (copy=True asked for one)")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"the batch lives on {self.__dlpack_device__()}, not {tuple(dl_device)}")
+        if self._info.device < 0 or stream is None or stream == 0:
+            consumer = None  # host: nothing to wait for; CUDA: the legacy default stream
+        elif stream == -1:
+            consumer = ctypes.c_void_p(-1 & 0xFFFFFFFFFFFFFFFF)
+        else:
+            consumer = ctypes.c_void_p(int(stream))
+        versioned = 1 if max_version is not None and tuple(max_version)[0] >= 1 else 0
+        ptr = ctypes.c_void_p()
+        check(lib.imgpipe_batch_to_dlpack(self._handle(), consumer, versioned, ctypes.byref(ptr)))
+        try:
+            return _capsule_new(ptr, _DLTENSOR_VERSIONED if versioned else _DLTENSOR, _capsule_destructor_ptr)
+        except BaseException:
+            lib.imgpipe_dlpack_delete(ptr, versioned)
+            raise
+
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA Array Interface v3 (CUDA batches only). The consumer synchronises on `stream`; it does
+        not hold the memory: keep this Batch alive while the data is used (or use DLPack)."""
+        if self._info.device < 0:
+            raise AttributeError("a host-backend batch has no __cuda_array_interface__ (use numpy.from_dlpack)")
+        self._handle()
+        return {"shape": self.shape, "typestr": TYPESTR[self._info.dtype], "data": (self.data_ptr, False),
+                "strides": None, "version": 3, "stream": self.stream or None}
+
+    def __array__(self, dtype=None, copy=None):
+        """A NumPy view (host batches; it keeps the memory alive)."""
+        import numpy as np
+        if self._info.device >= 0:
+            raise TypeError(f"the batch is in GPU memory ({self.device}): use torch.from_dlpack(batch) or "
+                            "copy it to the host")
+        a = np.from_dlpack(self)
+        return a if dtype is None else a.astype(dtype, copy=bool(copy))
+
+    def numpy(self):
+        """numpy.from_dlpack(self): a zero-copy view of a host batch."""
+        return self.__array__()
+
+    # -- lifetime
+    def release(self, after_stream=None):
+        """Drops this object's hold on the batch (tensors made from it keep theirs). after_stream: a
+        cudaStream_t (int) whose work so far must finish before the memory is reused. Idempotent."""
+        h, self._h = self._h, None
+        if h is not None:
+            lib.imgpipe_batch_free(h, ctypes.c_void_p(int(after_stream)) if after_stream else None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        state = "" if self._h is not None else ", released"
+        return (f"<imgpipe.Batch {self._info.index}: {self.dtype} {self.layout} {list(self.shape)} on "
+                f"{self.device}{state}>")
+
+
+# ---- runs --------------------------------------------------------------------
+
+class Stream:
+    """One run whose batches are pulled: iterate it (or call next()) until it ends. Made by
+    Pipeline.start() (iterating a Pipeline makes one)."""
+
+    def __init__(self, pipeline, handle):
+        self._pipeline = pipeline
+        self._h = handle
+        self._report = None
+        self._lock = threading.Lock()
+        _live_streams.add(self)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        b = self.next()
+        if b is None:
+            raise StopIteration
+        return b
+
+    def next(self, timeout=None):
+        """The next batch; None at the end of the run (the report is then ready). timeout (seconds):
+        raise TimeoutError when no batch came within it. Ctrl-C while waiting stops the run, then
+        raises KeyboardInterrupt. What ended the run is raised once the batches before it were taken
+        (imgpipe.InputError under on_error: fail, ...)."""
+        h = self._h
+        if h is None:
+            return None
+        out = ctypes.c_void_p()
+        waited = 0.0
+        try:
+            while True:
+                status = lib.imgpipe_stream_next(h, POLL_MS, ctypes.byref(out))
+                if status == _capi.TIMEOUT:
+                    waited += POLL_MS / 1000.0
+                    if timeout is not None and waited >= timeout:
+                        raise TimeoutError(f"no batch within {timeout} s")
+                    continue
+                if status == _capi.END:
+                    self._finish()
+                    return None
+                if status < 0:
+                    self._finish(status)
+                check(status)
+                return Batch(out.value)
+        except KeyboardInterrupt:
+            self.close()
+            raise
+
+    def _finish(self, status=None):
+        """The run ended (after the last batch, or with the error `status`): keep its report, free
+        the stream (close() fetches the report)."""
+        self.close()
+
+    def _fetch_report(self):
+        if self._report is None and self._h is not None:
+            out = ctypes.c_char_p()
+            check(lib.imgpipe_stream_report_json(self._h, ctypes.byref(out)))
+            self._report = json.loads(text(out.value))
+            if self._pipeline is not None:
+                self._pipeline._report = self._report
+        return self._report
+
+    def stop(self):
+        """Asks the run to end soon: the frames in flight finish (next() returns them), then the end."""
+        if self._h is not None:
+            lib.imgpipe_stream_stop(self._h)
+
+    @property
+    def done(self):
+        return self._h is None or bool(lib.imgpipe_stream_done(self._h))
+
+    def report(self):
+        """The run's report (Report::to_json as a dict): at the end of the run, or after stop()."""
+        if self._report is not None:
+            return self._report
+        if self._h is None:
+            raise UsageError("the stream was closed before its report was ready")
+        return self._fetch_report()
+
+    def close(self):
+        """Stops the run, keeps its report, waits for its threads and frees it. Batches taken stay valid."""
+        with self._lock:
+            h, self._h = self._h, None
+            if h is None:
+                return
+            lib.imgpipe_stream_stop(h)
+            if self._report is None:
+                out = ctypes.c_char_p()
+                if lib.imgpipe_stream_report_json(h, ctypes.byref(out)) == _capi.OK:
+                    self._report = json.loads(text(out.value))
+                    if self._pipeline is not None:
+                        self._pipeline._report = self._report
+            lib.imgpipe_stream_destroy(h)
+        _live_streams.discard(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _nested(overrides):
+    """{"batch.size": 8, "decode": {"reduced": "off"}} -> {"batch": {"size": 8}, "decode": {...}}"""
+    out = {}
+    for key, value in overrides.items():
+        parts = str(key).split(".")
+        node = out
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"override {key!r} goes below a value that is not a section")
+        leaf = parts[-1]
+        if isinstance(value, dict) and isinstance(node.get(leaf), dict):
+            node[leaf].update(_nested(value))
+        else:
+            node[leaf] = _nested(value) if isinstance(value, dict) else value
+    return out
+
+
+def _config_source(config):
+    if config is None:
+        return None, _capi.CONFIG_YAML
+    if isinstance(config, dict):
+        return json.dumps(_nested(config)).encode(), _capi.CONFIG_YAML
+    if isinstance(config, os.PathLike):
+        return os.fsencode(config), _capi.CONFIG_FILE
+    if isinstance(config, (str, bytes)):
+        s = config if isinstance(config, str) else config.decode()
+        if "\n" not in s and (os.path.exists(s) or s.endswith((".yaml", ".yml", ".json"))):
+            return os.fsencode(s), _capi.CONFIG_FILE
+        return s.encode(), _capi.CONFIG_YAML
+    raise TypeError(f"config must be a path, YAML text or a dict, not {type(config).__name__}")
+
+
+def _device_text(device):
+    if device is None:
+        return None
+    if isinstance(device, bool):
+        raise TypeError("device must be 'auto', 'cpu', 'all', an int or a list of ints")
+    if isinstance(device, int):
+        return str(device).encode()
+    if isinstance(device, (list, tuple)):
+        return ("[" + ", ".join(str(int(d)) for d in device) + "]").encode()
+    d = str(device)
+    if d.startswith("cuda:"):
+        d = d[5:]
+    return d.encode()
+
+
+class Pipeline:
+    """An imgpipe pipeline (imgpipe::Pipeline): a config, validated once, whose runs deliver batches.
+
+        p = imgpipe.Pipeline("configs/pipeline.yaml", inputs=["photos/"], device="auto")
+        for batch in p:                       # one run over the inputs; again for the next epoch
+            x = torch.from_dlpack(batch)      # zero copy
+        print(p.report())                     # the run's JSON report as a dict
+
+    config: a YAML file's path, YAML text, a dict of sections, or None for the defaults.
+    inputs: paths (files, folders, globs) that replace input.paths (as the CLI's --input).
+    device: None keeps the config's `devices` (default auto: the first GPU, LOCAL_RANK's under a
+    launcher, else the host backend); "auto", "cpu", "all", N, "cuda:N" or [N, M].
+    overrides: sections or dotted keys merged over the config, e.g. batch={"size": 8} or
+    **{"decode.reduced": "off"}. A ConfigError names the key (and line) at fault.
+    """
+
+    def __init__(self, config=None, inputs=None, device=None, **overrides):
+        self._h = None
+        self._report = None
+        self._stream = None  # weakref to the stream running now
+        src, kind = _config_source(config)
+        over = json.dumps(_nested(overrides)).encode() if overrides else None
+        if isinstance(inputs, (str, bytes, os.PathLike)):
+            inputs = [inputs]
+        paths = [os.fsencode(i) for i in (inputs or [])]
+        arr = (ctypes.c_char_p * max(len(paths), 1))(*paths)
+        self._device = _device_text(device)
+        out = ctypes.c_void_p()
+        check(lib.imgpipe_pipeline_create(src, kind, over, arr, len(paths), ctypes.byref(out)))
+        self._h = out.value
+
+    def _handle(self):
+        if self._h is None:
+            raise UsageError("the pipeline was closed")
+        return self._h
+
+    @property
+    def config(self):
+        """The effective config as YAML text (every key)."""
+        out = ctypes.c_char_p()
+        check(lib.imgpipe_pipeline_config_yaml(self._handle(), ctypes.byref(out)))
+        return text(out.value)
+
+    def start(self, device=None):
+        """Starts a run and returns its Stream. A run of this pipeline still open is closed first."""
+        self.close_stream()
+        dev = _device_text(device) if device is not None else self._device
+        out = ctypes.c_void_p()
+        check(lib.imgpipe_pipeline_start(self._handle(), dev, ctypes.byref(out)))
+        s = Stream(self, out.value)
+        self._stream = weakref.ref(s)
+        return s
+
+    def __iter__(self):
+        return self.start()
+
+    def close_stream(self):
+        s = self._stream() if self._stream is not None else None
+        self._stream = None
+        if s is not None:
+            s.close()
+
+    def stop(self):
+        """Stops the running run, if any (its report is kept: report())."""
+        self.close_stream()
+
+    def request_stop(self):
+        """Asks the current run to stop soon (thread-safe); iteration ends after the frames in flight."""
+        if self._h is not None:
+            lib.imgpipe_pipeline_request_stop(self._h)
+
+    def report(self):
+        """The report of the last run that ended (or was stopped), as a dict."""
+        s = self._stream() if self._stream is not None else None
+        if s is not None and s._report is None:
+            if not s.done:
+                raise UsageError("the run is still going: iterate it to the end or call stop() first")
+            s._fetch_report()
+        if self._report is None:
+            raise UsageError("no run has ended yet")
+        return self._report
+
+    def close(self):
+        """Stops a running run and frees the pipeline (batches taken stay valid)."""
+        self.close_stream()
+        h, self._h = self._h, None
+        if h is not None:
+            lib.imgpipe_pipeline_destroy(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+@atexit.register
+def _close_streams():
+    # Runs still open at exit: stop them and join their threads while the
+    # interpreter is whole.
+    for s in list(_live_streams):
+        try:
+            s.close()
+        except Exception:
+            pass

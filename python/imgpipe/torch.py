@@ -1,0 +1,72 @@
+"""imgpipe batches as torch tensors for a training loop, in place of a torch DataLoader:
+
+    loader = imgpipe.torch.Loader("configs/w1.yaml", inputs=["photos/"])
+    for epoch in range(epochs):
+        for x, y in loader:               # x: the batch tensor on the GPU (zero copy), y: int64 labels
+            loss = criterion(model(x), y)
+
+Each iteration over the Loader is one run (an epoch) of one kept imgpipe.Pipeline, so the GPU
+decoder, staging ring and device buffers are made once. Under torchrun (or mpirun, srun) every
+process takes its shard of the inputs (input.shard from RANK/WORLD_SIZE, read by the C++ side)
+and the GPU of LOCAL_RANK (devices: auto). Only this module needs torch.
+"""
+import importlib
+
+from ._pipeline import Pipeline
+
+
+def _torch():
+    try:
+        return importlib.import_module("torch")
+    except ImportError as e:
+        raise ImportError(f"imgpipe.torch needs PyTorch, which is not importable here ({e}); "
+                          "imgpipe itself works without it (numpy.from_dlpack(batch))") from e
+
+
+class Loader:
+    """An iterable of (tensor, labels) per batch, like a DataLoader's.
+
+    config, inputs, device, **overrides: as imgpipe.Pipeline. shard: None takes the launcher's
+    environment (RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, SLURM_*: the C++ side reads them), or
+    (rank, world_size) for input.shard. labels_on_device: the labels tensor on the batch's device
+    (non-blocking copy) rather than the CPU.
+
+    The tensor views the batch's memory (torch.from_dlpack: the current torch stream waits for the
+    batch, and the memory returns to the pipeline when the tensor is freed, after that stream's
+    work). Keep fewer than staging.slots tensors alive at once, or the next batch cannot come
+    (imgpipe.UsageError); the pipeline waits while they are held.
+    """
+
+    def __init__(self, config=None, inputs=None, device=None, shard=None, labels_on_device=True, **overrides):
+        self._torch = _torch()
+        if shard is not None:
+            rank, world = shard
+            overrides.setdefault("input.shard", {"rank": int(rank), "world_size": int(world)})
+        self.pipeline = Pipeline(config, inputs=inputs, device=device, **overrides)
+        self.labels_on_device = labels_on_device
+
+    def __iter__(self):
+        torch = self._torch
+        for batch in self.pipeline:
+            x = torch.from_dlpack(batch)
+            y = torch.tensor(batch.labels, dtype=torch.int64)
+            if self.labels_on_device and getattr(x, "is_cuda", False):
+                y = y.to(x.device, non_blocking=True)
+            del batch  # the tensor holds the memory now
+            yield x, y
+
+    def report(self):
+        """The last epoch's report (a dict): throughput per stage, inputs, shard, ..."""
+        return self.pipeline.report()
+
+    def stop(self):
+        self.pipeline.stop()
+
+    def close(self):
+        self.pipeline.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
