@@ -14,6 +14,7 @@ from . import _errors
 API_VERSION = 1  # IMGPIPE_C_API_VERSION this package speaks
 
 OK, END, TIMEOUT = 0, 1, 2
+E_USAGE = -6
 CONFIG_FILE, CONFIG_YAML = 0, 1
 FLOAT32, FLOAT16, UINT8 = 0, 1, 2
 NCHW, NHWC = 0, 1

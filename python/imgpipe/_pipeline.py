@@ -314,8 +314,8 @@ class Stream:
                 if status == _capi.END:
                     self._finish()
                     return None
-                if status < 0:
-                    self._finish(status)
+                if status < 0 and status != _capi.E_USAGE:
+                    self._finish(status)  # what ended the run (a usage error did not end it)
                 check(status)
                 return Batch(out.value)
         except KeyboardInterrupt:

@@ -1,0 +1,74 @@
+"""C++ exceptions arrive as imgpipe exceptions with the same message and their fields."""
+import shutil
+
+import pytest
+
+import imgpipe
+from conftest import SAMPLES, sample_images
+
+SMALL = {"resize": {"width": 16, "height": 16}}
+
+
+def drain(p):
+    return sum(len(b) for b in p)
+
+
+def test_an_unknown_key_is_a_config_error_naming_it(tmp_path):
+    f = tmp_path / "bad.yaml"
+    f.write_text("input:\n  paths: [x]\nbatch:\n  sise: 4\n")
+    with pytest.raises(imgpipe.ConfigError) as e:
+        imgpipe.Pipeline(f)
+    assert "batch.sise" in str(e.value) and "size" in str(e.value)  # the key and the nearest one
+    assert e.value.key == "batch.sise" and e.value.line == 4
+    assert str(f) in str(e.value)
+    assert isinstance(e.value, imgpipe.Error) and isinstance(e.value, RuntimeError)
+
+
+def test_config_errors_in_overrides_and_values():
+    with pytest.raises(imgpipe.ConfigError, match=r"batch\.colour.*\[in overrides\]"):
+        imgpipe.Pipeline(None, inputs=[SAMPLES], batch={"colour": 1})
+    with pytest.raises(imgpipe.ConfigError, match=r"batch\.size") as e:
+        imgpipe.Pipeline({"input": {"paths": [str(SAMPLES)]}, "batch": {"size": 0}})
+    assert e.value.key == "batch.size" and "range" in e.value.reason
+    with pytest.raises(imgpipe.ConfigError, match="malformed YAML"):
+        imgpipe.Pipeline("input: [unclosed\n")
+    with pytest.raises(imgpipe.ConfigError, match="cannot open config file"):
+        imgpipe.Pipeline("no/such/config.yaml")
+    with pytest.raises(imgpipe.ConfigError, match="devices"):
+        drain(imgpipe.Pipeline(None, inputs=[SAMPLES], device="gpu-please", transform=SMALL))
+
+
+def test_a_missing_input_path_is_a_config_error_naming_it(tmp_path):
+    missing = tmp_path / "not_there"
+    with pytest.raises(imgpipe.ConfigError) as e:
+        drain(imgpipe.Pipeline(None, inputs=[missing], device="cpu", transform=SMALL))
+    assert str(missing) in str(e.value) and e.value.key == "input.paths"
+
+
+def test_a_corrupt_image_under_fail_is_an_input_error(tmp_path):
+    for i, p in enumerate(sample_images()[:5]):
+        shutil.copy(p, tmp_path / f"a{i}.jpg" if p.suffix == ".jpg" else tmp_path / f"a{i}.png")
+    bad = tmp_path / "a2_bad.jpg"
+    bad.write_bytes(b"\xff\xd8\xff\xe0" + b"not really a jpeg" * 50)
+    p = imgpipe.Pipeline(None, inputs=[tmp_path], device="cpu", transform=SMALL,
+                         input={"on_error": "fail"}, batch={"size": 1})
+    delivered = []
+    with pytest.raises(imgpipe.InputError) as e:
+        for b in p:
+            delivered.append(b.samples[0].path)
+    assert e.value.path == str(bad) and str(bad) in str(e.value) and e.value.frame == -1
+    assert e.value.reason and e.value.reason in str(e.value)
+    # The batches before it in input order came first.
+    assert delivered == [str(tmp_path / n) for n in ("a0.jpg", "a1.jpg", "a2.jpg")]
+    assert "inputs" in p.report()  # the run's report is kept
+    # Under skip (the default) it is reported and the run goes on.
+    p = imgpipe.Pipeline(None, inputs=[tmp_path], device="cpu", transform=SMALL)
+    assert drain(p) == 5
+    fails = p.report()["inputs"]["failures"]
+    assert [f["path"] for f in fails] == [str(bad)]
+
+
+def test_errors_keep_their_class_names():
+    for name in ("Error", "ConfigError", "InputError", "CudaError", "Interrupted", "UsageError"):
+        cls = getattr(imgpipe, name)
+        assert issubclass(cls, imgpipe.Error) and cls.__name__ == name

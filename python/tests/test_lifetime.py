@@ -1,0 +1,98 @@
+"""Lifetime: a batch's memory stays valid, and unchanged, while the Batch or any array made from it
+lives; the staging slot returns when the last is gone (back-pressure: the pipeline holds at most
+staging.slots batches, so a caller holding them all gets UsageError instead of a hang)."""
+import gc
+
+import numpy as np
+import pytest
+
+import imgpipe
+from conftest import sample_images
+
+SMALL = {"resize": {"width": 32, "height": 24}}
+
+
+def test_a_batch_kept_past_the_next_iterations_stays_intact(host):
+    p = host(batch={"size": 2}, transform=SMALL, staging={"slots": 3})
+    kept, copies = None, None
+    later = 0
+    for b in p:
+        if kept is None:
+            kept, copies = b, np.from_dlpack(b).copy()
+        else:
+            later += 1
+            assert np.array_equal(np.from_dlpack(kept), copies)  # while others flow through
+        if later == 3:
+            break
+    assert np.array_equal(np.from_dlpack(kept), copies)
+    assert kept.samples[0].path == str(sample_images()[0])
+
+
+def test_an_array_from_dlpack_keeps_the_memory_after_the_batch_is_gone(host):
+    p = host(batch={"size": 2}, transform=SMALL, staging={"slots": 2})
+    arrays, copies = [], []
+    for b in p:
+        a = np.from_dlpack(b)
+        del b
+        gc.collect()
+        if len(arrays) < 1:
+            arrays.append(a)
+            copies.append(a.copy())
+        # Later batches come (the kept array holds one of the two slots) and do not overwrite it.
+        assert np.array_equal(arrays[0], copies[0])
+        del a  # else the next batch could not come: this and the kept one hold both slots
+    assert np.array_equal(arrays[0], copies[0])
+
+
+def test_the_slot_returns_when_the_last_view_is_gone(host):
+    p = host(batch={"size": 2}, transform=SMALL, staging={"slots": 2})
+    with p.start() as s:
+        first = s.next()
+        view = np.from_dlpack(first)
+        first.release()
+        second = s.next()
+        # The caller holds both slots (one through the array): no batch could come.
+        with pytest.raises(imgpipe.UsageError):
+            s.next()
+        del view
+        gc.collect()
+        third = s.next()  # the array's slot came back
+        assert third is not None and third.index == 2
+        second.release()
+        third.release()
+
+
+def test_an_unconsumed_capsule_drops_its_hold(host):
+    p = host(batch={"size": 2}, transform=SMALL, staging={"slots": 2})
+    with p.start() as s:
+        b = s.next()
+        for _ in range(5):
+            b.__dlpack__()  # never consumed: its destructor deletes the tensor
+        b.release()
+        gc.collect()
+        held = [s.next(), s.next()]  # both slots free again
+        assert all(h is not None for h in held)
+
+
+def test_release_is_idempotent_and_a_released_batch_says_so(host):
+    b = next(iter(host(batch={"size": 2}, transform=SMALL)))
+    shape = b.shape
+    b.release()
+    b.release()
+    assert b.shape == shape
+    with pytest.raises(imgpipe.UsageError):
+        b.samples
+    with pytest.raises(imgpipe.UsageError):
+        np.from_dlpack(b)
+
+
+def test_batches_outlive_their_pipeline(host):
+    p = host(batch={"size": 4}, transform=SMALL, staging={"slots": 3})
+    s = p.start()
+    b = s.next()
+    want = np.from_dlpack(b).copy()
+    s.close()
+    p.close()
+    del s, p
+    gc.collect()
+    assert np.array_equal(np.from_dlpack(b), want)
