@@ -19,9 +19,11 @@ packages=(build-essential cmake ninja-build pkg-config
           libopencv-dev libtbb-dev libyaml-cpp-dev doctest-dev libcli11-dev
           libspdlog-dev libfmt-dev nlohmann-json3-dev
           libjpeg-dev  # JPEG decode with libjpeg warnings; tests write CMYK JPEGs
-          opencv-doc)  # tests: real videos and images (/usr/share/doc/opencv-doc/examples/data)
+          opencv-doc   # tests: real videos and images (/usr/share/doc/opencv-doc/examples/data)
+          libdlpack-dev python3 python3-numpy)  # the C API's DLPack tensors; `import imgpipe` (build/python)
 if [ "$what" = test ]; then
   packages+=(openmpi-bin    # tests: three ranks of a real launcher (mpirun) dump into one folder
+             python3-pytest python3-opencv  # tests: the Python package (pytest, cv2.dnn.blobFromImage)
              dpkg-dev file) # tests: cpack -G DEB (dpkg-shlibdeps reads the binary's dependencies)
 fi
 # Only for `test`: the HTML report rendered in headless Chromium
@@ -53,6 +55,7 @@ case "$what" in
   run)
     "$builddir/pipeline/imgpipe" --config configs/pipeline.yaml --report "$builddir/report.json"
     echo "setup: JSON report in $builddir/report.json"
+    echo "setup: the Python package: export PYTHONPATH=$PWD/$builddir/python"
     ;;
   test)
     ctest --test-dir "$builddir" --output-on-failure ${JOBS:+-j "$JOBS"}

@@ -92,3 +92,19 @@ def test_loader_with_real_torch_on_the_host_backend():
         assert isinstance(x, torch.Tensor) and x.device.type == "cpu" and y.dtype == torch.int64
         total += x.shape[0]
     assert total == len(sample_images())
+
+
+def test_the_train_loop_sample(source_dir):
+    script = source_dir / "samples" / "python" / "train_loop.py"
+    try:
+        import torch  # noqa: F401
+        have_torch = True
+    except ImportError:
+        have_torch = False
+    out = subprocess.run([sys.executable, str(script), "--steps", "3", "--device", "cpu", "--size", "32"],
+                         capture_output=True, text=True, timeout=300)
+    if have_torch:
+        assert out.returncode == 0, out.stderr
+        assert "train_loop: 3 steps" in out.stdout
+    else:  # says so clearly, exit 2
+        assert out.returncode == 2 and "PyTorch is not installed here" in out.stderr, out.stderr
