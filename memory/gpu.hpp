@@ -56,6 +56,9 @@ class Event {
   Event& operator=(const Event&) = delete;
 
   void record(const Stream& s);
+  // Records on a stream this layer did not make (a cudaStream_t of the
+  // application's, on this event's device; null: the legacy default stream).
+  void record_on(CUstream_st* raw);
   void synchronize() const;  // throws CudaError (a sticky error from earlier work surfaces here)
   bool ready() const;        // cudaEventQuery; true when empty
   // Milliseconds between two recorded timing events (0 when empty).
@@ -68,6 +71,10 @@ class Event {
   int device_ = -1;
   bool recorded_ = false;
 };
+
+// Work enqueued on `s` (a cudaStream_t, any origin) after this call waits for
+// `e` (cudaStreamWaitEvent); nothing for an empty or unrecorded event.
+void stream_wait_event(CUstream_st* s, const Event& e);
 
 // Host -> device copy enqueued on `s` (memcpy when s has device -1).
 void copy_h2d_async(void* dst, const void* src, std::size_t bytes, const Stream& s);

@@ -21,9 +21,12 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,13 @@ namespace imgpipe::memory {
 
 class StagingRing;
 
+// acquire() found every slot held after abandon(): the run that waited is
+// being torn down while its consumer keeps batches.
+class RingAbandoned : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Write-only view of one slot. Cheap to copy; valid until the slot is released.
 class SlotWriter {
  public:
@@ -49,6 +59,13 @@ class SlotWriter {
 
  private:
   friend class StagingRing;
+
+// acquire() found every slot held after abandon(): the run that waited is
+// being torn down while its consumer keeps batches.
+class RingAbandoned : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
   SlotWriter(unsigned char* p, std::size_t capacity, int slot) : p_(p), capacity_(capacity), slot_(slot) {}
   unsigned char* p_;
   std::size_t capacity_;
@@ -87,8 +104,12 @@ class StagingRing {
   StagingRing(const StagingRing&) = delete;
   StagingRing& operator=(const StagingRing&) = delete;
 
-  // Next slot in ring order; blocks until the work that read it last (its
-  // release) is done. Time spent blocked is added to wait_seconds().
+  // The next slot in ring order that is not held (acquired and not yet
+  // released; when every slot is held, waits for a release), then waits
+  // until the work that read it last (its release) is done. Time spent
+  // blocked is added to wait_seconds(). After abandon(), throws
+  // RingAbandoned instead of waiting for a held slot. acquire() and
+  // release() may be called from different threads.
   SlotWriter acquire();
 
   // Enqueue a host->device copy of the first `bytes` of `slot` on `stream`.
@@ -96,8 +117,15 @@ class StagingRing {
   // The device address of a slot in zero-copy mode (mapped memory); nullptr otherwise.
   const void* device_pointer(int slot) const noexcept;
 
-  // Records the slot's release on `stream` (any device) after the work that reads it.
+  // Records the slot's release on `stream` (any device) after the work that
+  // reads it; the slot may be acquired again. Any thread.
   void release(int slot, const gpu::Stream& stream);
+  // Wakes a waiting acquire() and makes it throw RingAbandoned (and any
+  // later one that would wait); abandon(false) ends that (a kept ring's next
+  // run). Any thread.
+  void abandon(bool on = true);
+  // Slots acquired and not yet released. Any thread.
+  int held() const;
 
   // Waits for every slot's outstanding work (used at shutdown).
   void drain();
@@ -135,6 +163,9 @@ class StagingRing {
   std::size_t slot_bytes_;
   MemoryKind kind_ = MemoryKind::pageable;
   bool zero_copy_ = false;
+  mutable std::mutex m_;  // next_ and each slot's held and release event
+  std::condition_variable released_cv_;
+  bool abandoned_ = false;
   int next_ = 0;
   std::atomic<long long> wait_ns_{0};
   std::atomic<std::uint64_t> acquires_{0};

@@ -31,6 +31,7 @@ std::unique_ptr<BatchSlot> make_slot(int i, const BatchLayout& l) {
   auto s = std::make_unique<BatchSlot>();
   s->slot = i;
   s->samples.resize(l.batch_size);
+  s->t0.resize(l.batch_size);
   if (l.per_image_geometry) s->images.resize(l.batch_size);
   s->out_sample_bytes = l.out_sample_bytes;
   DeviceBatch& b = s->batch;
@@ -46,6 +47,8 @@ std::unique_ptr<BatchSlot> make_slot(int i, const BatchLayout& l) {
 void BatchSlot::remove(int i) {
   samples.erase(samples.begin() + i);
   samples.emplace_back();  // keeps batch.size entries
+  t0.erase(t0.begin() + i);
+  t0.emplace_back();
   if (!images.empty()) {
     images.erase(images.begin() + i);
     images.emplace_back();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -68,6 +69,8 @@ struct BatchSlot {
   std::size_t staged_bytes = 0;   // bytes written into the slot
   std::size_t out_sample_bytes = 0;
   std::vector<SampleId> samples;  // size = batch.size; first `count` valid
+  // When each sample left the source (Sample::t0), for the latency figures.
+  std::vector<std::chrono::steady_clock::time_point> t0;
   std::vector<kernels::SrcImage> images;  // GPU resize: where each sample's frame is (from d_input)
   std::vector<GpuJpegSample> jpegs;       // GPU decode: this batch's JPEGs for the engines
   std::size_t frame_bytes = 0;            // GPU decode: bytes used in the device frame area

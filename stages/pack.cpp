@@ -68,7 +68,7 @@ void Pack::place_gpu_jpeg(const FrameView& f) {
 }
 
 Tally Pack::run(Work& w) {
-  if (w.kind == Work::Kind::flush) return flush(w);
+  if (!w.is_sample()) return flush(w);  // end of input, or batch.timeout_ms
   if (w.failed()) {
     failures_.push_back({w.sample.input->path, w.sample.frame, w.sample.error});
     if (on_error_ == OnError::fail) throw InputError(w.sample.input->path, w.sample.frame, w.sample.error);
@@ -88,6 +88,7 @@ Tally Pack::run(Work& w) {
   id.path = w.sample.input->path;  // reuses the string's capacity
   id.frame = w.sample.frame;
   id.decoded_on_gpu = on_gpu;
+  current_->t0[current_->count] = w.sample.t0;
   ++packed_;
   if (++current_->count == cfg_.size) {
     w.batch = current_;

@@ -180,6 +180,9 @@ void Probe::steer() {
 Tally Probe::run(Work& w) {
   int width = 0, height = 0;
   if ((++seen_ & 63) == 0) steer();
+  // A pushed image stays on the CPU: a JPEG the engines reject is decoded
+  // again on the CPU from its file, and a pushed one has none.
+  if (w.preloaded) return {1, 0};
   if (!gpu_able(w, width, height)) return {1, 0};
   ++gpu_able_;
   if (!steering_.take_gpu()) return {1, 0};

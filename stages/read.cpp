@@ -61,7 +61,8 @@ Tally Read::run(Work& w) const {
     w.sample.error = w.sample.input->error;
     return {0, 0};
   }
-  w.sample.error = read_file(w.sample.input->path, w.pixels.bytes);
+  if (!w.preloaded) w.sample.error = read_file(w.sample.input->path, w.pixels.bytes);
+  else if (w.pixels.bytes.empty()) w.sample.error = "empty image (0 bytes pushed)";
   return {1, w.pixels.bytes.size()};
 }
 

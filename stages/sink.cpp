@@ -11,9 +11,10 @@
 
 namespace imgpipe::stages {
 
-Sink::Sink(const SinkConfig& cfg, const ShardSpec& shard, memory::StagingRing& ring, const BatchCallback& callback)
+Sink::Sink(const SinkConfig& cfg, const ShardSpec& shard, memory::StagingRing& ring, const BatchCallback& callback,
+           BatchHandoff handoff)
     : Stage("sink", false), cfg_(cfg), folder_(dump_folder(cfg.dir, shard).string()), ring_(ring),
-      callback_(callback) {
+      callback_(callback), handoff_(std::move(handoff)) {
   if (cfg_.type == SinkType::dump) {
     std::error_code ec;
     std::filesystem::create_directories(folder_, ec);
@@ -114,8 +115,17 @@ Tally Sink::run(Work& w) {
     fill(b);
     const BatchRecord rec{b.index, static_cast<std::uint64_t>(b.count),
                           cfg_.type == SinkType::discard ? checksum_on_device(b) : dump(b)};
+    // Both waited for the batch's GPU work: it is ready now.
+    const auto ready = std::chrono::steady_clock::now();
+    for (int i = 0; i < b.count; ++i)
+      latency_.add(std::chrono::duration<double, std::milli>(ready - b.t0[i]).count());
     if (callback_) callback_(b.batch);
     records_.push_back(rec);
+    if (handoff_) {
+      handoff_(b);  // the slot is the hand-off's now
+      delivered_ += b.count;
+      return {1, b.batch.bytes};
+    }
   } catch (...) {
     try {
       release();

@@ -9,7 +9,12 @@
 //    prepare_dump_folder() the pipeline calls before the run);
 //  - then the library callback, if any;
 //  - then the slot's release event, after whatever the callback enqueued on
-//    the batch's stream.
+//    the batch's stream; or, with a hand-off (the pull API), the batch goes
+//    to the hand-off, which releases the slot later (the sink releases it
+//    only when something before the hand-off threw).
+// Each delivered sample's latency (from Sample::t0 to the batch being ready:
+// the checksum or the dump has waited for the batch's GPU work) goes into
+// latency().
 #pragma once
 
 #include <fstream>
@@ -18,20 +23,27 @@
 #include "imgpipe/config.hpp"
 #include "imgpipe/report.hpp"
 #include "input_order.hpp"
+#include "latency.hpp"
 #include "stage.hpp"
 
 namespace imgpipe::stages {
+
+// Takes a delivered batch's slot over (the pull API): from then on the slot
+// is the hand-off's to release (BatchSlot::dev->in_flight included).
+using BatchHandoff = std::function<void(BatchSlot&)>;
 
 class Sink : public Stage<Sink, Takes::batches> {
  public:
   // `shard`: this process's rank, which names its dump folder. Throws Error
   // when the dump folder or its manifest cannot be created.
-  Sink(const SinkConfig& cfg, const ShardSpec& shard, memory::StagingRing& ring, const BatchCallback& callback);
+  Sink(const SinkConfig& cfg, const ShardSpec& shard, memory::StagingRing& ring, const BatchCallback& callback,
+       BatchHandoff handoff = {});
   // Delivers the batch, then releases its slot (also when the callback throws).
   Tally run(Work& w);
 
   std::uint64_t delivered() const noexcept { return delivered_; }
   const std::vector<BatchRecord>& records() const noexcept { return records_; }
+  const LatencyHistogram& latency() const noexcept { return latency_; }
 
   // Writes a .npy file (version 1.0) of `bytes` at `data`.
   static void write_npy(const std::string& path, const void* data, std::size_t bytes, DType dtype,
@@ -45,6 +57,8 @@ class Sink : public Stage<Sink, Takes::batches> {
   std::uint64_t checksum_on_device(BatchSlot& b);
   std::uint64_t dump(BatchSlot& b);
   BatchCallback callback_;  // a copy: the caller's may be a temporary
+  BatchHandoff handoff_;
+  LatencyHistogram latency_;
   std::uint64_t delivered_ = 0;
   std::vector<BatchRecord> records_;
   std::vector<unsigned char> host_copy_;  // dump: the batch copied back

@@ -312,8 +312,9 @@ InputList build_input_list(const InputConfig& cfg) {
 }
 
 Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, int video_ahead,
-               const std::atomic<bool>& stop)
-    : items_(items), stop_(stop) {
+               const std::atomic<bool>& stop, LiveOptions live)
+    : items_(items), stop_(stop), live_(std::move(live)) {
+  live_.batch_size = std::max(1, live_.batch_size);
   if (std::any_of(items.begin(), items.end(), [](const InputItem& i) { return i.video; })) {
     videos_ = std::make_unique<VideoPrefetcher>(items, VideoOptions{video.start, video.stride, video.max_frames},
                                                 video_ahead);
@@ -341,6 +342,56 @@ void Source::finish_video() {
   in_video_ = false;
   ++next_;
   videos_->prefetch(next_);
+}
+
+void Source::fill_pushed(Work& w) {
+  PushedItem& it = pushed_item_;
+  w.reset_for(it.encoded ? Work::Kind::image : Work::Kind::video_frame, next_, nullptr);
+  w.own_input.path = std::move(it.id);
+  w.own_input.error.clear();
+  w.own_input.frame = -1;
+  w.own_input.video = false;
+  w.own_input.label = it.label;
+  w.sample.input = &w.own_input;
+  w.sample.t0 = it.pushed;  // the latency starts when the application handed it over
+  if (it.encoded) {
+    w.preloaded = true;
+    std::swap(w.pixels.bytes, it.bytes);  // it.bytes keeps the Work's old buffer for the next item
+  } else {
+    cv::Mat& m = w.pixels.decoded;
+    m.create(it.height, it.width, CV_8UC3);  // reuses the Work's buffer when the size repeats
+    std::memcpy(m.data, it.bytes.data(), m.total() * m.elemSize());
+    stats_.bytes += m.total() * m.elemSize();
+  }
+  ++next_;
+  ++emitted_;
+  ++stats_.items;
+  note_sample();
+}
+
+void Source::note_sample() {
+  if (live_.batch_timeout.count() <= 0) return;
+  if (since_cut_ == 0) {
+    cut_pending_ = true;
+    cut_deadline_ = std::chrono::steady_clock::now() + live_.batch_timeout;
+  }
+  if (++since_cut_ >= live_.batch_size) {  // a full batch goes on its own
+    since_cut_ = 0;
+    cut_pending_ = false;
+  }
+}
+
+Work* Source::cut(Work* w) {
+  w->reset_for(Work::Kind::cut, next_, nullptr);
+  since_cut_ = 0;
+  cut_pending_ = false;
+  return w;
+}
+
+Work* Source::end_pushed(Work* w) {
+  end_of_input();
+  w->reset_for(Work::Kind::flush, next_, nullptr);
+  return w;
 }
 
 void Source::end_of_input() {

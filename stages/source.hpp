@@ -15,12 +15,15 @@
 // input_order.hpp.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "imgpipe/config.hpp"
+#include "imgpipe/push_source.hpp"
 #include "core/fault.hpp"
 #include "input_order.hpp"
 #include "stage.hpp"
@@ -71,10 +74,24 @@ InputList build_input_list(const InputConfig& cfg);
 // threads. A video that cannot be opened, has no frames or breaks off becomes,
 // after the frames it did deliver, one failed Work whose `frame` is where it
 // stopped. Stops early when `stop` becomes true.
+//
+// With a PushSource (`live.pushed`), the items come from the application
+// instead of `items`: an encoded image becomes an image Work whose bytes are
+// already there (`preloaded`), a frame a video_frame Work; the end is the
+// source's close(). With `live.batch_timeout` > 0 and a partial batch
+// pending (fewer than `live.batch_size` samples handed out since the last
+// cut) for that long after its first sample, a `cut` Work tells pack to emit
+// it (batch.timeout_ms).
+struct LiveOptions {
+  std::shared_ptr<PushSource> pushed;
+  std::chrono::milliseconds batch_timeout{0};
+  int batch_size = 1;
+};
+
 class Source {
  public:
   Source(const std::vector<InputItem>& items, const VideoConfig& video, int video_ahead,
-         const std::atomic<bool>& stop);
+         const std::atomic<bool>& stop, LiveOptions live = {});
   ~Source();
   Source(const Source&) = delete;
   Source& operator=(const Source&) = delete;
@@ -86,6 +103,7 @@ class Source {
     const nvtx::Range range("source", next_);
     BusyTimer t(stats_);
     if (done_) return nullptr;
+    if (live_.pushed) return next_pushed(acquire);
     for (;;) {
       if (next_ >= items_.size() || stop_.load(std::memory_order_relaxed)) {
         end_of_input();
@@ -122,12 +140,48 @@ class Source {
 
   // Work items emitted: one per image, per video frame and per failed video.
   std::uint64_t emitted() const noexcept { return emitted_; }
-  // Input items never started (0 unless stopped early).
-  std::size_t not_reached() const noexcept { return items_.size() - next_ - (in_video_ ? 1 : 0); }
+  // Input items never started (0 unless stopped early; pushed items queued
+  // when the run stopped count as not reached: PushSource::size()).
+  std::size_t not_reached() const noexcept {
+    if (live_.pushed) return live_.pushed->size();
+    return items_.size() - next_ - (in_video_ ? 1 : 0);
+  }
   // True when every item was handed out to its end (not stopped early).
-  bool complete() const noexcept { return next_ >= items_.size(); }
+  bool complete() const noexcept { return live_.pushed ? pushed_ended_ : next_ >= items_.size(); }
 
  private:
+  // The pushed items' loop: the next item, a cut when the pending batch's
+  // deadline passes, or the flush at the end (close() and drained, or stop).
+  template <typename Acquire>
+  Work* next_pushed(Acquire&& acquire) {
+    using clock = std::chrono::steady_clock;
+    constexpr auto poll = std::chrono::milliseconds(20);  // how soon a stop request is seen
+    for (;;) {
+      if (stop_.load(std::memory_order_relaxed)) return end_pushed(acquire());
+      const clock::time_point now = clock::now();
+      clock::duration wait = poll;
+      if (cut_pending_) {
+        if (now >= cut_deadline_) return cut(acquire());
+        wait = std::min<clock::duration>(wait, cut_deadline_ - now);
+      }
+      const PushSource::Take got = live_.pushed->take(pushed_item_, wait);
+      stats_.add_wait(clock::now() - now);  // waiting for the application is not the source's work
+      if (got == PushSource::Take::end) {
+        pushed_ended_ = true;
+        return end_pushed(acquire());
+      }
+      if (got == PushSource::Take::got) {
+        Work* w = acquire();
+        fill_pushed(*w);
+        return w;
+      }
+    }
+  }
+  void fill_pushed(Work& w);     // pushed_item_ into w, counted
+  Work* cut(Work* w);            // a cut Work; the pending batch starts afresh
+  Work* end_pushed(Work* w);     // the flush Work at the end
+  void note_sample();            // batch.timeout_ms bookkeeping for one handed-out sample
+
   enum class Step { image, frame, failure, end };
   Step video_step();    // the current video's next frame, its failure or its end
   void finish_video();  // closes the current video's reader and moves to the next item
@@ -145,6 +199,12 @@ class Source {
   std::int64_t frame_index_ = -1;
   std::string failure_;
   std::int64_t failure_frame_ = -1;
+  LiveOptions live_;
+  PushedItem pushed_item_;
+  bool pushed_ended_ = false;
+  int since_cut_ = 0;        // samples handed out since the last cut (or full batch)
+  bool cut_pending_ = false;
+  std::chrono::steady_clock::time_point cut_deadline_;
 };
 
 }  // namespace imgpipe::stages

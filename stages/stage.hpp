@@ -27,6 +27,7 @@ struct InputItem {
   std::int64_t frame = -1;
   std::string error;  // non-empty: discovery already failed (missing path, unreadable directory)
   bool video = false;  // a video file (is_video_path): the source stage decodes its frames
+  std::int64_t label = -1;  // the sample's label (-1: none)
 };
 
 // What a stage's items are.
@@ -76,6 +77,9 @@ struct Sample {
   const InputItem* input = nullptr;  // null on the flush token
   std::int64_t frame = -1;           // frame index within a video; -1 for still images
   std::string error;                 // non-empty: this input failed, with the reason
+  // When the source handed it out (a pushed item: when push() took it): the
+  // start of the sample's latency (Report::latency).
+  std::chrono::steady_clock::time_point t0;
 };
 
 // The frame the pack stage copies into the slot (u8 HWC, or the normalised
@@ -117,6 +121,7 @@ struct Work {
     image,        // an image file: read and decode fill `pixels`
     video_frame,  // a video frame the source decoded (`pixels.decoded`)
     flush,        // end of input: pack emits the partial batch
+    cut,          // batch.timeout_ms passed with a partial batch pending: pack emits it; the run goes on
   };
   Kind kind = Kind::image;
   Route route = Route::cpu;
@@ -124,8 +129,14 @@ struct Work {
   Pixels pixels;
   SlotPosition dest;
   BatchSlot* batch = nullptr;  // set by pack on the token that completes a batch
+  // An item the application pushed (PushSource): `sample.input` points
+  // here, and an encoded one arrives with its bytes (`preloaded`: the read
+  // stage has nothing to read).
+  InputItem own_input;
+  bool preloaded = false;
 
   bool failed() const noexcept { return !sample.error.empty(); }
+  bool is_sample() const noexcept { return kind == Kind::image || kind == Kind::video_frame; }
   void reset_for(Kind k, std::uint64_t seq, const InputItem* in) {
     kind = k;
     route = Route::cpu;
@@ -133,6 +144,8 @@ struct Work {
     sample.input = in;
     sample.frame = in ? in->frame : -1;
     sample.error.clear();
+    sample.t0 = std::chrono::steady_clock::now();
+    preloaded = false;
     pixels.bytes.clear();
     pixels.out = {};
     dest = {};
@@ -172,7 +185,7 @@ class Stage {
     if (!takes(*w)) return w;
     const nvtx::Range range(stats_.name.c_str(), fault_key(*w));
     BusyTimer t(stats_);
-    if (w->kind != Work::Kind::flush) fault::check(stats_.name, fault_key(*w));
+    if (w->is_sample()) fault::check(stats_.name, fault_key(*w));
     const Tally n = static_cast<Derived&>(*this).run(*w);
     stats_.items += n.items;
     stats_.bytes += n.bytes;
@@ -181,7 +194,7 @@ class Stage {
 
   static bool takes(const Work& w) noexcept {
     switch (T) {
-      case Takes::samples: return w.kind != Work::Kind::flush && !w.failed() && w.route == Route::cpu;
+      case Takes::samples: return w.is_sample() && !w.failed() && w.route == Route::cpu;
       case Takes::encoded_samples: return w.kind == Work::Kind::image && !w.failed() && w.route == Route::cpu;
       case Takes::every_token: return true;
       case Takes::staged_frames: return w.dest.writer.has_value();

@@ -85,6 +85,10 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
     if (d.engines_ready_s > 0) os << fmt::format(" | engines ready {:.2f} s into the run", d.engines_ready_s);
     os << "\n";
   }
+  if (r.latency.samples)
+    os << fmt::format("latency (source -> batch ready), {}: p50 {:.1f} ms, p95 {:.1f} ms, p99 {:.1f} ms, max {:.1f} ms\n",
+                      count(r.latency.samples, "samples"), r.latency.p50_ms, r.latency.p95_ms, r.latency.p99_ms,
+                      r.latency.max_ms);
   if (r.devices.size() > 1)
     for (const auto& dev : r.devices)
       os << fmt::format("  device {}: {}, {} copied in {:.3f} s = {:.2f} GB/s\n", dev.device,
@@ -183,6 +187,8 @@ std::string Report::to_json(int indent) const {
                  {"gpu_images_per_s", decode.gpu_images_per_s},
                  {"cpu_images_per_s", decode.cpu_images_per_s},
                  {"gpu_share", decode.gpu_share}};
+  j["latency"] = {{"samples", latency.samples}, {"p50_ms", latency.p50_ms}, {"p95_ms", latency.p95_ms},
+                  {"p99_ms", latency.p99_ms}, {"max_ms", latency.max_ms}};
   j["batches"] = batches;
   nlohmann::json recs = nlohmann::json::array();
   for (const auto& r : batch_records)

@@ -159,6 +159,22 @@ void Event::record(const Stream& s) {
 #endif
   recorded_ = true;
 }
+void Event::record_on(CUstream_st* raw) {
+#if IMGPIPE_HAS_CUDA
+  if (e_) IMGPIPE_CUDA_TRY(cudaEventRecord(e_, raw));
+#else
+  (void)raw;
+#endif
+  recorded_ = true;
+}
+void stream_wait_event(CUstream_st* s, const Event& e) {
+#if IMGPIPE_HAS_CUDA
+  if (s && e.get() && e.recorded()) IMGPIPE_CUDA_TRY(cudaStreamWaitEvent(s, e.get(), 0));
+#else
+  (void)s;
+  (void)e;
+#endif
+}
 void Event::synchronize() const {
 #if IMGPIPE_HAS_CUDA
   if (e_ && recorded_) IMGPIPE_CUDA_TRY(cudaEventSynchronize(e_));

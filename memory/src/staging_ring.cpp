@@ -28,6 +28,7 @@ struct StagingRing::Slot {
   // slot's users are serialised by the pipeline).
   std::map<int, gpu::Event> released;
   gpu::Event* last = nullptr;
+  bool held = false;  // acquired and not yet released
 };
 
 void SlotWriter::write(std::size_t offset, const void* src, std::size_t bytes) const {
@@ -110,14 +111,32 @@ StagingRing::~StagingRing() {
 }
 
 SlotWriter StagingRing::acquire() {
-  Slot& s = *slots_[next_];
   const auto t0 = std::chrono::steady_clock::now();
-  if (s.last) s.last->synchronize();
-  wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  std::unique_lock lk(m_);
+  // The next slot in ring order that is not held; with every slot held
+  // (a consumer of the pull API keeps batches), wait for a release.
+  auto free_slot = [&]() -> int {
+    for (int k = 0; k < slots(); ++k) {
+      const int i = (next_ + k) % slots();
+      if (!slots_[i]->held) return i;
+    }
+    return -1;
+  };
+  int i = free_slot();
+  while (i < 0) {
+    if (abandoned_) throw RingAbandoned("staging ring: every slot is held and the run was abandoned");
+    released_cv_.wait(lk);
+    i = free_slot();
+  }
+  Slot& s = *slots_[i];
+  s.held = true;
+  gpu::Event* last = s.last;
+  next_ = (i + 1) % slots();
   ++acquires_;
-  SlotWriter w(static_cast<unsigned char*>(s.host), slot_bytes_, next_);
-  next_ = (next_ + 1) % slots();
-  return w;
+  lk.unlock();
+  if (last) last->synchronize();  // the GPU work that read it last
+  wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  return SlotWriter(static_cast<unsigned char*>(s.host), slot_bytes_, i);
 }
 
 void StagingRing::copy_to_device(int slot, void* d_dst, std::size_t bytes, const gpu::Stream& stream) const {
@@ -130,21 +149,46 @@ const void* StagingRing::device_pointer(int slot) const noexcept {
 }
 
 void StagingRing::release(int slot, const gpu::Stream& stream) {
-  Slot& s = *slots_.at(slot);
-  ++releases_;
-  if (stream.device() < 0) {
-    s.last = nullptr;  // host work is done when it returns
-    return;
+  {
+    std::lock_guard lk(m_);
+    Slot& s = *slots_.at(slot);
+    ++releases_;
+    s.held = false;
+    if (stream.device() < 0) {
+      s.last = nullptr;  // host work is done when it returns
+    } else {
+      auto it = s.released.find(stream.device());
+      if (it == s.released.end()) it = s.released.emplace(stream.device(), gpu::Event(stream.device(), false)).first;
+      it->second.record(stream);
+      s.last = &it->second;
+    }
   }
-  auto it = s.released.find(stream.device());
-  if (it == s.released.end()) it = s.released.emplace(stream.device(), gpu::Event(stream.device(), false)).first;
-  it->second.record(stream);
-  s.last = &it->second;
+  released_cv_.notify_all();
+}
+
+void StagingRing::abandon(bool on) {
+  {
+    std::lock_guard lk(m_);
+    abandoned_ = on;
+  }
+  released_cv_.notify_all();
+}
+
+int StagingRing::held() const {
+  std::lock_guard lk(m_);
+  int n = 0;
+  for (const auto& s : slots_) n += s->held ? 1 : 0;
+  return n;
 }
 
 void StagingRing::drain() {
-  for (auto& s : slots_)
-    if (s->last) s->last->synchronize();
+  std::vector<gpu::Event*> last;
+  {
+    std::lock_guard lk(m_);
+    for (auto& s : slots_)
+      if (s->last) last.push_back(s->last);
+  }
+  for (gpu::Event* e : last) e->synchronize();
 }
 
 StagingMemory StagingRing::memory() const noexcept {

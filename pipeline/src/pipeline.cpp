@@ -5,6 +5,7 @@
 #include <spdlog/logger.h>
 
 #include "engine_cache.hpp"
+#include "pull_run.hpp"
 #include "imgpipe/log.hpp"
 #include "memory/gpu.hpp"
 #include "monitor.hpp"
@@ -27,18 +28,26 @@ struct Pipeline::Impl {
   std::atomic<bool> stop{false};
   detail::EngineCache engines;  // GPU JPEG decoders, kept from run to run
   // The last run's staging ring, device buffers and streams, when it ended
-  // normally: the next run with the same layout takes them.
-  std::unique_ptr<stages::BatchResources> kept;
+  // normally: the next run with the same layout takes them, unless batches
+  // of the pull API still hold some of it.
+  std::shared_ptr<stages::BatchResources> kept;
+  std::weak_ptr<detail::PullRun> pulling;  // the stream of start() while it runs
 
-  std::unique_ptr<stages::BatchResources> resources_for(const stages::BatchLayout& layout) {
-    std::unique_ptr<stages::BatchResources> r = std::move(kept);
-    if (r && r->fits(layout)) {
+  std::shared_ptr<stages::BatchResources> resources_for(const stages::BatchLayout& layout) {
+    std::shared_ptr<stages::BatchResources> r = std::move(kept);
+    if (r && r.use_count() == 1 && r->ring().held() == 0 && r->fits(layout)) {
+      r->ring().abandon(false);
       r->begin_run(engines.source());
       return r;
     }
-    r.reset();  // frees the old ones first
-    return std::make_unique<stages::BatchResources>(layout, engines.source());
+    r.reset();  // frees the old ones first (unless batches still hold them)
+    return std::make_shared<stages::BatchResources>(layout, engines.source());
   }
+
+  // run() and start(): `hooks.handoff` set for the pull API; `on_resources`
+  // sees the resources before the first input.
+  Report run(const BatchCallback& callback, const RunOptions& options, detail::RunHooks hooks,
+             const std::function<void(const std::shared_ptr<stages::BatchResources>&)>& on_resources);
 };
 
 Pipeline::Pipeline(Config config) : impl_(std::make_unique<Impl>()) {
@@ -46,7 +55,12 @@ Pipeline::Pipeline(Config config) : impl_(std::make_unique<Impl>()) {
   impl_->config = std::move(config);
   impl_->engines.warm_up(impl_->config);
 }
-Pipeline::~Pipeline() = default;
+Pipeline::~Pipeline() {
+  // A stream still running uses this Pipeline's settings and stop flag: it
+  // ends first (the batches its caller holds stay valid).
+  if (impl_)
+    if (auto p = impl_->pulling.lock()) p->shut_down();
+}
 Pipeline::Pipeline(Pipeline&&) noexcept = default;
 Pipeline& Pipeline::operator=(Pipeline&&) noexcept = default;
 
@@ -88,10 +102,13 @@ InputCounts count_inputs(const InputConfig& input) {
 }
 
 // checked inputs -> plan -> inputs -> resources -> filter chain -> report.
-Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
-  const Config& cfg = impl_->config;
-  const ClearStopOnExit clear_stop{impl_->stop};
-  stages::check_inputs(cfg.input);  // a missing path is a config error, found before any work
+Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& options, detail::RunHooks hooks,
+                           const std::function<void(const std::shared_ptr<stages::BatchResources>&)>& on_resources) {
+  const Config& cfg = config;
+  const ClearStopOnExit clear_stop{stop};
+  const bool pushed = options.source != nullptr;
+  // A missing path is a config error, found before any work (start() checked already).
+  if (!pushed && !hooks.checked) stages::check_inputs(cfg.input);
   detail::RunTimes times;
   const std::vector<int> devices = detail::select_devices(options.device.value_or(cfg.devices));
   const detail::RunPlan plan = detail::RunPlan::make(
@@ -101,20 +118,25 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
         "frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more", plan.tokens,
         cfg.staging.slots, cfg.batch.size);
   // The dump folder is checked (and, with sink.overwrite, cleared) before any work starts.
-  if (cfg.sink.type == SinkType::dump) stages::prepare_dump_folder(cfg.sink, stages::shard_of(cfg.input));
+  if (cfg.sink.type == SinkType::dump && !hooks.checked)
+    stages::prepare_dump_folder(cfg.sink, stages::shard_of(cfg.input));
   gpu::set_device(plan.devices.front());
   // Discovery on its own thread while the CUDA context, the staging ring and
   // the device buffers are made here (and the JPEG decoders on theirs).
-  auto discovery = std::async(std::launch::async, [&cfg] { return stages::build_input_list(cfg.input); });
-  std::unique_ptr<stages::BatchResources> kept_or_new = impl_->resources_for(plan.layout);
+  auto discovery = std::async(std::launch::async, [&cfg, pushed] {
+    return pushed ? stages::InputList{} : stages::build_input_list(cfg.input);
+  });
+  std::shared_ptr<stages::BatchResources> kept_or_new = resources_for(plan.layout);
   stages::BatchResources& resources = *kept_or_new;
   const stages::InputList inputs = discovery.get();
-  if (inputs.items.empty()) {
-    impl_->kept = std::move(kept_or_new);  // untouched: still good
+  if (inputs.items.empty() && !pushed) {
+    kept = std::move(kept_or_new);  // untouched: still good
     throw no_inputs(cfg.input, inputs.shard);
   }
+  if (on_resources) on_resources(kept_or_new);
 
-  detail::StageSet stages(cfg, plan, inputs, resources, callback, impl_->stop);
+  if (pushed) hooks.live = {options.source, std::chrono::milliseconds(cfg.batch.timeout_ms), cfg.batch.size};
+  detail::StageSet stages(cfg, plan, inputs, resources, callback, stop, hooks);
   times.pipeline = detail::RunTimes::clock::now();
   Timeline timeline;
   {
@@ -125,11 +147,40 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
     timeline = monitor.finish();
   }
   times.end = detail::RunTimes::clock::now();
-  Report report = detail::assemble_report(cfg, plan, stages, resources, times, impl_->stop.load());
+  Report report = detail::assemble_report(cfg, plan, stages, resources, times, stop.load());
   report.shard = {inputs.shard.rank, inputs.shard.world_size, inputs.shard.origin};
   report.timeline = std::move(timeline);
-  impl_->kept = std::move(kept_or_new);  // a run that threw leaves nothing to keep
+  report.latency = stages.sink.latency().summary();
+  kept = std::move(kept_or_new);  // a run that threw leaves nothing to keep
   return report;
+}
+
+Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
+  if (auto p = impl_->pulling.lock(); p && !p->done())
+    throw std::logic_error("Pipeline::run: a stream of this Pipeline (start()) is still running");
+  return impl_->run(callback, options, {}, {});
+}
+
+BatchStream Pipeline::start(const RunOptions& options) {
+  if (auto p = impl_->pulling.lock(); p && !p->done())
+    throw std::logic_error("Pipeline::start: a stream of this Pipeline is still running");
+  // What run() checks before any work, here, so that it throws from start().
+  if (!options.source) stages::check_inputs(impl_->config.input);
+  if (impl_->config.sink.type == SinkType::dump)
+    stages::prepare_dump_folder(impl_->config.sink, stages::shard_of(impl_->config.input));
+  auto run = std::make_shared<detail::PullRun>(impl_->stop);
+  Impl* impl = impl_.get();
+  run->launch([impl, options](detail::PullRun& r) {
+    detail::RunHooks hooks;
+    hooks.checked = true;
+    hooks.handoff = [&r](stages::BatchSlot& b) { r.hand_over(b); };
+    return impl->run({}, options, std::move(hooks),
+                     [&r](const std::shared_ptr<stages::BatchResources>& res) { r.set_resources(res); });
+  });
+  impl_->pulling = run;
+  BatchStream stream;
+  stream.run_ = std::move(run);
+  return stream;
 }
 
 }  // namespace imgpipe

@@ -21,15 +21,17 @@ constexpr double kInitialGpuShare = 0.75;
 }  // namespace
 
 StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,
-                   stages::BatchResources& resources, const BatchCallback& callback, const std::atomic<bool>& stop)
+                   stages::BatchResources& resources, const BatchCallback& callback, const std::atomic<bool>& stop,
+                   const RunHooks& hooks)
     : steering(plan.gpu_decode_adaptive, kInitialGpuShare, plan.threads),
-      source(inputs.items, cfg.input.video, plan.video_ahead, stop),
+      source(inputs.items, cfg.input.video, plan.video_ahead, stop, hooks.live),
       decode(cfg.decode, cfg.transform),
       transform(cfg.transform, !plan.normalize_on_gpu, plan.resize_on_gpu, plan.frame_budget),
       pack(resources, cfg.dispatch, cfg.batch, cfg.input.on_error, plan.layout.decode_bytes),
       transfer(resources),
       gpu_ops(transform.normalize_params(), plan.resize, plan.gpu_op),
-      sink(cfg.sink, inputs.shard, resources.ring(), callback) {
+      sink(cfg.sink, inputs.shard, resources.ring(), callback, hooks.handoff),
+      live(hooks.live.pushed != nullptr) {
   const auto videos = std::count_if(inputs.items.begin(), inputs.items.end(), [](const auto& i) { return i.video; });
   has_videos = videos > 0;
   if (has_videos) sample_unit = static_cast<std::size_t>(videos) == inputs.items.size() ? "frames" : "samples";
@@ -114,7 +116,7 @@ void run_filter_chain(const RunPlan& plan, StageSet& s) {
     const ReleaseOnExit k{&keys.sink};
     s.sink(w);
     if (w->failed()) ++s.failed;
-    if (w->kind != stages::Work::Kind::flush) ++s.finished;
+    if (w->is_sample()) ++s.finished;
     pool.release(w);
   };
   const auto f_read = handoff<Tok>(s.read, nullptr, &keys.end);
@@ -128,7 +130,10 @@ void run_filter_chain(const RunPlan& plan, StageSet& s) {
   const auto f_gpu = handoff<Tok>(s.gpu_ops, &keys.gpu, &keys.end);
   // oneTBB copies each filter body: hand it over through the set-up key.
   auto over = [&](const auto& f) { return HandedOver<std::remove_cvref_t<decltype(f)>>(&f, &keys.setup); };
-  tbb::task_arena arena(plan.threads);
+  // A pushed source's batches can be cut short (batch.timeout_ms), so the
+  // packer may wait for a slot that only the stages after it release: never
+  // with a single thread.
+  tbb::task_arena arena(s.live ? std::max(2, plan.threads) : plan.threads);
   arena.execute([&] {
     tbb::parallel_pipeline(static_cast<std::size_t>(plan.tokens),
                            tbb::make_filter<void, Tok>(filter_mode::serial_in_order, over(next)) &

@@ -21,9 +21,18 @@
 
 namespace imgpipe::detail {
 
+// What a run adds to the configured stages: a push source with the batch
+// timeout (stages::LiveOptions), and the pull API's hand-off at the sink.
+struct RunHooks {
+  stages::LiveOptions live;
+  stages::BatchHandoff handoff;
+  bool checked = false;  // the inputs and the dump folder were checked already (start())
+};
+
 struct StageSet {
   StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,
-           stages::BatchResources& resources, const BatchCallback& callback, const std::atomic<bool>& stop);
+           stages::BatchResources& resources, const BatchCallback& callback, const std::atomic<bool>& stop,
+           const RunHooks& hooks = {});
 
   stages::RouteSteering steering;
   stages::GpuDecodeMeter gpu_decode;
@@ -43,6 +52,7 @@ struct StageSet {
   // input a video) or "samples" (both).
   std::string sample_unit = "images";
   bool has_videos = false;
+  bool live = false;  // the inputs are pushed (RunHooks::live)
 
   // Every stage's statistics, in pipeline order (probe only with GPU decode).
   std::vector<const stages::StageStats*> stats() const;

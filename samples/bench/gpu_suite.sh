@@ -7,7 +7,7 @@
 #
 #   samples/bench/gpu_suite.sh OUT [PHOTOS] [parts...]
 # with programs bundled by ../shared/tools/gpu-bundle into .gpu (see README).
-# parts: tests sanitize kernels memory w1 epochs w1cmp nvjpeg peers decode soak
+# parts: tests sanitize kernels memory w1 epochs w1cmp nvjpeg peers decode live soak
 #   (default: all of them, in this order, whatever order they are given in)
 #
 # Time: the whole call is held to SUITE_BUDGET_S (default 540 s) of wall time:
@@ -33,7 +33,7 @@
 # SANITIZE_SPECS (tool:set:limit ...).
 set -uo pipefail
 out=$1; photos=${2:-.gpu/data/photos}; shift 2 || shift $#
-parts=${*:-tests sanitize kernels memory w1 epochs w1cmp nvjpeg peers decode soak}
+parts=${*:-tests sanitize kernels memory w1 epochs w1cmp nvjpeg peers decode live soak}
 run=".gpu/run"
 budget=${SUITE_BUDGET_S:-540}
 count=${W1_COUNT:-4096}
@@ -71,7 +71,7 @@ def load(p):
     except Exception as e:
         return {"error": f"{os.path.basename(p)}: {e!r}"}
 for dest, names in (("w1.json", ["w1_default", "w1_decode_where", "w1_variants", "w1cmp", "epochs_auto", "epochs_gpu"]),
-                    ("bench.json", ["kernels", "memory", "soak"])):
+                    ("bench.json", ["kernels", "memory", "soak", "live"])):
     got = {n: load(os.path.join(js, n + ".json")) for n in names if os.path.exists(os.path.join(js, n + ".json"))}
     if got:
         json.dump(got, open(os.path.join(out, dest), "w"), indent=1)
@@ -280,6 +280,17 @@ if has decode && need_corpus decode && enough decode 30; then
     rm -rf /tmp/dec; mkdir -p /tmp/dec && cp "$corpus"/img_000[0-4]*.jpg /tmp/dec/ 2>/dev/null
     timeout -k 5 "$(cap 150)" $run bin/imgpipe_bench_decode --dir /tmp/dec --runs 3 --targets 640x360,320x320,224x224 > /tmp/decode.log 2>&1
     rc=$?; cat /tmp/decode.log >> "$log"; tail -15 /tmp/decode.log; sum "decode: rc=$rc (table in suite.log)"
+  fi
+fi
+if has live && enough live 25; then
+  section "live source latency (30 fps pushed, batch 8, batch.timeout_ms 20, the pull API)"
+  if [ -x .gpu/bin/imgpipe_bench_live ]; then
+    video=""; [ -f .gpu/data/vtest.avi ] && video="--video .gpu/data/vtest.avi"
+    timeout -k 5 "$(cap 40)" $run bin/imgpipe_bench_live $video --fps 30 --seconds 10 --batch 8 --timeout-ms 20 \
+      --device 0 --json "$js/live.json" > /tmp/live.log 2>&1; rc=$?
+    cat /tmp/live.log >> "$log"; cat /tmp/live.log
+    grep -E "^latency" /tmp/live.log | sed "s/^/live rc=$rc: /" >> "$summary" || sum "live: rc=$rc, no figures"
+    merge_json
   fi
 fi
 if has soak && enough soak 40; then

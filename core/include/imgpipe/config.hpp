@@ -126,6 +126,7 @@ struct TransformConfig {
 struct BatchConfig {
   int size = 32;
   bool drop_last = false;
+  int timeout_ms = 0;  // a live source's partial batch is emitted this long after its first sample (0: off)
   bool operator==(const BatchConfig&) const = default;
 };
 

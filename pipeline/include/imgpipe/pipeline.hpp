@@ -13,6 +13,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -111,6 +113,10 @@ class BatchStream {
   // raise staging.slots. The GIL-free wait of a binding: any thread, one
   // caller at a time.
   Batch next();
+  // The same, waiting at most `timeout`: std::nullopt when no batch came in
+  // that time (the run goes on), else what next() returns. For callers that
+  // must stay responsive while they wait (a binding that checks for Ctrl-C).
+  std::optional<Batch> next_for(std::chrono::milliseconds timeout);
 
   // Asks the run to end soon (as Pipeline::request_stop()): the frames in
   // flight finish, next() returns them, then an empty handle. Any thread.

@@ -1,0 +1,258 @@
+#include "pull_run.hpp"
+
+#include <stdexcept>
+
+#include "memory/staging_ring.hpp"
+
+namespace imgpipe::detail {
+
+PullRun::~PullRun() { shut_down(); }
+
+void PullRun::launch(std::function<Report(PullRun&)> body) {
+  thread_ = std::thread([this, body = std::move(body)] {
+    std::optional<Report> report;
+    std::exception_ptr error;
+    try {
+      report = body(*this);
+    } catch (const memory::RingAbandoned&) {
+      // shut_down() while the caller held every slot: nothing more is wanted.
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::shared_ptr<stages::BatchResources> drop;
+    {
+      std::lock_guard lk(m_);
+      report_ = std::move(report);
+      error_ = error;
+      ended_ = true;
+      drop = unused_resources();
+    }
+    cv_.notify_all();
+  });
+}
+
+void PullRun::set_resources(const std::shared_ptr<stages::BatchResources>& resources) {
+  std::vector<std::vector<gpu::Event>> after;
+  for (const auto& d : resources->devices()) {
+    std::vector<gpu::Event> per_slot;
+    for (int i = 0; i < resources->ring().slots(); ++i) per_slot.emplace_back(d->device, false);
+    after.push_back(std::move(per_slot));
+  }
+  std::lock_guard lk(m_);
+  res_ = resources;
+  after_ = std::move(after);
+}
+
+void PullRun::give_back(stages::BatchSlot& b) {
+  --b.dev->in_flight;
+  res_->ring().release(b.slot, b.dev->stream);
+}
+
+std::shared_ptr<stages::BatchResources> PullRun::unused_resources() {
+  // Once the run is over and no batch is held, the Pipeline may reuse its
+  // resources (it keeps them only while nobody else does).
+  if (ended_ && held_ == 0 && ready_.empty()) return std::move(res_);
+  return nullptr;
+}
+
+void PullRun::hand_over(stages::BatchSlot& b) {
+  {
+    std::lock_guard lk(m_);
+    if (!stopping_) {
+      ready_.push_back(&b);
+      cv_.notify_all();
+      return;
+    }
+    give_back(b);  // nobody will take it
+  }
+}
+
+std::optional<Batch> PullRun::next(std::optional<std::chrono::milliseconds> timeout) {
+  std::unique_lock lk(m_);
+  auto can_answer = [&] { return !ready_.empty() || ended_ || shut_; };
+  for (;;) {
+    if (can_answer()) break;
+    if (res_ && held_ >= res_->ring().slots())
+      throw std::logic_error("BatchStream::next: the caller holds all " + std::to_string(held_) +
+                             " staging slots, so no batch can come: release a Batch first, or raise staging.slots");
+    // Woken by a batch, the end, or a release (which may end the deadlock check above).
+    if (!timeout) {
+      cv_.wait(lk);
+    } else if (cv_.wait_for(lk, *timeout) == std::cv_status::timeout && !can_answer()) {
+      return std::nullopt;
+    }
+  }
+  if (!ready_.empty()) {
+    stages::BatchSlot* b = ready_.front();
+    ready_.pop_front();
+    ++held_;
+    Batch out;
+    out.run_ = shared_from_this();
+    out.slot_ = b->slot;
+    out.batch_ = &b->batch;
+    return out;
+  }
+  if (error_ && !error_seen_) {
+    error_seen_ = true;
+    std::rethrow_exception(error_);
+  }
+  return Batch();  // the end
+}
+
+void PullRun::release(int slot, CUstream_st* after) {
+  std::shared_ptr<stages::BatchResources> drop;
+  {
+    std::lock_guard lk(m_);
+    stages::BatchSlot& b = *res_->slots().at(slot);
+    if (after && b.dev->device >= 0) {
+      // The slot's reuse waits for the caller's stream too.
+      auto& devices = res_->devices();
+      std::size_t d = 0;
+      while (devices[d].get() != b.dev) ++d;
+      gpu::Event& e = after_[d][slot];
+      e.record_on(after);
+      gpu::stream_wait_event(b.dev->stream.get(), e);
+    }
+    --held_;
+    give_back(b);
+    drop = unused_resources();
+  }
+  cv_.notify_all();
+}
+
+void PullRun::stop() noexcept {
+  std::lock_guard lk(m_);
+  if (!ended_) stop_.store(true, std::memory_order_relaxed);
+  stop_asked_ = true;
+}
+
+bool PullRun::done() const {
+  std::lock_guard lk(m_);
+  return ended_ && ready_.empty();
+}
+
+const Report& PullRun::report() {
+  std::unique_lock lk(m_);
+  if (!ended_ && !stop_asked_)
+    throw std::logic_error("BatchStream::report: the run has not ended: call next() until it returns no batch, "
+                           "or stop() first");
+  // After stop(): the batches still coming are released as they arrive.
+  while (!ended_ || !ready_.empty()) {
+    while (!ready_.empty()) {
+      give_back(*ready_.front());
+      ready_.pop_front();
+    }
+    if (!ended_) cv_.wait(lk);
+  }
+  if (!report_) {
+    if (error_) std::rethrow_exception(error_);
+    throw std::logic_error("BatchStream::report: the run was abandoned; it has no report");
+  }
+  return *report_;
+}
+
+void PullRun::shut_down() noexcept {
+  std::shared_ptr<stages::BatchResources> drop;
+  {
+    std::unique_lock lk(m_);
+    if (shut_) return;
+    shut_ = true;
+    stopping_ = true;
+    if (!ended_) stop_.store(true, std::memory_order_relaxed);
+    // A packer waiting for a slot that the caller holds gives up (the slots
+    // not held come back: the batches not taken are released below).
+    if (res_ && held_ > 0) res_->ring().abandon();
+    while (!ended_ || !ready_.empty()) {
+      while (!ready_.empty()) {
+        give_back(*ready_.front());
+        ready_.pop_front();
+      }
+      if (!ended_) cv_.wait(lk);
+    }
+    drop = unused_resources();
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace imgpipe::detail
+
+namespace imgpipe {
+
+Batch::Batch() noexcept = default;
+Batch::~Batch() {
+  try {
+    release();
+  } catch (...) {
+    // A sticky CUDA error: reported by whatever meets it next.
+  }
+}
+Batch::Batch(Batch&& o) noexcept
+    : run_(std::move(o.run_)), slot_(std::exchange(o.slot_, -1)), batch_(std::exchange(o.batch_, nullptr)) {}
+Batch& Batch::operator=(Batch&& o) noexcept {
+  if (this != &o) {
+    try {
+      release();
+    } catch (...) {
+    }
+    run_ = std::move(o.run_);
+    slot_ = std::exchange(o.slot_, -1);
+    batch_ = std::exchange(o.batch_, nullptr);
+  }
+  return *this;
+}
+
+const DeviceBatch& Batch::get() const {
+  if (!batch_) throw std::logic_error("imgpipe::Batch: empty or released handle");
+  return *batch_;
+}
+
+void Batch::release(CUstream_st* after) {
+  if (!run_) return;
+  const std::shared_ptr<detail::PullRun> run = std::move(run_);
+  const int slot = std::exchange(slot_, -1);
+  batch_ = nullptr;
+  run->release(slot, after);
+}
+
+BatchStream::BatchStream() noexcept = default;
+BatchStream::~BatchStream() {
+  if (run_) run_->shut_down();
+}
+BatchStream::BatchStream(BatchStream&&) noexcept = default;
+BatchStream& BatchStream::operator=(BatchStream&& o) noexcept {
+  if (this != &o) {
+    if (run_) run_->shut_down();
+    run_ = std::move(o.run_);
+  }
+  return *this;
+}
+
+Batch BatchStream::next() {
+  if (!run_) return Batch();
+  return *run_->next(std::nullopt);
+}
+
+std::optional<Batch> BatchStream::next_for(std::chrono::milliseconds timeout) {
+  if (!run_) return Batch();
+  return run_->next(timeout);
+}
+
+void BatchStream::stop() noexcept {
+  if (run_) run_->stop();
+}
+
+bool BatchStream::done() const noexcept {
+  try {
+    return !run_ || run_->done();
+  } catch (...) {
+    return true;
+  }
+}
+
+const Report& BatchStream::report() {
+  if (!run_) throw std::logic_error("BatchStream::report: an empty stream");
+  return run_->report();
+}
+
+}  // namespace imgpipe

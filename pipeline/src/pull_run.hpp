@@ -1,0 +1,72 @@
+// The pull API's run (Pipeline::start): the pipeline runs on its own thread;
+// its sink hands each batch over (stages::BatchHandoff) into a queue that
+// BatchStream::next() takes from. A taken batch keeps its staging slot until
+// its Batch handle releases it; the staging ring then hands the slot to the
+// packer again, so at most staging.slots batches exist at once and a slow
+// consumer slows the pipeline instead of filling memory.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "imgpipe/pipeline.hpp"
+#include "memory/gpu.hpp"
+#include "stages/batch_slot.hpp"
+
+namespace imgpipe::detail {
+
+struct PullRun : std::enable_shared_from_this<PullRun> {
+ public:
+  // `stop`: the Pipeline's stop flag, which the run reads.
+  explicit PullRun(std::atomic<bool>& stop) : stop_(stop) {}
+  ~PullRun();  // shut_down()
+  PullRun(const PullRun&) = delete;
+  PullRun& operator=(const PullRun&) = delete;
+
+  // Starts the run's thread, which calls `body` (the Pipeline's run with
+  // this run's hooks) and keeps its report or its exception.
+  void launch(std::function<Report(PullRun&)> body);
+
+  // The run's thread, before the first input.
+  void set_resources(const std::shared_ptr<stages::BatchResources>& resources);
+  // The sink's thread: a delivered batch; its slot is this run's to release.
+  void hand_over(stages::BatchSlot& b);
+
+  // BatchStream's calls. `timeout` empty: wait as long as it takes.
+  std::optional<Batch> next(std::optional<std::chrono::milliseconds> timeout);
+  void release(int slot, CUstream_st* after);
+  void stop() noexcept;
+  bool done() const;
+  const Report& report();
+  // Stops the run, releases the batches not taken, makes a packer waiting
+  // for a slot the caller holds give up, and joins the run's thread.
+  // Batches the caller holds stay valid. Idempotent.
+  void shut_down() noexcept;
+
+ private:
+  void give_back(stages::BatchSlot& b);  // the slot to the ring (lock held)
+  std::shared_ptr<stages::BatchResources> unused_resources();  // lock held: what to drop once nothing is held
+
+  std::atomic<bool>& stop_;
+  mutable std::mutex m_;
+  std::condition_variable cv_;
+  std::shared_ptr<stages::BatchResources> res_;
+  std::vector<std::vector<gpu::Event>> after_;  // [device context][slot]: Batch::release(after)
+  std::deque<stages::BatchSlot*> ready_;        // handed over, not yet taken
+  int held_ = 0;                                // taken and not released
+  bool ended_ = false, stop_asked_ = false, stopping_ = false, shut_ = false;
+  std::exception_ptr error_;
+  bool error_seen_ = false;
+  std::optional<Report> report_;
+  std::thread thread_;
+};
+
+}  // namespace imgpipe::detail
