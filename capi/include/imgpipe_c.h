@@ -115,9 +115,9 @@ imgpipe_status imgpipe_pipeline_start(imgpipe_pipeline* p, const char* device, i
 /* ---- stream ------------------------------------------------------------ */
 
 /* The next batch in input order. timeout_ms < 0 waits as long as it takes;
- * >= 0 returns IMGPIPE_TIMEOUT when no batch came within it (the wait goes
- * on in the background: the next call picks up the same batch), so that a
- * binding can check for signals between calls. IMGPIPE_END at the end of the
+ * >= 0 returns IMGPIPE_TIMEOUT when no batch came within it (the run goes
+ * on; BatchStream::next_for), so that a binding can check for signals
+ * between calls. IMGPIPE_END at the end of the
  * run (or after a stop); an error status for what ended the run, once the
  * batches before it were taken. *out: a batch (one reference) on
  * IMGPIPE_OK, else NULL. While the caller holds staging.slots batches no

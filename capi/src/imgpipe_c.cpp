@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -22,7 +21,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -49,59 +47,20 @@ void unref(imgpipe_pipeline* p) noexcept {
 }
 }  // namespace
 
-// A timed next() over BatchStream::next(), which blocks: the first call with a
-// time-out starts a helper thread that calls next() when asked and hands the
-// result over; a call that times out leaves the request standing, so the next
-// call gets that batch. (Replace with a timed BatchStream::next when there is one.)
 struct imgpipe_stream {
   imgpipe::BatchStream stream;
   imgpipe_pipeline* owner = nullptr;
   std::string report_json;
-
-  std::mutex m;
-  std::condition_variable cv;
-  bool requested = false;  // a next() asked of the helper and not yet collected
-  bool answered = false;
-  bool quit = false;
-  std::atomic<bool> stopped{false};  // imgpipe_stream_stop was called
-  imgpipe::Batch result;
-  std::exception_ptr error;
-  std::thread helper;
-
-  ~imgpipe_stream() {
-    stream.stop();
-    {
-      std::lock_guard lock(m);
-      quit = true;
-    }
-    cv.notify_all();
-    if (helper.joinable()) helper.join();
-  }
-
-  void helper_loop() {
-    std::unique_lock lock(m);
-    for (;;) {
-      cv.wait(lock, [&] { return quit || (requested && !answered); });
-      if (quit) return;
-      lock.unlock();
-      imgpipe::Batch b;
-      std::exception_ptr e;
-      try {
-        b = stream.next();
-      } catch (...) {
-        e = std::current_exception();
-      }
-      lock.lock();
-      result = std::move(b);
-      error = e;
-      answered = true;
-      cv.notify_all();
-    }
-  }
+  int slots = 0;  // staging.slots
+  // Batches of this stream the caller holds (shared: a batch may outlive
+  // the stream). BatchStream::report() after stop() waits for the run's end,
+  // which never comes while the caller holds every slot.
+  std::shared_ptr<std::atomic<int>> held = std::make_shared<std::atomic<int>>(0);
 };
 
 struct imgpipe_batch {
   std::atomic<int> refs{1};
+  std::shared_ptr<std::atomic<int>> held;  // the stream's count of batches held
   imgpipe::Batch batch;
   std::mutex m;
   std::vector<void*> after;  // consumers' streams the release waits for
@@ -416,6 +375,7 @@ imgpipe_status imgpipe_pipeline_start(imgpipe_pipeline* p, const char* device, i
     auto s = std::make_unique<imgpipe_stream>();
     s->stream = p->pipeline.start(options);
     s->owner = p;
+    s->slots = p->pipeline.config().staging.slots;
     p->refs.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard lock(p->m);
     p->running = s.get();
@@ -430,40 +390,25 @@ imgpipe_status imgpipe_stream_next(imgpipe_stream* s, int64_t timeout_ms, imgpip
   *out = nullptr;
   return guarded([&] {
     imgpipe::Batch b;
-    bool waited = false;  // the helper's answer was taken
-    {
-      std::unique_lock lock(s->m);
-      if (timeout_ms >= 0 || s->requested) {
-        waited = true;
-        if (!s->helper.joinable()) s->helper = std::thread([s] { s->helper_loop(); });
-        if (!s->requested) {
-          s->requested = true;
-          s->cv.notify_all();
-        }
-        const auto answered = [&] { return s->answered; };
-        if (timeout_ms < 0) {
-          s->cv.wait(lock, answered);
-        } else if (!s->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), answered)) {
-          return IMGPIPE_TIMEOUT;
-        }
-        s->requested = s->answered = false;
-        b = std::move(s->result);
-        if (std::exception_ptr e = std::exchange(s->error, nullptr)) std::rethrow_exception(e);
-      }
+    if (timeout_ms < 0) {
+      b = s->stream.next();
+    } else if (std::optional<imgpipe::Batch> got = s->stream.next_for(std::chrono::milliseconds(timeout_ms))) {
+      b = std::move(*got);
+    } else {
+      return IMGPIPE_TIMEOUT;
     }
-    if (!waited) b = s->stream.next();
     if (!b) return IMGPIPE_END;
     auto h = std::make_unique<imgpipe_batch>();
     h->batch = std::move(b);
+    h->held = s->held;
+    h->held->fetch_add(1);
     *out = h.release();
     return IMGPIPE_OK;
   });
 }
 
 void imgpipe_stream_stop(imgpipe_stream* s) {
-  if (s == nullptr) return;
-  s->stopped = true;
-  s->stream.stop();
+  if (s != nullptr) s->stream.stop();
 }
 
 int imgpipe_stream_done(imgpipe_stream* s) { return s != nullptr && s->stream.done() ? 1 : 0; }
@@ -472,16 +417,9 @@ imgpipe_status imgpipe_stream_report_json(imgpipe_stream* s, const char** out) {
   if (s == nullptr) return null_handle("stream");
   if (out == nullptr) return null_handle("out");
   return guarded([&] {
-    {
-      // A next() still waiting in the helper (timed out) answers soon once
-      // the run ends; its answer is kept for the next call of next().
-      std::unique_lock lock(s->m);
-      if (s->requested && !s->answered) {
-        if (!s->stopped && !s->stream.done())
-          throw std::logic_error("the run's report is not ready: the run is still going (stop it first)");
-        s->cv.wait(lock, [&] { return s->answered; });
-      }
-    }
+    if (s->report_json.empty() && !s->stream.done() && s->held->load() >= s->slots)
+      throw std::logic_error("the run's report is not ready: the run cannot end while the caller holds all " +
+                             std::to_string(s->slots) + " staging slots (release a batch, or destroy the stream)");
     if (s->report_json.empty()) s->report_json = s->stream.report().to_json();
     *out = s->report_json.c_str();
     return IMGPIPE_OK;
@@ -568,6 +506,7 @@ void imgpipe_batch_free(imgpipe_batch* b, void* after) {
   }
   if (b->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   release(b);
+  if (b->held) b->held->fetch_sub(1);
   delete b;
 }
 

@@ -119,9 +119,14 @@ def check(status):
     """Raises the imgpipe exception of the calling thread's last error for an error status."""
     if status >= 0:
         return status
+    raise last_error()
+
+
+def last_error():
+    """The calling thread's last error as an imgpipe exception (to raise)."""
     cls = text(lib.imgpipe_last_error_class())
     message = text(lib.imgpipe_last_error())
     fields = {}
     for name in _errors.FIELDS.get(cls, ()):
         fields[name] = text(lib.imgpipe_last_error_field(name.encode()))
-    raise _errors.make(cls, message, fields)
+    return _errors.make(cls, message, fields)

@@ -94,23 +94,30 @@ class Batch:
     can be held at once: the pipeline waits (back-pressure) while the caller holds them.
     """
 
-    __slots__ = ("_h", "_info", "_samples", "__weakref__")
+    __slots__ = ("_box", "_info", "_samples", "__weakref__")
 
-    def __init__(self, handle):
-        self._h = handle
-        self._info = _capi.BatchInfo()
+    def __init__(self):
+        # The C API writes the handle straight into _box (imgpipe_stream_next), so the handle is
+        # this object's from the moment the call returns: a KeyboardInterrupt raised right then
+        # (a Ctrl-C during the wait) cannot leak the batch's slot.
+        self._box = ctypes.c_void_p()
+        self._info = None
         self._samples = None
-        try:
-            check(lib.imgpipe_batch_get_info(handle, ctypes.byref(self._info)))
-        except BaseException:
-            lib.imgpipe_batch_free(handle, None)
-            self._h = None
-            raise
+
+    def _load(self):
+        info = _capi.BatchInfo()
+        check(lib.imgpipe_batch_get_info(self._box, ctypes.byref(info)))
+        self._info = info
+        return self
+
+    @property
+    def _h(self):
+        return self._box.value
 
     def _handle(self):
-        if self._h is None:
+        if self._box.value is None:
             raise UsageError("the batch was released")
-        return self._h
+        return self._box.value
 
     # -- what it is
     @property
@@ -249,7 +256,7 @@ class Batch:
     def release(self, after_stream=None):
         """Drops this object's hold on the batch (tensors made from it keep theirs). after_stream: a
         cudaStream_t (int) whose work so far must finish before the memory is reused. Idempotent."""
-        h, self._h = self._h, None
+        h, self._box.value = self._box.value, None
         if h is not None:
             lib.imgpipe_batch_free(h, ctypes.c_void_p(int(after_stream)) if after_stream else None)
 
@@ -266,6 +273,8 @@ class Batch:
             pass
 
     def __repr__(self):
+        if self._info is None:
+            return "<imgpipe.Batch (not filled)>"
         state = "" if self._h is not None else ", released"
         return (f"<imgpipe.Batch {self._info.index}: {self.dtype} {self.layout} {list(self.shape)} on "
                 f"{self.device}{state}>")
@@ -277,12 +286,20 @@ class Stream:
     """One run whose batches are pulled: iterate it (or call next()) until it ends. Made by
     Pipeline.start() (iterating a Pipeline makes one)."""
 
-    def __init__(self, pipeline, handle):
+    def __init__(self, pipeline):
         self._pipeline = pipeline
-        self._h = handle
+        self._box = ctypes.c_void_p()  # filled by imgpipe_pipeline_start (as Batch._box)
         self._report = None
         self._lock = threading.Lock()
         _live_streams.add(self)
+
+    @property
+    def _h(self):
+        return self._box.value
+
+    @_h.setter
+    def _h(self, value):
+        self._box.value = value
 
     def __iter__(self):
         return self
@@ -301,11 +318,12 @@ class Stream:
         h = self._h
         if h is None:
             return None
-        out = ctypes.c_void_p()
         waited = 0.0
+        b = None
         try:
             while True:
-                status = lib.imgpipe_stream_next(h, POLL_MS, ctypes.byref(out))
+                b = Batch()
+                status = lib.imgpipe_stream_next(h, POLL_MS, ctypes.byref(b._box))
                 if status == _capi.TIMEOUT:
                     waited += POLL_MS / 1000.0
                     if timeout is not None and waited >= timeout:
@@ -314,17 +332,23 @@ class Stream:
                 if status == _capi.END:
                     self._finish()
                     return None
-                if status < 0 and status != _capi.E_USAGE:
-                    self._finish(status)  # what ended the run (a usage error did not end it)
-                check(status)
-                return Batch(out.value)
+                if status < 0:
+                    err = _capi.last_error()  # before any other call can replace it
+                    if status != _capi.E_USAGE:  # it ended the run (a usage error did not)
+                        self._finish(err)
+                    raise err
+                return b._load()
         except KeyboardInterrupt:
+            if b is not None:
+                b.release()  # a batch that came with the signal: the traceback would keep it
             self.close()
             raise
 
-    def _finish(self, status=None):
-        """The run ended (after the last batch, or with the error `status`): keep its report, free
-        the stream (close() fetches the report)."""
+    def _finish(self, error=None):
+        """The run ended (after the last batch, or with `error`): keep its report, free the stream
+        (close() fetches the report; a run that ended with an error has none)."""
+        if error is not None and self._pipeline is not None:
+            self._pipeline._report, self._pipeline._report_error = None, error
         self.close()
 
     def _fetch_report(self):
@@ -333,7 +357,7 @@ class Stream:
             check(lib.imgpipe_stream_report_json(self._h, ctypes.byref(out)))
             self._report = json.loads(text(out.value))
             if self._pipeline is not None:
-                self._pipeline._report = self._report
+                self._pipeline._report, self._pipeline._report_error = self._report, None
         return self._report
 
     def stop(self):
@@ -365,7 +389,7 @@ class Stream:
                 if lib.imgpipe_stream_report_json(h, ctypes.byref(out)) == _capi.OK:
                     self._report = json.loads(text(out.value))
                     if self._pipeline is not None:
-                        self._pipeline._report = self._report
+                        self._pipeline._report, self._pipeline._report_error = self._report, None
             lib.imgpipe_stream_destroy(h)
         _live_streams.discard(self)
 
@@ -449,6 +473,7 @@ class Pipeline:
     def __init__(self, config=None, inputs=None, device=None, **overrides):
         self._h = None
         self._report = None
+        self._report_error = None  # what ended the last run, when it has no report
         self._stream = None  # weakref to the stream running now
         src, kind = _config_source(config)
         over = json.dumps(_nested(overrides)).encode() if overrides else None
@@ -477,9 +502,8 @@ class Pipeline:
         """Starts a run and returns its Stream. A run of this pipeline still open is closed first."""
         self.close_stream()
         dev = _device_text(device) if device is not None else self._device
-        out = ctypes.c_void_p()
-        check(lib.imgpipe_pipeline_start(self._handle(), dev, ctypes.byref(out)))
-        s = Stream(self, out.value)
+        s = Stream(self)
+        check(lib.imgpipe_pipeline_start(self._handle(), dev, ctypes.byref(s._box)))
         self._stream = weakref.ref(s)
         return s
 
@@ -509,7 +533,10 @@ class Pipeline:
                 raise UsageError("the run is still going: iterate it to the end or call stop() first")
             s._fetch_report()
         if self._report is None:
-            raise UsageError("no run has ended yet")
+            if self._report_error is not None:
+                e = self._report_error
+                raise UsageError(f"the last run ended with {type(e).__name__} ({e}) and has no report")
+            raise UsageError("no run has ended (or been stopped) yet")
         return self._report
 
     def close(self):

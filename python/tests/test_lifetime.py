@@ -96,3 +96,19 @@ def test_batches_outlive_their_pipeline(host):
     del s, p
     gc.collect()
     assert np.array_equal(np.from_dlpack(b), want)
+
+
+def test_stopping_a_run_while_holding_every_slot(host):
+    p = host(batch={"size": 2}, transform=SMALL, staging={"slots": 2})
+    s = p.start()
+    held = [s.next(), s.next()]
+    want = [np.from_dlpack(b).copy() for b in held]
+    p.stop()  # returns: the run's threads are joined although the caller holds both slots
+    with pytest.raises(imgpipe.UsageError, match="no run has ended"):
+        p.report()  # that run could not end normally: no report
+    for b, w in zip(held, want):
+        assert np.array_equal(np.from_dlpack(b), w)  # held batches stay valid
+    assert s.next() is None
+    del held, b
+    gc.collect()
+    assert sum(len(b) for b in p) == len(sample_images())  # and the pipeline runs again
