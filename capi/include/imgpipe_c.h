@@ -127,9 +127,12 @@ imgpipe_status imgpipe_stream_next(imgpipe_stream* s, int64_t timeout_ms, imgpip
 void imgpipe_stream_stop(imgpipe_stream* s);
 /* 1 when the run has ended (next() has nothing more, or will fail). */
 int imgpipe_stream_done(imgpipe_stream* s);
-/* The run's report as JSON (Report::to_json). Only at the end (after END or
- * an error from next, or after a stop: then it waits for the run's end);
- * IMGPIPE_E_USAGE before. Owned by s, valid until it is destroyed. */
+/* The run's report as JSON (Report::to_json). Only at the end (after END,
+ * or after a stop: then it waits for the run's end); IMGPIPE_E_USAGE before,
+ * and after a stop while the caller holds every staging slot (the run
+ * cannot end then; destroying the stream still works). A run that ended
+ * with an error has no report: its error again. Owned by s, valid until it
+ * is destroyed. */
 imgpipe_status imgpipe_stream_report_json(imgpipe_stream* s, const char** out);
 /* Stops the run, waits for its threads, releases the batches not taken, and
  * frees the handle. Batches taken stay valid. NULL is a no-op. */
