@@ -26,7 +26,8 @@ DeviceContext* Pack::choose_device() {
 
 Tally Pack::flush(Work& w) {
   if (current_ && current_->count > 0) {
-    if (cfg_.drop_last && current_->count < cfg_.size) {
+    // drop_last is about the end of the input; a batch cut by batch.timeout_ms goes out.
+    if (cfg_.drop_last && current_->count < cfg_.size && w.kind == Work::Kind::flush) {
       dropped_ += current_->count;
       --current_->dev->in_flight;
       res_.ring().release(current_->slot, current_->dev->stream);

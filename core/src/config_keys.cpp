@@ -267,7 +267,8 @@ constexpr KeySpec kKeys[] = {
       "true: a last, partial batch is dropped (and counted)."),
   field<&C::batch, &BatchConfig::timeout_ms>("batch.timeout_ms", between(0, 3'600'000),
       "Pushed inputs (a live source): a batch not full this many milliseconds after its first sample is "
-      "emitted partial, so a source that stalls does not hold frames back; 0: batches always fill."),
+      "emitted partial (batch.drop_last does not drop it), so a source that stalls does not hold frames back; "
+      "0: batches always fill."),
 
   field<&C::staging, &StagingConfig::slots>("staging.slots", between(2, 64),
       "Host staging slots; at least 2, so that the packer fills one while another transfers."),

@@ -74,7 +74,7 @@ Config every_key_changed() {
   c.transform.layout = Layout::nhwc;
   c.transform.dtype = DType::uint8;
   c.transform.swap_rb = false;
-  c.batch = {9, true};
+  c.batch = {9, true, 50};
   c.staging = {4, StagingMemory::pinned, TransferMode::zero_copy};
   c.memory = {256, false, true};
   c.devices.kind = DeviceSelection::Kind::list;
