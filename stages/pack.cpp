@@ -88,6 +88,8 @@ Tally Pack::run(Work& w) {
   id.path = w.sample.input->path;  // reuses the string's capacity
   id.frame = w.sample.frame;
   id.decoded_on_gpu = on_gpu;
+  id.label = w.sample.input->label;
+  id.geometry = w.sample.geometry;
   ++packed_;
   if (++current_->count == cfg_.size) {
     w.batch = current_;

@@ -27,6 +27,7 @@ struct InputItem {
   std::int64_t frame = -1;
   std::string error;  // non-empty: discovery already failed (missing path, unreadable directory)
   bool video = false;  // a video file (is_video_path): the source stage decodes its frames
+  std::int64_t label = -1;  // input.labels: folders: the class index (SampleId::label); -1: none
 };
 
 // What a stage's items are.
@@ -76,6 +77,9 @@ struct Sample {
   const InputItem* input = nullptr;  // null on the flush token
   std::int64_t frame = -1;           // frame index within a video; -1 for still images
   std::string error;                 // non-empty: this input failed, with the reason
+  // Decode (or probe): the original's size, orientation and reduction;
+  // transform (or probe): the resize (stages/geometry.hpp).
+  SampleGeometry geometry;
 };
 
 // The frame the pack stage copies into the slot (u8 HWC, or the normalised
@@ -133,6 +137,7 @@ struct Work {
     sample.input = in;
     sample.frame = in ? in->frame : -1;
     sample.error.clear();
+    sample.geometry = {};
     pixels.bytes.clear();
     pixels.out = {};
     dest = {};

@@ -79,7 +79,7 @@ Error no_inputs(const InputConfig& in, const stages::ShardSpec& shard) {
 InputCounts count_inputs(const InputConfig& input) {
   stages::check_inputs(input);
   InputCounts c;
-  for (const auto& item : stages::discover_all_inputs(input)) {
+  for (const auto& item : stages::discover_all_inputs(input, &c.classes)) {
     if (!item.error.empty()) c.failures.push_back({item.path, item.frame, item.error});
     else if (item.video) ++c.videos;
     else ++c.images;
@@ -127,6 +127,7 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   times.end = detail::RunTimes::clock::now();
   Report report = detail::assemble_report(cfg, plan, stages, resources, times, impl_->stop.load());
   report.shard = {inputs.shard.rank, inputs.shard.world_size, inputs.shard.origin};
+  report.classes = inputs.classes;
   report.timeline = std::move(timeline);
   impl_->kept = std::move(kept_or_new);  // a run that threw leaves nothing to keep
   return report;
