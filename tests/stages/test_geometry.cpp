@@ -33,8 +33,8 @@ ResizeConfig target(int w, int h, ResizeMode mode) {
 }
 
 void put16(Bytes& b, unsigned v, bool le = true) {
-  if (le) b.insert(b.end(), {static_cast<unsigned char>(v), static_cast<unsigned char>(v >> 8)});
-  else b.insert(b.end(), {static_cast<unsigned char>(v >> 8), static_cast<unsigned char>(v)});
+  b.push_back(static_cast<unsigned char>(le ? v : v >> 8));
+  b.push_back(static_cast<unsigned char>(le ? v >> 8 : v));
 }
 void put32(Bytes& b, std::uint32_t v, bool le = true) {
   if (le) {
@@ -91,9 +91,8 @@ Bytes png_with_orientation(const Bytes& png, int o) {
   for (char c : {'e', 'X', 'I', 'f'}) chunk.push_back(static_cast<unsigned char>(c));
   chunk.insert(chunk.end(), tiff.begin(), tiff.end());
   put32(chunk, crc32(chunk.data() + 4, chunk.size() - 4), false);
-  Bytes out(png.begin(), png.begin() + 33);  // signature + IHDR
-  out.insert(out.end(), chunk.begin(), chunk.end());
-  out.insert(out.end(), png.begin() + 33, png.end());
+  Bytes out = png;
+  out.insert(out.begin() + 33, chunk.begin(), chunk.end());  // after the signature and IHDR
   return out;
 }
 
@@ -232,8 +231,8 @@ TEST_CASE("stage geometry: the decode stage reports the original, orientation an
       CHECK(g.decode_scale == scale);
       CHECK(scale == ((apply && o >= 5) ? 4 : 8));  // turned: 203 wide, 1/8 would be too narrow
       // The frame is the displayed original reduced: ceil(side / r).
-      CHECK(out.cols == (g.width + 7) / 8);
-      CHECK(out.rows == (g.height + 7) / 8);
+      CHECK(out.cols == (g.width + scale - 1) / scale);
+      CHECK(out.rows == (g.height + scale - 1) / scale);
     }
   }
   // PNG: OpenCV applies the eXIf orientation (unless told not to); TIFF: always.
