@@ -90,6 +90,8 @@ Tally Pack::run(Work& w) {
   id.frame = w.sample.frame;
   id.decoded_on_gpu = on_gpu;
   current_->t0[current_->count] = w.sample.t0;
+  id.label = w.sample.input->label;
+  id.geometry = w.sample.geometry;
   ++packed_;
   if (++current_->count == cfg_.size) {
     w.batch = current_;
