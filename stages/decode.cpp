@@ -1,5 +1,6 @@
 #include "decode.hpp"
 
+#include "geometry.hpp"
 #include "jpeg_decode.hpp"
 
 #include <algorithm>
@@ -25,10 +26,11 @@ std::string upper(std::string s) {
 namespace {
 // The Orientation tag (0x0112) of IFD0 of an APP1 Exif payload ("Exif\0\0"
 // then a TIFF structure); 1 when absent or malformed.
-int exif_orientation(const unsigned char* p, std::size_t n) noexcept {
-  if (n < 6 + 8 || std::memcmp(p, "Exif\0\0", 6) != 0) return 1;
-  const unsigned char* t = p + 6;  // TIFF header: byte order, 42, offset of IFD0
-  const std::size_t tn = n - 6;
+// The Orientation tag (0x0112) of IFD0 of a classic TIFF structure (byte
+// order, 42, offset of IFD0): an EXIF payload, or a TIFF file itself; 1 when
+// absent or malformed.
+int tiff_orientation(const unsigned char* t, std::size_t tn) noexcept {
+  if (tn < 8) return 1;
   bool le;
   if (t[0] == 'I' && t[1] == 'I') le = true;
   else if (t[0] == 'M' && t[1] == 'M') le = false;
@@ -49,6 +51,25 @@ int exif_orientation(const unsigned char* p, std::size_t n) noexcept {
     if (u16(e + 2) != 3 || u32(e + 4) != 1) return 1;  // SHORT, one value (in the entry)
     const std::uint32_t v = u16(e + 8);
     return v >= 1 && v <= 8 ? static_cast<int>(v) : 1;
+  }
+  return 1;
+}
+
+int exif_orientation(const unsigned char* p, std::size_t n) noexcept {
+  if (n < 6 + 8 || std::memcmp(p, "Exif\0\0", 6) != 0) return 1;
+  return tiff_orientation(p + 6, n - 6);
+}
+
+// PNG: the orientation in an eXIf chunk (a TIFF structure, before or after
+// the image data, as libpng reads it and OpenCV applies it); 1 when none.
+int png_orientation(std::span<const unsigned char> b) noexcept {
+  std::size_t i = 8;
+  while (i <= b.size() && b.size() - i >= 12) {
+    const std::size_t len = be32(&b[i]);
+    if (len > b.size() - i - 12) return 1;
+    if (std::memcmp(&b[i + 4], "eXIf", 4) == 0) return tiff_orientation(&b[i + 8], len);
+    if (std::memcmp(&b[i + 4], "IEND", 4) == 0) return 1;
+    i += 12 + len;
   }
   return 1;
 }
@@ -179,6 +200,7 @@ ImageHeader sniff_header(std::span<const unsigned char> b) noexcept {
       h.width = be32(&b[16]);
       h.height = be32(&b[20]);
     }
+    h.orientation = png_orientation(b);
   } else if (n >= 2 && b[0] == 'B' && b[1] == 'M') {
     h.format = "bmp";
     if (n >= 26) {  // BITMAPINFOHEADER and later; height < 0 means top-down
@@ -195,6 +217,7 @@ ImageHeader sniff_header(std::span<const unsigned char> b) noexcept {
     h.format = "tiff";
     h.bigtiff = b[0] == 'I' ? b[2] == 43 : b[3] == 43;
     tiff_size(b, h);
+    if (!h.bigtiff) h.orientation = tiff_orientation(b.data(), b.size());
   }
   return h;
 }
@@ -369,20 +392,42 @@ std::string Decode::decode_with_opencv(std::span<const unsigned char> bytes, con
   return {};
 }
 
-std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, int* scale) const {
+SampleGeometry Decode::opencv_geometry(const ImageHeader& h, const cv::Mat& out) const {
+  // OpenCV 4.6 applies a PNG's eXIf orientation unless told to ignore it, and
+  // a TIFF's orientation tag always (the flag notwithstanding).
+  const int o = h.format == "tiff" || (h.format == "png" && cfg_.exif_orientation) ? h.orientation : 1;
+  const bool turned = o >= 5;
+  const std::int64_t w = turned ? h.height : h.width, hh = turned ? h.width : h.height;
+  if (w == out.cols && hh == out.rows) return decoded_geometry(static_cast<int>(h.width), static_cast<int>(h.height), o, 1);
+  // A header this code misreads (or none): the frame as OpenCV made it.
+  return decoded_geometry(out.cols, out.rows, 1, 1);
+}
+
+std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, int* scale,
+                           SampleGeometry* geometry) const {
   // `out` is a pooled Mat that may hold the previous image: cv::imdecode
   // leaves its destination untouched when no decoder accepts the data or the
   // header cannot be read, so a failure would pass for that old image.
   out.release();
+  int used = 1;
   if (scale) *scale = 1;
   const ImageHeader h = sniff_header(bytes);
   if (std::string err = check_header(bytes, h); !err.empty()) return err;
-  if (h.format == "jpeg") return decode_jpeg_bytes(bytes, h, out, scale);
-  return decode_with_opencv(bytes, h, out);
+  if (h.format == "jpeg") {
+    std::string err = decode_jpeg_bytes(bytes, h, out, &used);
+    if (!err.empty()) return err;
+    if (scale) *scale = used;
+    const int o = cfg_.exif_orientation ? h.orientation : 1;
+    if (geometry) *geometry = decoded_geometry(static_cast<int>(h.width), static_cast<int>(h.height), o, used);
+    return {};
+  }
+  std::string err = decode_with_opencv(bytes, h, out);
+  if (err.empty() && geometry) *geometry = opencv_geometry(h, out);
+  return err;
 }
 
 Tally Decode::run(Work& w) const {
-  w.sample.error = decode(w.pixels.bytes, w.pixels.decoded);
+  w.sample.error = decode(w.pixels.bytes, w.pixels.decoded, nullptr, &w.sample.geometry);
   if (w.failed()) return {1, 0};
   return {1, w.pixels.decoded.total() * w.pixels.decoded.elemSize()};
 }

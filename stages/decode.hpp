@@ -38,7 +38,10 @@ namespace imgpipe::stages {
 struct ImageHeader {
   std::string format;  // "jpeg", "png", ...; empty when unknown
   std::int64_t width = 0, height = 0;  // as stored; 0 when the header does not say
-  int orientation = 1;  // JPEG: the EXIF orientation tag (1..8; 1 when absent or invalid)
+  // The orientation tag (1..8; 1 when absent or invalid): JPEG: EXIF (APP1);
+  // PNG: its eXIf chunk (OpenCV applies it unless told to ignore it); classic
+  // TIFF: tag 274 of IFD0 (OpenCV 4.6 applies it always).
+  int orientation = 1;
   int jpeg_sof = 0;     // JPEG: the first SOFn marker (0xC0 baseline, 0xC1 extended, 0xC2 progressive,
                         // 0xC9/0xCA arithmetic, 0xC3 lossless, ...); 0 when none was read
   int precision = 0;    // JPEG: bits per sample from that SOF (8, 12, ...); 0 when not read
@@ -79,8 +82,12 @@ class Decode : public Stage<Decode, Takes::encoded_samples> {
   // Decodes w.pixels.bytes into w.pixels.decoded, or sets w.sample.error.
   Tally run(Work& w) const;
   // Decodes `bytes` into `out` (BGR u8); returns the reason on failure.
-  // `scale`, when given, receives the reduction used (1, 2, 4 or 8).
-  std::string decode(std::span<const unsigned char> bytes, cv::Mat& out, int* scale = nullptr) const;
+  // `scale`, when given, receives the reduction used (1, 2, 4 or 8);
+  // `geometry`, the decode part of the sample's geometry (stages/geometry.hpp:
+  // the original's stored and displayed size, the orientation applied, the
+  // reduction).
+  std::string decode(std::span<const unsigned char> bytes, cv::Mat& out, int* scale = nullptr,
+                     SampleGeometry* geometry = nullptr) const;
 
  private:
   // The checks made on the header before any decoder runs: format, size limits, truncation.
@@ -88,6 +95,8 @@ class Decode : public Stage<Decode, Takes::encoded_samples> {
   std::string decode_jpeg_bytes(std::span<const unsigned char> bytes, const ImageHeader& h, cv::Mat& out,
                                 int* scale) const;
   std::string decode_with_opencv(std::span<const unsigned char> bytes, const ImageHeader& h, cv::Mat& out) const;
+  // What OpenCV's decode of `h` applied, checked against the frame it made.
+  SampleGeometry opencv_geometry(const ImageHeader& h, const cv::Mat& out) const;
   DecodeConfig cfg_;
   ResizeConfig resize_;
 };

@@ -26,7 +26,8 @@ DeviceContext* Pack::choose_device() {
 
 Tally Pack::flush(Work& w) {
   if (current_ && current_->count > 0) {
-    if (cfg_.drop_last && current_->count < cfg_.size) {
+    // drop_last is about the end of the input; a batch cut by batch.timeout_ms goes out.
+    if (cfg_.drop_last && current_->count < cfg_.size && w.kind == Work::Kind::flush) {
       dropped_ += current_->count;
       --current_->dev->in_flight;
       res_.ring().release(current_->slot, current_->dev->stream);
@@ -89,6 +90,8 @@ Tally Pack::run(Work& w) {
   id.frame = w.sample.frame;
   id.decoded_on_gpu = on_gpu;
   current_->t0[current_->count] = w.sample.t0;
+  id.label = w.sample.input->label;
+  id.geometry = w.sample.geometry;
   ++packed_;
   if (++current_->count == cfg_.size) {
     w.batch = current_;

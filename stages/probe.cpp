@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "decode.hpp"
+#include "geometry.hpp"
 #include "jpeg_engines.hpp"
 
 namespace imgpipe::stages {
@@ -189,6 +190,10 @@ Tally Probe::run(Work& w) {
   ++to_gpu_;
   w.route = Route::gpu_jpeg;
   w.pixels.out = {w.pixels.bytes.data(), w.pixels.bytes.size(), width, height};
+  // The engines decode at full size without rotating (rotated JPEGs stay on
+  // the CPU); the fused kernel resizes with kernels::placement.
+  w.sample.geometry = decoded_geometry(width, height, 1, 1);
+  complete_geometry(w.sample.geometry, width, height, limits_.resize);
   return {1, w.pixels.bytes.size()};
 }
 

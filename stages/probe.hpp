@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "imgpipe/config.hpp"
 #include "stage.hpp"
 
 namespace imgpipe::stages {
@@ -88,6 +89,7 @@ struct ProbeLimits {
   std::int64_t max_pixels = 0;        // decode.max_pixels: larger ones stay on the CPU route (reported there)
   std::size_t max_bitstream = 0;      // a sample's share of the staging slot
   std::size_t max_frame_bytes = 0;    // a sample's share of the device frame buffer (w * h * 3)
+  ResizeConfig resize;                // what the GPU does to a frame it decodes (the sample's geometry)
 };
 
 class Probe : public Stage<Probe, Takes::encoded_samples> {

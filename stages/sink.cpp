@@ -76,6 +76,19 @@ std::uint64_t Sink::checksum_on_device(BatchSlot& b) {
   return sum;
 }
 
+namespace {
+// A manifest line's "geometry" (imgpipe/geometry.hpp, field for field).
+nlohmann::json geometry_json(const SampleGeometry& g) {
+  return {{"width", g.width}, {"height", g.height}, {"stored_width", g.stored_width},
+          {"stored_height", g.stored_height}, {"orientation", g.orientation}, {"decode_scale", g.decode_scale},
+          {"resize", std::string(enum_name(resize_mode_names, g.resize))}, {"scale_x", g.scale_x},
+          {"scale_y", g.scale_y}, {"offset_x", g.offset_x}, {"offset_y", g.offset_y},
+          {"resized_width", g.resized_width}, {"resized_height", g.resized_height}, {"pad_left", g.pad_left},
+          {"pad_top", g.pad_top}, {"crop_x", g.crop_x}, {"crop_y", g.crop_y}, {"tensor_width", g.tensor_width},
+          {"tensor_height", g.tensor_height}};
+}
+}  // namespace
+
 std::uint64_t Sink::dump(BatchSlot& b) {
   const DeviceBatch& db = b.batch;
   host_copy_.resize(db.bytes);
@@ -89,7 +102,8 @@ std::uint64_t Sink::dump(BatchSlot& b) {
     const SampleId& s = db.samples[i];
     manifest_ << nlohmann::json{{"batch", b.index}, {"index", i}, {"input_index", s.input_index},
                                 {"path", s.path}, {"frame", s.frame},
-                                {"route", s.decoded_on_gpu ? "gpu" : "cpu"}}
+                                {"route", s.decoded_on_gpu ? "gpu" : "cpu"}, {"label", s.label},
+                                {"geometry", geometry_json(s.geometry)}}
                      .dump()
               << '\n';
   }

@@ -3,8 +3,10 @@
 //    kept per batch in the report;
 //  - dump: the batch as FOLDER/batch_NNNNNN.npy (float32 '<f4', float16 '<f2' or
 //    uint8 '|u1', in the configured layout) plus one line per sample in
-//    FOLDER/manifest.jsonl: {"batch", "index", "input_index", "path", "frame", "route"}
-//    (route: "gpu" for a JPEG the GPU decoded, else "cpu"); FOLDER is sink.dir,
+//    FOLDER/manifest.jsonl: {"batch", "index", "input_index", "path", "frame", "route",
+//    "label", "geometry"} (route: "gpu" for a JPEG the GPU decoded, else "cpu";
+//    label: SampleId::label; geometry: SampleGeometry's fields by their
+//    names, resize as its config name); FOLDER is sink.dir,
 //    or sink.dir/rank_R_of_W for one of several ranks (dump_folder.hpp, whose
 //    prepare_dump_folder() the pipeline calls before the run);
 //  - then the library callback, if any;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -63,12 +64,23 @@ class Collector {
     add_file(p);
   }
 
-  std::vector<InputItem> take() { return std::move(items_); }
+  // The items, labelled (input.labels: folders), and the sorted class names.
+  std::vector<InputItem> take(std::vector<std::string>* classes) {
+    std::map<const std::string*, std::int64_t> index;  // set nodes are stable
+    for (const std::string& name : classes_) index.emplace(&name, static_cast<std::int64_t>(index.size()));
+    for (std::size_t i = 0; i < items_.size(); ++i)
+      if (item_class_[i]) items_[i].label = index.at(item_class_[i]);
+    if (classes) classes->assign(classes_.begin(), classes_.end());
+    return std::move(items_);
+  }
 
  private:
   bool wanted(const fs::path& p) const { return filter_.wanted(p); }
 
-  void fail(const std::string& path, const std::string& reason) { items_.push_back({path, -1, reason, false}); }
+  void fail(const std::string& path, const std::string& reason) {
+    items_.push_back({path, -1, reason, false});
+    item_class_.push_back(class_);
+  }
 
   void add_file(const fs::path& p) {
     std::error_code ec;
@@ -76,10 +88,20 @@ class Collector {
     if (ec) key = p.lexically_normal();
     if (!seen_.insert(key.string()).second) return;
     items_.push_back({p.string(), -1, {}, false});
+    item_class_.push_back(class_);
   }
 
-  void add_dir(const fs::path& dir, bool top) {
-    if (!top && !cfg_.recursive) return;
+  // input.labels: folders: a root's first-level sub-folder is a class; what
+  // lies under it is labelled with it (the root's own files are not).
+  void add_class_dir(const fs::path& dir) {
+    class_ = &*classes_.insert(dir.filename().string()).first;
+    add_dir(dir, false, true);
+    class_ = nullptr;
+  }
+
+  // `class_dir`: a class folder, listed even when input.recursive is false.
+  void add_dir(const fs::path& dir, bool top, bool class_dir = false) {
+    if (!top && !class_dir && !cfg_.recursive) return;
     std::error_code ec;
     // Directory symlinks are not followed: no loops, and each file is reached
     // through the tree it lives in.
@@ -112,7 +134,9 @@ class Collector {
         continue;
       }
       if (fs::is_directory(st)) {
-        if (!is_link) add_dir(e.path(), false);
+        if (is_link) continue;
+        if (top && cfg_.labels == Labels::folders) add_class_dir(e.path());
+        else add_dir(e.path(), false);
       } else if (wanted(e.path())) {
         if (!fs::exists(st)) fail(e.path().string(), "dangling symbolic link");
         else add_file(e.path());
@@ -124,6 +148,9 @@ class Collector {
   ExtensionFilter filter_;
   std::set<std::string> seen_;
   std::vector<InputItem> items_;
+  std::set<std::string> classes_;                 // input.labels: folders
+  std::vector<const std::string*> item_class_;    // per item: its class in classes_, or null
+  const std::string* class_ = nullptr;            // the class of the folder being listed
 };
 
 // What check_inputs() decides, cheaply: each entry of input.paths exists and
@@ -213,8 +240,8 @@ class InputProbe {
 
   // Mirrors Collector::add_dir: wanted files, failures it would report,
   // sub-folders (not through symlinks) when input.recursive.
-  bool folder_yields(const fs::path& dir, bool top) const {
-    if (!top && !cfg_.recursive) return false;
+  bool folder_yields(const fs::path& dir, bool top, bool class_dir = false) const {
+    if (!top && !class_dir && !cfg_.recursive) return false;
     std::error_code ec;
     fs::directory_iterator it(dir, fs::directory_options::none, ec);
     for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
@@ -223,7 +250,7 @@ class InputProbe {
       const fs::file_status st = it->status(sec);
       if (sec || !fs::is_directory(st)) {
         if (filter_.wanted(it->path())) return true;
-      } else if (!is_link && folder_yields(it->path(), false)) {
+      } else if (!is_link && folder_yields(it->path(), false, top && cfg_.labels == Labels::folders)) {
         return true;
       }
     }
@@ -260,7 +287,7 @@ std::string nothing_found(const InputConfig& cfg) {
 
 }  // namespace
 
-std::vector<InputItem> discover_inputs(const InputConfig& cfg) {
+std::vector<InputItem> discover_inputs(const InputConfig& cfg, std::vector<std::string>* classes) {
   Collector c(cfg);
   for (const auto& p : cfg.paths) {
     if (is_pattern(p)) {
@@ -279,7 +306,7 @@ std::vector<InputItem> discover_inputs(const InputConfig& cfg) {
       c.add_path(p, true);
     }
   }
-  return c.take();
+  return c.take(classes);
 }
 
 void check_inputs(const InputConfig& cfg) {
@@ -293,19 +320,19 @@ void check_inputs(const InputConfig& cfg) {
   if (!probe.found) throw ConfigError("input.paths", 0, nothing_found(cfg));
 }
 
-std::vector<InputItem> discover_all_inputs(const InputConfig& cfg) {
+std::vector<InputItem> discover_all_inputs(const InputConfig& cfg, std::vector<std::string>* classes) {
   InputConfig all = cfg;
   if (!cfg.list.empty())
     for (auto& p : read_input_list(cfg.list)) all.paths.push_back(std::move(p));
-  std::vector<InputItem> items = discover_inputs(all);
+  std::vector<InputItem> items = discover_inputs(all, classes);
   for (auto& it : items) it.video = it.error.empty() && is_video_path(it.path);
   return items;
 }
 
 InputList build_input_list(const InputConfig& cfg) {
-  std::vector<InputItem> items = discover_all_inputs(cfg);
-  ShardSpec shard = shard_of(cfg);
   InputList out;
+  std::vector<InputItem> items = discover_all_inputs(cfg, &out.classes);
+  ShardSpec shard = shard_of(cfg);
   out.items = order_inputs(std::move(items), cfg.loop, cfg.shuffle_seed, shard);
   out.shard = std::move(shard);
   return out;

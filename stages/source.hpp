@@ -32,9 +32,11 @@
 namespace imgpipe::stages {
 
 // Discovery of cfg.paths alone (no list file, loop, shuffle or shard). Items
-// are not marked as videos. Throws imgpipe::Error for a glob that cannot be
-// expanded.
-std::vector<InputItem> discover_inputs(const InputConfig& cfg);
+// are not marked as videos. With cfg.labels folders each item found in a
+// class folder is labelled (config_keys.cpp, input.labels, has the rule) and
+// `classes`, when given, receives the class names in index order. Throws
+// imgpipe::Error for a glob that cannot be expanded.
+std::vector<InputItem> discover_inputs(const InputConfig& cfg, std::vector<std::string>* classes = nullptr);
 
 // Run before any work starts (the pipeline: before it touches a GPU): every
 // entry of cfg.paths exists and every pattern matches something, cfg.list (when
@@ -51,12 +53,13 @@ void check_inputs(const InputConfig& cfg);
 // discover_inputs(paths + the entries of input.list), every good item with a
 // video extension marked `video`: the whole input before loop, shuffle and
 // shard. Throws imgpipe::Error when the list file cannot be read.
-std::vector<InputItem> discover_all_inputs(const InputConfig& cfg);
+std::vector<InputItem> discover_all_inputs(const InputConfig& cfg, std::vector<std::string>* classes = nullptr);
 
 // The input list of this process and the shard it was cut with.
 struct InputList {
   std::vector<InputItem> items;
   ShardSpec shard;
+  std::vector<std::string> classes;  // input.labels: folders: the class names, in index order
 };
 
 // discover_all_inputs(), then order_inputs() with input.loop,

@@ -27,7 +27,7 @@ struct InputItem {
   std::int64_t frame = -1;
   std::string error;  // non-empty: discovery already failed (missing path, unreadable directory)
   bool video = false;  // a video file (is_video_path): the source stage decodes its frames
-  std::int64_t label = -1;  // the sample's label (-1: none)
+  std::int64_t label = -1;  // input.labels: folders: the class index (SampleId::label); -1: none
 };
 
 // What a stage's items are.
@@ -80,6 +80,9 @@ struct Sample {
   // When the source handed it out (a pushed item: when push() took it): the
   // start of the sample's latency (Report::latency).
   std::chrono::steady_clock::time_point t0;
+  // Decode (or probe): the original's size, orientation and reduction;
+  // transform (or probe): the resize (stages/geometry.hpp).
+  SampleGeometry geometry;
 };
 
 // The frame the pack stage copies into the slot (u8 HWC, or the normalised
@@ -146,6 +149,7 @@ struct Work {
     sample.error.clear();
     sample.t0 = std::chrono::steady_clock::now();
     preloaded = false;
+    sample.geometry = {};
     pixels.bytes.clear();
     pixels.out = {};
     dest = {};

@@ -5,6 +5,7 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include "geometry.hpp"
 
 namespace imgpipe::stages {
 
@@ -87,6 +88,8 @@ void Transform::resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch) const 
 
 Tally Transform::run(Work& w) const {
   Pixels& px = w.pixels;
+  // The same placement whichever side resizes (kernels::placement).
+  complete_geometry(w.sample.geometry, px.decoded.cols, px.decoded.rows, cfg_.resize);
   if (resize_on_gpu_) {
     const std::size_t bytes = px.decoded.total() * px.decoded.elemSize();
     if (bytes <= frame_budget_ && px.decoded.isContinuous()) {

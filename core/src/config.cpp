@@ -182,9 +182,6 @@ void Config::validate() const {
       throw ConfigError("input.extensions[" + std::to_string(i) + "]", 0,
                         "must start with a dot, like .jpg (got '" + e + "')");
   }
-  if (batch.timeout_ms > 0 && batch.drop_last)
-    throw ConfigError("batch.timeout_ms", 0, "a batch cut short by the timeout would be dropped: batch.drop_last "
-                                             "must be false with batch.timeout_ms");
   if (sink.type == SinkType::dump && sink.dir.empty()) throw ConfigError("sink.dir", 0, "must not be empty");
   if (decode.where == Where::gpu) {
     const Interpolation i = transform.resize.interpolation;

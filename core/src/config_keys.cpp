@@ -198,6 +198,15 @@ constexpr KeySpec kKeys[] = {
       "Deliver every stride-th frame from start."),
   field<&C::input, &In::video, &Vid::max_frames>("input.video.max_frames", at_least(0),
       "Frames delivered per video; 0 = all."),
+  choice<labels_names, &C::input, &In::labels>("input.labels",
+      "none: samples carry no label (-1). folders: as torchvision's ImageFolder, every folder named in paths "
+      "(directly, by a glob or in input.list) is a root whose first-level sub-folders are the classes; the "
+      "class names of all roots together, sorted (byte order), are numbered 0..K-1 (the report's classes), "
+      "and each sample found under root/NAME/... gets the index of NAME (the same name under two roots is "
+      "one class; a sub-folder reached through a symbolic link is none, as discovery does not follow it; an "
+      "empty sub-folder is still a class). Files directly in a root and files named explicitly (in paths or "
+      "input.list) get -1. A file reached twice keeps the label of the first. The class folders are always "
+      "listed; recursive false leaves out their sub-folders."),
 
   special("decode.threads", Kind::threads, between(1, 1024), {&read_threads, &write_threads, &check_threads, nullptr},
       "Worker threads for read/decode/transform; auto = every hardware thread."),
@@ -267,7 +276,8 @@ constexpr KeySpec kKeys[] = {
       "true: a last, partial batch is dropped (and counted)."),
   field<&C::batch, &BatchConfig::timeout_ms>("batch.timeout_ms", between(0, 3'600'000),
       "Pushed inputs (a live source): a batch not full this many milliseconds after its first sample is "
-      "emitted partial, so a source that stalls does not hold frames back; 0: batches always fill."),
+      "emitted partial (batch.drop_last does not drop it), so a source that stalls does not hold frames back; "
+      "0: batches always fill."),
 
   field<&C::staging, &StagingConfig::slots>("staging.slots", between(2, 64),
       "Host staging slots; at least 2, so that the packer fills one while another transfers."),

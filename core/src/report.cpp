@@ -123,6 +123,7 @@ void Report::print_table(std::ostream& os) const {
                     count(batches, "batches"));
   if (shard.world_size > 1)
     os << fmt::format("shard: rank {} of {} (from {})\n", shard.rank, shard.world_size, shard.origin);
+  if (!classes.empty()) os << fmt::format("classes: {} (input.labels: folders)\n", classes.size());
   print_inputs(*this, os);
   print_memory_and_decode(*this, os);
 }
@@ -160,6 +161,7 @@ std::string Report::to_json(int indent) const {
   nlohmann::json failures = nlohmann::json::array();
   for (const auto& f : inputs.failures) failures.push_back({{"path", f.path}, {"frame", f.frame}, {"reason", f.reason}});
   j["shard"] = {{"rank", shard.rank}, {"world_size", shard.world_size}, {"origin", shard.origin}};
+  j["classes"] = classes;
   j["inputs"] = {{"discovered", inputs.discovered}, {"delivered", inputs.delivered},
                  {"failed", inputs.failed},         {"dropped", inputs.dropped},
                  {"not_processed", inputs.not_processed}, {"cpu_resized", inputs.cpu_resized},

@@ -93,7 +93,7 @@ Error no_inputs(const InputConfig& in, const stages::ShardSpec& shard) {
 InputCounts count_inputs(const InputConfig& input) {
   stages::check_inputs(input);
   InputCounts c;
-  for (const auto& item : stages::discover_all_inputs(input)) {
+  for (const auto& item : stages::discover_all_inputs(input, &c.classes)) {
     if (!item.error.empty()) c.failures.push_back({item.path, item.frame, item.error});
     else if (item.video) ++c.videos;
     else ++c.images;
@@ -149,6 +149,7 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   times.end = detail::RunTimes::clock::now();
   Report report = detail::assemble_report(cfg, plan, stages, resources, times, stop.load());
   report.shard = {inputs.shard.rank, inputs.shard.world_size, inputs.shard.origin};
+  report.classes = inputs.classes;
   report.timeline = std::move(timeline);
   report.latency = stages.sink.latency().summary();
   kept = std::move(kept_or_new);  // a run that threw leaves nothing to keep

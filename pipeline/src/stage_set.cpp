@@ -43,6 +43,7 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
   limits.max_pixels = cfg.decode.max_pixels;
   limits.max_bitstream = plan.frame_bytes;
   limits.max_frame_bytes = plan.max_decoded_frame;
+  limits.resize = cfg.transform.resize;
   probe = std::make_unique<stages::Probe>(limits, *resources.devices().front()->jpeg, steering, decode.stats(),
                                           transform.stats(), gpu_decode);
   gpu_ops.enable_gpu_decode(gpu_decode, cfg.decode, cfg.input.on_error);

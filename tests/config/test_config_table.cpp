@@ -63,6 +63,7 @@ Config every_key_changed() {
   c.input.shuffle_seed = UINT64_MAX;
   c.input.shard = {2, 5};
   c.input.video = {10, 3, 100};
+  c.input.labels = Labels::folders;
   c.decode.threads = 5;
   c.decode.accept_truncated = true;
   c.decode.max_pixels = 123456789012;
@@ -74,7 +75,7 @@ Config every_key_changed() {
   c.transform.layout = Layout::nhwc;
   c.transform.dtype = DType::uint8;
   c.transform.swap_rb = false;
-  c.batch = {9, true};
+  c.batch = {9, true, 50};
   c.staging = {4, StagingMemory::pinned, TransferMode::zero_copy};
   c.memory = {256, false, true};
   c.devices.kind = DeviceSelection::Kind::list;

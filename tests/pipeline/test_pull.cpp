@@ -405,6 +405,7 @@ TEST_CASE("batch.timeout_ms: a stalled source's partial batch comes out; full ba
     Config c = small_config(dev, 8, 3);
     c.input.paths.clear();
     c.batch.timeout_ms = 300;  // long enough for three quick pushes on a loaded machine
+    c.batch.drop_last = true;  // about the end of the input: a batch cut by the timeout still goes out
     Pipeline p(c);
     RunOptions opt;
     opt.source = src;
@@ -438,10 +439,6 @@ TEST_CASE("batch.timeout_ms: a stalled source's partial batch comes out; full ba
     CHECK(r.inputs.delivered == 11);
     CHECK(r.batches == 2);
   }
-  Config bad;
-  bad.batch.timeout_ms = 10;
-  bad.batch.drop_last = true;
-  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("batch.timeout_ms"), imgpipe::ConfigError);
 }
 
 TEST_CASE("latency histogram: percentiles within 1%") {

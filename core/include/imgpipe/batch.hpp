@@ -7,16 +7,25 @@
 #include <string>
 #include <vector>
 
+#include "imgpipe/geometry.hpp"
 #include "imgpipe/types.hpp"
 
 namespace imgpipe {
 
-// Where one sample came from.
+// Where one sample came from, and how its tensor relates to that image.
 struct SampleId {
   std::uint64_t input_index = 0;  // position in the discovered input list
   std::string path;
   std::int64_t frame = -1;  // frame index within a video; -1 for still images
   bool decoded_on_gpu = false;  // a JPEG decoded by the GPU's JPEG engines (else decoded on the CPU)
+  // The class index (input.labels: folders): the position of the sample's
+  // class folder in Report::classes; -1 when unlabelled (input.labels: none,
+  // a file directly in a root folder or named explicitly). A pushed item:
+  // the label it was pushed with.
+  std::int64_t label = -1;
+  // Original size, orientation, resize, scale and padding/crop of the tensor
+  // (imgpipe/geometry.hpp maps boxes and points back with it).
+  SampleGeometry geometry;
 };
 
 // A batch resident in device memory (host memory on the host backend).

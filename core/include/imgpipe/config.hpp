@@ -26,6 +26,7 @@ enum class SinkType : std::uint8_t { discard, dump };
 // staging.transfer (named apart from stages::Transfer, the stage that does it).
 enum class TransferMode : std::uint8_t { copy, zero_copy };
 enum class Dispatch : std::uint8_t { round_robin, least_loaded };
+enum class Labels : std::uint8_t { none, folders };
 
 // The names config files use for each enum's values (the only list of them).
 inline constexpr EnumName<OnError> on_error_names[] = {{OnError::skip, "skip"}, {OnError::fail, "fail"}};
@@ -44,6 +45,7 @@ inline constexpr EnumName<TransferMode> transfer_mode_names[] = {{TransferMode::
                                                                  {TransferMode::zero_copy, "zero_copy"}};
 inline constexpr EnumName<Dispatch> dispatch_names[] = {{Dispatch::round_robin, "round_robin"},
                                                         {Dispatch::least_loaded, "least_loaded"}};
+inline constexpr EnumName<Labels> labels_names[] = {{Labels::none, "none"}, {Labels::folders, "folders"}};
 
 struct VideoConfig {
   std::int64_t start = 0;       // first frame index delivered from each video
@@ -71,6 +73,10 @@ struct InputConfig {
   std::optional<std::uint64_t> shuffle_seed;  // input.shuffle: {seed: S}
   ShardConfig shard;
   VideoConfig video;
+  // folders: each sample's label is the index of its class, the first-level
+  // sub-folder of the input.paths folder it was found in (torchvision's
+  // ImageFolder; see Report::classes and SampleId::label).
+  Labels labels = Labels::none;
   bool operator==(const InputConfig&) const = default;
 };
 

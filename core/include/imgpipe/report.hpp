@@ -101,6 +101,11 @@ struct Report {
     std::string origin = "default";  // "config", "RANK/WORLD_SIZE", "OMPI_COMM_WORLD_*", "SLURM_*", "PMI_*" or "default"
   } shard;
 
+  // input.labels: folders: the class names, sorted; SampleId::label indexes
+  // them (the same list on every rank: it comes from the whole input). Empty
+  // with input.labels: none.
+  std::vector<std::string> classes;
+
   struct Inputs {
     // Samples and failures handed out (one per image, video frame and failed
     // video) plus the input items never reached: delivered + failed + dropped

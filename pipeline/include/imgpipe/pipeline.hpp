@@ -210,6 +210,9 @@ struct InputCounts {
   // Named but already known to fail (an input.list entry that does not exist,
   // a folder that cannot be listed, a dangling symlink); a run reports each.
   std::vector<InputFailure> failures;
+  // input.labels: folders: the class names a run gives (Report::classes),
+  // known before running (e.g. to size a classifier's output).
+  std::vector<std::string> classes;
   std::size_t total() const noexcept { return images + videos + failures.size(); }
 };
 

@@ -1,0 +1,80 @@
+#include "geometry.hpp"
+
+#include "kernels/resize.hpp"
+
+namespace imgpipe::stages {
+
+SampleGeometry decoded_geometry(int stored_width, int stored_height, int orientation, int scale) {
+  SampleGeometry g;
+  g.stored_width = stored_width;
+  g.stored_height = stored_height;
+  g.orientation = orientation >= 1 && orientation <= 8 ? orientation : 1;
+  const bool turned = g.orientation >= 5;  // 5..8 transpose
+  g.width = turned ? stored_height : stored_width;
+  g.height = turned ? stored_width : stored_height;
+  g.decode_scale = scale > 0 ? scale : 1;
+  return g;
+}
+
+namespace {
+
+kernels::Fit fit_of(ResizeMode m) {
+  switch (m) {
+    case ResizeMode::letterbox: return kernels::Fit::letterbox;
+    case ResizeMode::center_crop: return kernels::Fit::center_crop;
+    default: return kernels::Fit::stretch;
+  }
+}
+
+// Whether orientation o reverses the displayed x (or y) axis against the
+// stored axis it comes from (stored_to_displayed in core/src/geometry.cpp).
+bool reverses_x(int o) { return o == 2 || o == 3 || o == 6 || o == 7; }
+bool reverses_y(int o) { return o == 3 || o == 4 || o == 7 || o == 8; }
+
+// Displayed full-size coordinate x of a reduced frame's coordinate u along
+// one axis of displayed length n: x = r * u + shift. libjpeg's scaled IDCT
+// turns each r x r block of stored pixels into one, so a stored coordinate is
+// r times the reduced one; the last block of an axis that is not a multiple
+// of r reaches past the image, which matters when the orientation reverses
+// the axis: x = n - r * (ceil(n / r) - u).
+double reduction_shift(int n, int r, bool reversed) {
+  if (!reversed || r == 1) return 0;
+  return n - static_cast<double>(r) * ((n + r - 1) / r);
+}
+
+}  // namespace
+
+void complete_geometry(SampleGeometry& g, int frame_width, int frame_height, const ResizeConfig& resize) {
+  if (g.width <= 0 || g.height <= 0) g = decoded_geometry(frame_width, frame_height, 1, 1);
+  kernels::SrcImage im;
+  im.width = frame_width;
+  im.height = frame_height;
+  kernels::ResizeBatch b;
+  b.images = &im;
+  b.batch = 1;
+  b.width = resize.width;
+  b.height = resize.height;
+  b.fit = fit_of(resize.mode);
+  const kernels::Placement p = kernels::placement(b, 0);
+  // cv::resize (and the kernels, detail::plan_image) copy when the resized
+  // size is the frame's, whatever the factor says.
+  const bool copy = p.width == frame_width && p.height == frame_height;
+  const double kx = copy ? 1.0 : p.inv_scale_x, ky = copy ? 1.0 : p.inv_scale_y;
+  const int r = g.decode_scale;
+  g.resize = resize.mode;
+  g.scale_x = kx / r;
+  g.scale_y = ky / r;
+  g.offset_x = p.x0 - g.scale_x * reduction_shift(g.width, r, reverses_x(g.orientation));
+  g.offset_y = p.y0 - g.scale_y * reduction_shift(g.height, r, reverses_y(g.orientation));
+  g.resized_width = p.width;
+  g.resized_height = p.height;
+  const bool letterbox = resize.mode == ResizeMode::letterbox, crop = resize.mode == ResizeMode::center_crop;
+  g.pad_left = letterbox ? p.x0 : 0;
+  g.pad_top = letterbox ? p.y0 : 0;
+  g.crop_x = crop ? -p.x0 : 0;
+  g.crop_y = crop ? -p.y0 : 0;
+  g.tensor_width = resize.width;
+  g.tensor_height = resize.height;
+}
+
+}  // namespace imgpipe::stages
