@@ -164,12 +164,25 @@ typedef struct imgpipe_batch_info {
 
 imgpipe_status imgpipe_batch_get_info(imgpipe_batch* b, imgpipe_batch_info* out);
 /* The samples as a JSON array, in tensor order, one object each:
- * {"input_index": N, "path": "...", "frame": -1, "route": "cpu"|"gpu"},
- * plus "label" (an integer, -1 for none) and "geometry" (an object) in
- * builds whose SampleId carries them. Owned by b, valid while b lives. */
+ * {"input_index": N, "path": "...", "frame": -1, "route": "cpu"|"gpu",
+ *  "label": L (-1: none; an index into the report's "classes"),
+ *  "geometry": {"width", "height", "stored_width", "stored_height",
+ *    "orientation", "decode_scale", "resize", "scale_x", "scale_y",
+ *    "offset_x", "offset_y", "resized_width", "resized_height", "pad_left",
+ *    "pad_top", "crop_x", "crop_y", "tensor_width", "tensor_height"}}
+ * (SampleId and SampleGeometry, imgpipe/geometry.hpp, field for field; the
+ * dump sink's manifest uses the same names). Owned by b, valid while b lives. */
 imgpipe_status imgpipe_batch_samples_json(imgpipe_batch* b, const char** out);
 /* The samples' labels (-1: none) into out[0 .. min(n, size)). */
 imgpipe_status imgpipe_batch_labels(imgpipe_batch* b, int64_t* out, size_t n);
+
+/* Maps a box {x, y, width, height} of sample `sample`'s tensor to its
+ * original image (to_image 1: tensor_to_image, clipped) or back (0:
+ * image_to_tensor), in the original's displayed coordinates (stored 0, as
+ * cv::imread shows it) or as the file stores it (stored 1; they differ for
+ * an EXIF-oriented JPEG). A point is a box of width and height 0. */
+imgpipe_status imgpipe_batch_map(imgpipe_batch* b, size_t sample, int to_image, int stored, const double in[4],
+                                 double out[4]);
 
 /* Makes `consumer` (a cudaStream_t; (void*)1 the legacy default stream,
  * (void*)2 the per-thread one, of the batch's device) wait for the batch's

@@ -177,14 +177,15 @@ imgpipe::Config load_config(const char* config, imgpipe_config_kind kind, const 
 
 // ---- batches -----------------------------------------------------------------
 
-template <typename S>
-void put_label(nlohmann::json& j, const S& s) {
-  if constexpr (requires { s.label; }) j["label"] = static_cast<std::int64_t>(s.label);
-}
-template <typename S>
-std::int64_t label_of(const S& s) {
-  if constexpr (requires { s.label; }) return static_cast<std::int64_t>(s.label);
-  return -1;
+// A sample's "geometry" (imgpipe/geometry.hpp, field for field; the names of the dump sink's manifest).
+nlohmann::json geometry_json(const imgpipe::SampleGeometry& g) {
+  return {{"width", g.width}, {"height", g.height}, {"stored_width", g.stored_width},
+          {"stored_height", g.stored_height}, {"orientation", g.orientation}, {"decode_scale", g.decode_scale},
+          {"resize", std::string(imgpipe::enum_name(imgpipe::resize_mode_names, g.resize))}, {"scale_x", g.scale_x},
+          {"scale_y", g.scale_y}, {"offset_x", g.offset_x}, {"offset_y", g.offset_y},
+          {"resized_width", g.resized_width}, {"resized_height", g.resized_height}, {"pad_left", g.pad_left},
+          {"pad_top", g.pad_top}, {"crop_x", g.crop_x}, {"crop_y", g.crop_y}, {"tensor_width", g.tensor_width},
+          {"tensor_height", g.tensor_height}};
 }
 
 std::string samples_json(const imgpipe::DeviceBatch& b) {
@@ -193,8 +194,9 @@ std::string samples_json(const imgpipe::DeviceBatch& b) {
     nlohmann::json j = {{"input_index", s.input_index},
                         {"path", s.path},
                         {"frame", s.frame},
-                        {"route", s.decoded_on_gpu ? "gpu" : "cpu"}};
-    put_label(j, s);
+                        {"route", s.decoded_on_gpu ? "gpu" : "cpu"},
+                        {"label", s.label},
+                        {"geometry", geometry_json(s.geometry)}};
     all.push_back(std::move(j));
   }
   return all.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -462,7 +464,25 @@ imgpipe_status imgpipe_batch_labels(imgpipe_batch* b, int64_t* out, size_t n) {
   if (out == nullptr && n > 0) return null_handle("out");
   return guarded([&] {
     const auto& samples = b->batch.get().samples;
-    for (size_t i = 0; i < std::min(n, samples.size()); ++i) out[i] = label_of(samples[i]);
+    for (size_t i = 0; i < std::min(n, samples.size()); ++i) out[i] = samples[i].label;
+    return IMGPIPE_OK;
+  });
+}
+
+imgpipe_status imgpipe_batch_map(imgpipe_batch* b, size_t sample, int to_image, int stored, const double in[4],
+                                 double out[4]) {
+  if (b == nullptr) return null_handle("batch");
+  if (in == nullptr || out == nullptr) return null_handle("in or out");
+  return guarded([&] {
+    const auto& samples = b->batch.get().samples;
+    if (sample >= samples.size())
+      throw std::invalid_argument("imgpipe_batch_map: sample " + std::to_string(sample) + " of a batch of " +
+                                  std::to_string(samples.size()));
+    const imgpipe::SampleGeometry& g = samples[sample].geometry;
+    const auto coords = stored ? imgpipe::ImageCoords::stored : imgpipe::ImageCoords::displayed;
+    const imgpipe::Box box{in[0], in[1], in[2], in[3]};
+    const imgpipe::Box r = to_image ? imgpipe::tensor_to_image(g, box, coords) : imgpipe::image_to_tensor(g, box, coords);
+    out[0] = r.x, out[1] = r.y, out[2] = r.width, out[3] = r.height;
     return IMGPIPE_OK;
   });
 }

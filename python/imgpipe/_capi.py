@@ -94,6 +94,8 @@ for name, res, args in [
     ("imgpipe_batch_get_info", _st, [_p, ctypes.POINTER(BatchInfo)]),
     ("imgpipe_batch_samples_json", _st, [_p, _ps]),
     ("imgpipe_batch_labels", _st, [_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t]),
+    ("imgpipe_batch_map", _st, [_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_double),
+                                ctypes.POINTER(ctypes.c_double)]),
     ("imgpipe_batch_wait", _st, [_p, _p]),
     ("imgpipe_batch_synchronize", _st, [_p]),
     ("imgpipe_batch_retain", _p, [_p]),

@@ -73,7 +73,8 @@ _capsule_destructor_ptr = ctypes.cast(_capsule_destructor, ctypes.c_void_p)
 class Sample(dict):
     """Where one sample came from: a dict whose keys are also attributes: path, frame (-1 for an
     image), input_index (position in the discovered input list), route ("cpu" or "gpu": where it
-    was decoded), and, in builds that carry them, label (-1: none) and geometry (a dict)."""
+    was decoded), label (-1: none) and geometry (a dict: SampleGeometry's fields, e.g. width,
+    height, scale_x, offset_x, pad_left; Batch.to_image maps boxes with it)."""
 
     __slots__ = ()
 
@@ -182,11 +183,29 @@ class Batch:
 
     @property
     def labels(self):
-        """The samples' labels (ints; -1 for a sample without one)."""
+        """The samples' labels (ints; -1 for a sample without one): with input.labels: folders, the
+        index of the sample's class folder in the report's "classes" (Pipeline.classes)."""
         n = self._info.size
         arr = (ctypes.c_int64 * n)()
         check(lib.imgpipe_batch_labels(self._handle(), arr, n))
         return list(arr)
+
+    # -- geometry (imgpipe/geometry.hpp)
+    def _map(self, sample, box, to_image, stored):
+        vals = [float(v) for v in box] + [0.0] * (4 - len(box))
+        inp, out = (ctypes.c_double * 4)(*vals[:4]), (ctypes.c_double * 4)()
+        check(lib.imgpipe_batch_map(self._handle(), int(sample), to_image, 1 if stored else 0, inp, out))
+        return tuple(out) if len(box) == 4 else (out[0], out[1])
+
+    def to_image(self, sample, box, stored=False):
+        """A box (x, y, width, height) or point (u, v) of sample `sample`'s tensor in its original image
+        (full size, as displayed: after the EXIF orientation; stored=True: as the file stores it),
+        clipped to the image: where a detection on the batch lies in the input."""
+        return self._map(sample, box, 1, stored)
+
+    def to_tensor(self, sample, box, stored=False):
+        """The inverse of to_image (unclipped): a box or point of the original in tensor coordinates."""
+        return self._map(sample, box, 0, stored)
 
     # -- synchronisation
     def wait(self, stream):
@@ -524,6 +543,11 @@ class Pipeline:
         """Asks the current run to stop soon (thread-safe); iteration ends after the frames in flight."""
         if self._h is not None:
             lib.imgpipe_pipeline_request_stop(self._h)
+
+    @property
+    def classes(self):
+        """The class names that labels index (input.labels: folders), from the last run's report."""
+        return list(self.report().get("classes", []))
 
     def report(self):
         """The report of the last run that ended (or was stopped), as a dict."""
