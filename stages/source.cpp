@@ -63,6 +63,12 @@ class Collector {
     add_file(p);
   }
 
+  // A stream URL or camera: taken as named (once), never looked up on disk.
+  void add_live(const std::string& p) {
+    if (std::string problem = live_input_problem(p); !problem.empty()) return fail(p, problem);
+    if (seen_.insert(p).second) items_.push_back({p, -1, {}, false});
+  }
+
   std::vector<InputItem> take() { return std::move(items_); }
 
  private:
@@ -134,6 +140,7 @@ class InputProbe {
   explicit InputProbe(const InputConfig& cfg) : cfg_(cfg), filter_(cfg.extensions) {}
 
   void add_path(const std::string& p) {
+    if (is_live_input(p)) return add_live(p);
     if (is_pattern(p)) return add_pattern(p);
     std::error_code ec;
     const fs::file_status st = fs::status(p, ec);
@@ -142,6 +149,8 @@ class InputProbe {
       if (!ec || ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory) {
         std::error_code lec;
         why = fs::is_symlink(fs::symlink_status(p, lec)) ? "is a dangling symbolic link" : "does not exist";
+        if (!p.empty() && p.size() <= 4 && std::all_of(p.begin(), p.end(), ::isdigit))
+          why += " (for camera " + p + ", write camera:" + p + ")";
       }
       problems.push_back("'" + p + "' " + why + relative_note(p));
       return;
@@ -177,6 +186,13 @@ class InputProbe {
   bool found = false;
 
  private:
+  // Stream URLs and cameras are not checked ahead (a run reports one that
+  // cannot be opened as a failed input); only a malformed name is an error.
+  void add_live(const std::string& p) {
+    if (std::string problem = live_input_problem(p); !problem.empty()) problems.push_back("'" + p + "' " + problem);
+    else found = true;
+  }
+
   void add_pattern(const std::string& p) {
     glob_t g{};
     glob_failure() = {};
@@ -263,7 +279,9 @@ std::string nothing_found(const InputConfig& cfg) {
 std::vector<InputItem> discover_inputs(const InputConfig& cfg) {
   Collector c(cfg);
   for (const auto& p : cfg.paths) {
-    if (is_pattern(p)) {
+    if (is_live_input(p)) {
+      c.add_live(p);
+    } else if (is_pattern(p)) {
       glob_t g{};
       const int rc = ::glob(p.c_str(), GLOB_ERR, nullptr, &g);
       if (rc == GLOB_NOMATCH) {
@@ -298,7 +316,7 @@ std::vector<InputItem> discover_all_inputs(const InputConfig& cfg) {
   if (!cfg.list.empty())
     for (auto& p : read_input_list(cfg.list)) all.paths.push_back(std::move(p));
   std::vector<InputItem> items = discover_inputs(all);
-  for (auto& it : items) it.video = it.error.empty() && is_video_path(it.path);
+  for (auto& it : items) it.video = it.error.empty() && (is_video_path(it.path) || is_live_input(it.path));
   return items;
 }
 
@@ -315,8 +333,8 @@ Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, in
                const std::atomic<bool>& stop)
     : items_(items), stop_(stop) {
   if (std::any_of(items.begin(), items.end(), [](const InputItem& i) { return i.video; })) {
-    videos_ = std::make_unique<VideoPrefetcher>(items, VideoOptions{video.start, video.stride, video.max_frames},
-                                                video_ahead);
+    const VideoOptions opts{video.start, video.stride, video.max_frames, {video.open_timeout_s, video.read_timeout_s}};
+    videos_ = std::make_unique<VideoPrefetcher>(items, opts, video_ahead, 4, &stop_);
     videos_->prefetch(0);  // the first videos decode while the pipeline starts
   }
 }
@@ -327,6 +345,7 @@ Source::Step Source::video_step() {
   VideoReader& r = videos_->reader(next_);
   in_video_ = true;
   if (r.next(frame_, frame_index_)) return Step::frame;
+  if (!r.finished()) return Step::end;  // the stop came while waiting for a frame: next() sees it
   if (!r.error().empty()) {
     failure_ = r.error();
     failure_frame_ = r.stopped_at();

@@ -146,10 +146,11 @@ std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-// "1494 inputs: 1400 images, 94 videos[, 2 that fail already (the first: 'x': reason)]"
+// "1494 inputs: 1400 images, 94 videos[, 1 stream][, 2 that fail already (the first: 'x': reason)]"
 std::string describe(const imgpipe::InputCounts& n) {
   std::string s = plural(n.total(), "input", "inputs") + ": " + plural(n.images, "image", "images") + ", " +
                   plural(n.videos, "video", "videos");
+  if (n.streams > 0) s += ", " + plural(n.streams, "stream", "streams");
   if (!n.failures.empty())
     s += ", " + plural(n.failures.size(), "that fails", "that fail") + " already (the first: '" +
          n.failures.front().path + "': " + n.failures.front().reason + ")";
