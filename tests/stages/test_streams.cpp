@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -275,6 +276,18 @@ TEST_CASE("stream: discovery takes URLs and cameras as named videos; the input c
     CHECK(it.video);
     CHECK(it.error.empty());
   }
+  // input.list entries too, taken as written (not resolved against the list's folder).
+  imgpipe::test::TempDir d;
+  std::ofstream(d / "list.txt") << "# streams\nrtsp://127.0.0.1:1/a\ncamera:0\n";
+  imgpipe::InputConfig listed;
+  listed.list = (d / "list.txt").string();
+  CHECK_NOTHROW(imgpipe::stages::check_inputs(listed));
+  const auto from_list = imgpipe::stages::discover_all_inputs(listed);
+  REQUIRE(from_list.size() == 2);
+  CHECK(from_list[0].path == "rtsp://127.0.0.1:1/a");
+  CHECK(from_list[1].path == "camera:0");
+  CHECK(from_list[1].video);
+
   in.paths = {"camera:x"};
   try {
     imgpipe::stages::check_inputs(in);
