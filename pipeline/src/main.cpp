@@ -76,7 +76,8 @@ void add_options(CLI::App& app, Args& a) {
   app.set_version_flag("--version", std::string("imgpipe ") + imgpipe::version());
   app.add_option("--config,-c", a.config_path, "pipeline config (YAML)")->check(CLI::ExistingFile);
   app.add_option("--input,-i", a.inputs,
-                 "input file, folder or glob (repeatable; replaces input.paths; relative to the current directory)");
+                 "input file, folder, glob, stream URL (rtsp://, http://, file://, ...) or camera (camera:N) "
+                 "(repeatable; replaces input.paths; relative to the current directory)");
   app.add_option("--report", a.report_path, "write the run report as JSON to this file ('-': to stdout)");
   app.add_option("--device", a.device,
                  "overrides devices: auto (the first GPU, else the host backend) | cpu (the host backend) | "
