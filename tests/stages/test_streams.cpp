@@ -159,7 +159,7 @@ TEST_CASE("stream: start, stride and max_frames apply to a stream URL as to a fi
   CHECK(r.bit_exact);
 }
 
-TEST_CASE("stream: a file:// URL reads like the file; a missing one fails naming the file") {
+TEST_CASE("stream: a file:// URL reads like the file, a missing one fails naming the file") {
   const fs::path file = data("Megamind.avi");
   const Read r = read_and_compare("file://" + file.string(), file, stream_options());
   CHECK(r.error.empty());
@@ -220,7 +220,7 @@ TEST_CASE("stream: a server that stalls before the stream header is an open fail
   CHECK(r.error == "cannot open stream: no stream within 2 s (input.video.open_timeout_s)");
 }
 
-TEST_CASE("stream: stopping while a stalled stream waits for data returns at once; the reader's thread ends later") {
+TEST_CASE("stream: stopping while a stalled stream waits for data returns at once, the reader's thread ends later") {
   const auto body = bytes_of("vtest.avi");
   std::atomic<bool> cancel{false};
   {
@@ -263,7 +263,7 @@ TEST_CASE("stream: an absent camera fails at once, naming its number and device"
   CHECK(bad.error() == "'camera:x' is not a camera: write camera:N, N the device index (0 for /dev/video0)");
 }
 
-TEST_CASE("stream: discovery takes URLs and cameras as named videos; the input check skips them, rejects camera:x") {
+TEST_CASE("stream: discovery takes URLs and cameras as named videos, the input check skips them and rejects camera:x") {
   imgpipe::InputConfig in;
   in.paths = {"rtsp://127.0.0.1:1/live", "camera:3", "rtsp://127.0.0.1:1/live", "http://127.0.0.1:1/*.avi"};
   CHECK_NOTHROW(imgpipe::stages::check_inputs(in));
