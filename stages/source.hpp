@@ -9,7 +9,8 @@
 // taken. A path that does not exist, or a folder that cannot be listed,
 // becomes a failed item with the reason (a run checks input.paths first with
 // check_inputs(), so there this applies to the entries of input.list and to
-// what changes after the check). Duplicates (the same file reached
+// what changes after the check). Stream URLs and cameras (live_input.hpp)
+// are taken as named, as videos. Duplicates (the same file reached
 // twice) are delivered once. The list is then repeated (input.loop), shuffled
 // (input.shuffle) and sharded (input.shard or the launcher's environment): see
 // input_order.hpp.

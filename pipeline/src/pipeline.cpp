@@ -95,6 +95,7 @@ InputCounts count_inputs(const InputConfig& input) {
   InputCounts c;
   for (const auto& item : stages::discover_all_inputs(input, &c.classes)) {
     if (!item.error.empty()) c.failures.push_back({item.path, item.frame, item.error});
+    else if (item.video && stages::is_live_input(item.path)) ++c.streams;
     else if (item.video) ++c.videos;
     else ++c.images;
   }
