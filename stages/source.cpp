@@ -374,7 +374,13 @@ Source::~Source() = default;  // the prefetcher stops and joins its readers
 Source::Step Source::video_step() {
   VideoReader& r = videos_->reader(next_);
   in_video_ = true;
-  if (r.next(frame_, frame_index_)) return Step::frame;
+  if (cut_pending_) {  // batch.timeout_ms: wait no longer than the pending batch may
+    bool timed_out = false;
+    if (r.next_until(frame_, frame_index_, cut_deadline_, timed_out)) return Step::frame;
+    if (timed_out) return Step::cut;
+  } else if (r.next(frame_, frame_index_)) {
+    return Step::frame;
+  }
   if (!r.finished()) return Step::end;  // the stop came while waiting for a frame: next() sees it
   if (!r.error().empty()) {
     failure_ = r.error();

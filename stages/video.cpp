@@ -260,18 +260,29 @@ void VideoReader::State::run() {
 }
 
 bool VideoReader::next(cv::Mat& out, std::int64_t& index) {
+  bool timed_out = false;
+  return next_until(out, index, std::chrono::steady_clock::time_point::max(), timed_out);
+}
+
+bool VideoReader::next_until(cv::Mat& out, std::int64_t& index, std::chrono::steady_clock::time_point deadline,
+                             bool& timed_out) {
   State& s = *s_;
+  timed_out = false;
   std::unique_lock lk(s.m);
   const auto woken = [&] {
     return !s.ready.empty() || s.finished || s.stop || (cancel_ && cancel_->load(std::memory_order_relaxed));
   };
-  if (cancel_) {
-    // The cancel flag is set without this reader's lock (a signal handler may
-    // set it): look at it every 50 ms.
-    while (!s.cv.wait_for(lk, std::chrono::milliseconds(50), woken)) {
+  // The cancel flag is set without this reader's lock (a signal handler may
+  // set it): look at it every 50 ms.
+  const auto poll = std::chrono::milliseconds(cancel_ ? 50 : 1000);
+  while (!woken()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      timed_out = true;
+      return false;
     }
-  } else {
-    s.cv.wait(lk, woken);
+    const auto wait = deadline - now < poll ? deadline - now : std::chrono::steady_clock::duration(poll);
+    s.cv.wait_for(lk, wait, woken);
   }
   if (s.ready.empty()) return false;
   if (!out.empty() && out.u && out.u->refcount == 1) s.spare.push_back(std::move(out));

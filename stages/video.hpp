@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -58,6 +59,11 @@ class VideoReader {
   // file or stream (then finished() is true and error() says whether it
   // ended early), or when stopped or cancelled (finished() may be false).
   bool next(cv::Mat& frame, std::int64_t& index);
+  // The same, waiting no later than `deadline`: false with *timed_out set
+  // when no frame came by then and the input goes on (batch.timeout_ms cuts
+  // the pending batch meanwhile).
+  bool next_until(cv::Mat& frame, std::int64_t& index, std::chrono::steady_clock::time_point deadline,
+                  bool& timed_out);
   // The input has ended (normally or not); error() and stopped_at() are final.
   bool finished() const;
 

@@ -284,9 +284,10 @@ constexpr KeySpec kKeys[] = {
   field<&C::batch, &BatchConfig::drop_last>("batch.drop_last", any_value(),
       "true: a last, partial batch is dropped (and counted)."),
   field<&C::batch, &BatchConfig::timeout_ms>("batch.timeout_ms", between(0, 3'600'000),
-      "Pushed inputs (a live source): a batch not full this many milliseconds after its first sample is "
-      "emitted partial (batch.drop_last does not drop it), so a source that stalls does not hold frames back; "
-      "0: batches always fill."),
+      "A live source (pushed inputs, a stream URL or camera, any video): a batch not full this many "
+      "milliseconds after its first sample, while the source waits for more, is emitted partial "
+      "(batch.drop_last does not drop it), so a source that stalls does not hold frames back; 0: batches "
+      "always fill."),
 
   field<&C::staging, &StagingConfig::slots>("staging.slots", between(2, 64),
       "Host staging slots; at least 2, so that the packer fills one while another transfers."),

@@ -136,7 +136,7 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   }
   if (on_resources) on_resources(kept_or_new);
 
-  if (pushed) hooks.live = {options.source, std::chrono::milliseconds(cfg.batch.timeout_ms), cfg.batch.size};
+  hooks.live = {options.source, std::chrono::milliseconds(cfg.batch.timeout_ms), cfg.batch.size};
   detail::StageSet stages(cfg, plan, inputs, resources, callback, stop, hooks);
   times.pipeline = detail::RunTimes::clock::now();
   Timeline timeline;

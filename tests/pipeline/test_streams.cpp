@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -244,4 +245,35 @@ TEST_CASE("pipeline streams: the CLI validates and counts streams, rejects camer
   CHECK(text.find("INTERRUPTED") != std::string::npos);
   CHECK(text.find(" frames") != std::string::npos);  // progress counts frames
   CHECK(text.find("%)") == std::string::npos);       // and shows no total: a stream's length is unknown
+}
+
+TEST_CASE("pipeline streams: batch.timeout_ms sends a stalled stream's partial batch out while the stream waits") {
+  const auto body = imgpipe::test::read_bytes(data("vtest.avi"));
+  {
+    LoopbackHttpServer server({false, body.size() / 3});
+    server.serve("vtest.avi", body);
+    // Batches of 1000 never fill from 795 frames: only the timeout lets one out before the end.
+    Config cfg = small_config({server.url("vtest.avi")}, 1000);
+    cfg.input.video.read_timeout_s = 3600;  // the stall lasts until the stop
+    cfg.batch.timeout_ms = 200;
+    cfg.staging.slots = 2;
+    Pipeline p(cfg);
+    imgpipe::BatchStream stream = p.start();
+    std::optional<imgpipe::Batch> b = stream.next_for(std::chrono::seconds(120));
+    REQUIRE(b.has_value());
+    REQUIRE(*b);
+    const std::size_t first = (*b)->size();
+    CHECK(first > 100);  // about a third of 795 came before the stall
+    CHECK(first < 795);
+    CHECK((*b)->samples.front().path == server.url("vtest.avi"));
+    b->release();
+    stream.stop();  // the stream is still stalled: only the stop ends it
+    std::size_t more = 0;
+    while (imgpipe::Batch rest = stream.next()) more += rest->size();
+    const Report& r = stream.report();
+    CHECK(r.interrupted);
+    CHECK(r.inputs.delivered == first + more);
+    check_accounting(r);
+  }
+  wait_for_detached_readers();
 }
