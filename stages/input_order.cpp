@@ -7,6 +7,7 @@
 #include <random>
 
 #include "imgpipe/error.hpp"
+#include "live_input.hpp"
 
 namespace imgpipe::stages {
 
@@ -70,7 +71,8 @@ std::vector<std::string> read_input_list(const std::string& list_file) {
     std::size_t b = line.find_first_not_of(" \t");
     if (b == std::string::npos || line[b] == '#') continue;
     std::filesystem::path p(line.substr(b));
-    out.push_back(p.is_absolute() || base.empty() ? p.string() : (base / p).string());
+    const bool as_written = p.is_absolute() || base.empty() || is_live_input(p.string());  // URLs, cameras
+    out.push_back(as_written ? p.string() : (base / p).string());
   }
   return out;
 }

@@ -36,7 +36,8 @@ ShardSpec shard_of(const InputConfig& cfg);
 std::optional<int> local_rank_from_environment();
 
 // Reads input.list: one path per line; blank lines and lines starting with #
-// are ignored; relative paths resolve against the list file's folder.
+// are ignored; relative paths resolve against the list file's folder (stream
+// URLs and cameras are taken as written).
 // Throws imgpipe::Error naming the file when it cannot be read.
 std::vector<std::string> read_input_list(const std::string& list_file);
 

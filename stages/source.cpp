@@ -64,6 +64,14 @@ class Collector {
     add_file(p);
   }
 
+  // A stream URL or camera: taken as named (once), never looked up on disk.
+  void add_live(const std::string& p) {
+    if (std::string problem = live_input_problem(p); !problem.empty()) return fail(p, problem);
+    if (!seen_.insert(p).second) return;
+    items_.push_back({p, -1, {}, false});
+    item_class_.push_back(nullptr);  // named explicitly: no class
+  }
+
   // The items, labelled (input.labels: folders), and the sorted class names.
   std::vector<InputItem> take(std::vector<std::string>* classes) {
     std::map<const std::string*, std::int64_t> index;  // set nodes are stable
@@ -161,6 +169,7 @@ class InputProbe {
   explicit InputProbe(const InputConfig& cfg) : cfg_(cfg), filter_(cfg.extensions) {}
 
   void add_path(const std::string& p) {
+    if (is_live_input(p)) return add_live(p);
     if (is_pattern(p)) return add_pattern(p);
     std::error_code ec;
     const fs::file_status st = fs::status(p, ec);
@@ -169,6 +178,8 @@ class InputProbe {
       if (!ec || ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory) {
         std::error_code lec;
         why = fs::is_symlink(fs::symlink_status(p, lec)) ? "is a dangling symbolic link" : "does not exist";
+        if (!p.empty() && p.size() <= 4 && std::all_of(p.begin(), p.end(), ::isdigit))
+          why += " (for camera " + p + ", write camera:" + p + ")";
       }
       problems.push_back("'" + p + "' " + why + relative_note(p));
       return;
@@ -204,6 +215,13 @@ class InputProbe {
   bool found = false;
 
  private:
+  // Stream URLs and cameras are not checked ahead (a run reports one that
+  // cannot be opened as a failed input); only a malformed name is an error.
+  void add_live(const std::string& p) {
+    if (std::string problem = live_input_problem(p); !problem.empty()) problems.push_back("'" + p + "' " + problem);
+    else found = true;
+  }
+
   void add_pattern(const std::string& p) {
     glob_t g{};
     glob_failure() = {};
@@ -290,7 +308,9 @@ std::string nothing_found(const InputConfig& cfg) {
 std::vector<InputItem> discover_inputs(const InputConfig& cfg, std::vector<std::string>* classes) {
   Collector c(cfg);
   for (const auto& p : cfg.paths) {
-    if (is_pattern(p)) {
+    if (is_live_input(p)) {
+      c.add_live(p);
+    } else if (is_pattern(p)) {
       glob_t g{};
       const int rc = ::glob(p.c_str(), GLOB_ERR, nullptr, &g);
       if (rc == GLOB_NOMATCH) {
@@ -325,7 +345,7 @@ std::vector<InputItem> discover_all_inputs(const InputConfig& cfg, std::vector<s
   if (!cfg.list.empty())
     for (auto& p : read_input_list(cfg.list)) all.paths.push_back(std::move(p));
   std::vector<InputItem> items = discover_inputs(all, classes);
-  for (auto& it : items) it.video = it.error.empty() && is_video_path(it.path);
+  for (auto& it : items) it.video = it.error.empty() && (is_video_path(it.path) || is_live_input(it.path));
   return items;
 }
 
@@ -343,8 +363,8 @@ Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, in
     : items_(items), stop_(stop), live_(std::move(live)) {
   live_.batch_size = std::max(1, live_.batch_size);
   if (std::any_of(items.begin(), items.end(), [](const InputItem& i) { return i.video; })) {
-    videos_ = std::make_unique<VideoPrefetcher>(items, VideoOptions{video.start, video.stride, video.max_frames},
-                                                video_ahead);
+    const VideoOptions opts{video.start, video.stride, video.max_frames, {video.open_timeout_s, video.read_timeout_s}};
+    videos_ = std::make_unique<VideoPrefetcher>(items, opts, video_ahead, 4, &stop_);
     videos_->prefetch(0);  // the first videos decode while the pipeline starts
   }
 }
@@ -354,7 +374,14 @@ Source::~Source() = default;  // the prefetcher stops and joins its readers
 Source::Step Source::video_step() {
   VideoReader& r = videos_->reader(next_);
   in_video_ = true;
-  if (r.next(frame_, frame_index_)) return Step::frame;
+  if (cut_pending_) {  // batch.timeout_ms: wait no longer than the pending batch may
+    bool timed_out = false;
+    if (r.next_until(frame_, frame_index_, cut_deadline_, timed_out)) return Step::frame;
+    if (timed_out) return Step::cut;
+  } else if (r.next(frame_, frame_index_)) {
+    return Step::frame;
+  }
+  if (!r.finished()) return Step::end;  // the stop came while waiting for a frame: next() sees it
   if (!r.error().empty()) {
     failure_ = r.error();
     failure_frame_ = r.stopped_at();

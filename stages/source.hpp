@@ -9,7 +9,8 @@
 // taken. A path that does not exist, or a folder that cannot be listed,
 // becomes a failed item with the reason (a run checks input.paths first with
 // check_inputs(), so there this applies to the entries of input.list and to
-// what changes after the check). Duplicates (the same file reached
+// what changes after the check). Stream URLs and cameras (live_input.hpp)
+// are taken as named, as videos. Duplicates (the same file reached
 // twice) are delivered once. The list is then repeated (input.loop), shuffled
 // (input.shuffle) and sharded (input.shard or the launcher's environment): see
 // input_order.hpp.
@@ -83,8 +84,9 @@ InputList build_input_list(const InputConfig& cfg);
 // already there (`preloaded`), a frame a video_frame Work; the end is the
 // source's close(). With `live.batch_timeout` > 0 and a partial batch
 // pending (fewer than `live.batch_size` samples handed out since the last
-// cut) for that long after its first sample, a `cut` Work tells pack to emit
-// it (batch.timeout_ms).
+// cut) for that long after its first sample while the source waits (for a
+// pushed item, or a video's or stream's next frame), a `cut` Work tells pack
+// to emit it (batch.timeout_ms).
 struct LiveOptions {
   std::shared_ptr<PushSource> pushed;
   std::chrono::milliseconds batch_timeout{0};
@@ -118,6 +120,7 @@ class Source {
       const InputItem& in = items_[next_];
       const Step step = in.video ? video_step() : Step::image;
       if (step == Step::end) continue;  // the video is done: on to the next item
+      if (step == Step::cut) return cut(acquire());  // a stalled stream: the pending batch goes out
       Work* w = acquire();
       w->reset_for(in.video ? Work::Kind::video_frame : Work::Kind::image, next_, &in);
       if (step == Step::frame) {
@@ -135,6 +138,7 @@ class Source {
       }
       ++emitted_;
       ++stats_.items;
+      note_sample();
       return w;
     }
   }
@@ -185,8 +189,8 @@ class Source {
   Work* end_pushed(Work* w);     // the flush Work at the end
   void note_sample();            // batch.timeout_ms bookkeeping for one handed-out sample
 
-  enum class Step { image, frame, failure, end };
-  Step video_step();    // the current video's next frame, its failure or its end
+  enum class Step { image, frame, failure, end, cut };
+  Step video_step();    // the current video's next frame, its failure, its end, or a cut (batch.timeout_ms)
   void finish_video();  // closes the current video's reader and moves to the next item
   void end_of_input();
 

@@ -4,11 +4,18 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
+#include <mutex>
 
 #include <fmt/format.h>
+#include <spdlog/logger.h>
 #include <opencv2/videoio.hpp>
 #include <opencv2/videoio/registry.hpp>
+
+#include "imgpipe/log.hpp"
 
 namespace imgpipe::stages {
 
@@ -20,94 +27,201 @@ bool is_video_path(const std::string& path) {
   return std::find(exts.begin(), exts.end(), e) != exts.end();
 }
 
-VideoReader::VideoReader(std::string path, VideoOptions opts, std::size_t depth)
-    : path_(std::move(path)), opts_(opts), depth_(std::max<std::size_t>(depth, 1)) {
-  thread_ = std::thread([this] { run(); });
+// Everything the reader thread touches. Shared with the thread, so that a
+// live input's thread stuck in a read can be detached and finish on its own.
+struct VideoReader::State {
+  State(std::string p, VideoOptions o, std::size_t d)
+      : path(std::move(p)), opts(o), depth(std::max<std::size_t>(d, 1)), live(is_live_input(path)),
+        camera(is_camera(path)) {}
+
+  struct Pending {
+    cv::Mat frame;
+    std::int64_t index = -1;  // -1: none
+  };
+  using clock = std::chrono::steady_clock;
+
+  void run();
+  void read_frames(cv::VideoCapture& cap, std::int64_t& index);
+  bool wait_for_room(bool wanted, cv::Mat& frame);
+  void end_of_stream(std::int64_t index, std::int64_t expected, std::int64_t covered, bool stalled, Pending& pending);
+  void publish(Pending& p);
+  void finish(std::string error, std::int64_t at);
+  void exited();
+
+  const std::string path;
+  const VideoOptions opts;
+  const std::size_t depth;
+  const bool live;    // a stream URL or a camera
+  const bool camera;
+  std::mutex m;
+  std::condition_variable cv;
+  std::deque<std::pair<cv::Mat, std::int64_t>> ready;
+  std::vector<cv::Mat> spare;
+  bool finished = false;
+  bool stop = false;
+  bool thread_exited = false;
+  bool detached = false;
+  std::string error;
+  std::int64_t stopped_at = -1;
+};
+
+namespace {
+std::atomic<int> detached_readers{0};
+// How long a destroyed live input's reader may take to notice the stop
+// before its thread is left to finish alone.
+constexpr auto live_stop_grace = std::chrono::milliseconds(500);
+}  // namespace
+
+VideoReader::VideoReader(std::string path, VideoOptions opts, std::size_t depth, const std::atomic<bool>* cancel)
+    : s_(std::make_shared<State>(std::move(path), opts, depth)), cancel_(cancel) {
+  thread_ = std::thread([s = s_] {
+    s->run();
+    s->exited();
+  });
 }
 
 VideoReader::~VideoReader() {
   stop();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  if (s_->live) {
+    std::unique_lock lk(s_->m);
+    if (!s_->cv.wait_for(lk, live_stop_grace, [&] { return s_->thread_exited; })) {
+      s_->detached = true;
+      ++detached_readers;
+      lk.unlock();
+      imgpipe::logger()->debug("'{}': its reader is still waiting for data; it ends by itself when the read times out",
+                               s_->path);
+      thread_.detach();
+      return;
+    }
+  }
+  thread_.join();
+}
+
+int VideoReader::detached_running() noexcept { return detached_readers.load(); }
+
+const std::string& VideoReader::error() const noexcept { return s_->error; }
+std::int64_t VideoReader::stopped_at() const noexcept { return s_->stopped_at; }
+const std::string& VideoReader::path() const noexcept { return s_->path; }
+
+bool VideoReader::finished() const {
+  std::lock_guard lk(s_->m);
+  return s_->finished;
 }
 
 void VideoReader::stop() noexcept {
   {
-    std::lock_guard lk(m_);
-    stop_ = true;
+    std::lock_guard lk(s_->m);
+    s_->stop = true;
   }
-  cv_.notify_all();
+  s_->cv.notify_all();
 }
 
-void VideoReader::finish(std::string error, std::int64_t at) {
-  std::lock_guard lk(m_);
-  error_ = std::move(error);
-  stopped_at_ = at;
-  finished_ = true;
-  cv_.notify_all();
+void VideoReader::State::exited() {
+  std::lock_guard lk(m);
+  thread_exited = true;
+  if (detached) --detached_readers;
+  cv.notify_all();
+}
+
+void VideoReader::State::finish(std::string why, std::int64_t at) {
+  std::lock_guard lk(m);
+  error = std::move(why);
+  stopped_at = at;
+  finished = true;
+  cv.notify_all();
 }
 
 // The latest wanted frame waits in `pending` until the next read succeeds:
 // when a stream breaks, the frame decoded just before the break holds the
 // damaged data (FFmpeg conceals the errors and returns it as a frame), so it
 // is reported with the break instead of being delivered.
-void VideoReader::publish(Pending& p) {
+void VideoReader::State::publish(Pending& p) {
   if (p.index < 0) return;
-  std::lock_guard lk(m_);
-  ready_.emplace_back(std::move(p.frame), p.index);
+  std::lock_guard lk(m);
+  ready.emplace_back(std::move(p.frame), p.index);
   p.frame = cv::Mat();
   p.index = -1;
-  cv_.notify_all();
+  cv.notify_all();
 }
 
 // Waits for room in the queue; false when asked to stop. Takes a spare
 // buffer for the next wanted frame.
-bool VideoReader::wait_for_room(bool wanted, cv::Mat& frame) {
-  std::unique_lock lk(m_);
-  cv_.wait(lk, [&] { return stop_ || ready_.size() < depth_; });
-  if (stop_) return false;
-  if (wanted && frame.empty() && !spare_.empty()) {
-    frame = std::move(spare_.back());
-    spare_.pop_back();
+bool VideoReader::State::wait_for_room(bool wanted, cv::Mat& frame) {
+  std::unique_lock lk(m);
+  cv.wait(lk, [&] { return stop || ready.size() < depth; });
+  if (stop) return false;
+  if (wanted && frame.empty() && !spare.empty()) {
+    frame = std::move(spare.back());
+    spare.pop_back();
   }
   return true;
 }
 
-// The end of the stream at `index`: complete, or broken when the declared
-// frame count says more should have come.
-void VideoReader::end_of_stream(std::int64_t index, std::int64_t expected, std::int64_t covered, Pending& pending) {
+// The end of the input at `index`: complete, broken when the declared frame
+// count says more should have come, stalled when a stream's read timed out,
+// or a camera that stopped.
+void VideoReader::State::end_of_stream(std::int64_t index, std::int64_t expected, std::int64_t covered, bool stalled,
+                                       Pending& pending) {
   const std::int64_t tolerance = std::max<std::int64_t>(2, expected / 100);
-  if (index == 0) {
+  // pending.index is -1 or index - 1: any older frame was published by the
+  // successful read after it.
+  const std::int64_t at = pending.index >= 0 ? pending.index : index;
+  if (stalled && index == 0) {
+    finish(fmt::format("stream stalled: opened, but no frame came within {:g} s (input.video.read_timeout_s)",
+                       opts.stream.read_s),
+           0);
+  } else if (stalled) {
+    finish(fmt::format("stream stalled at frame {}: no data for {:g} s (input.video.read_timeout_s)", at,
+                       opts.stream.read_s),
+           at);
+  } else if (camera) {
+    finish(fmt::format("camera stopped delivering frames at frame {} (unplugged, or no frame within V4L2's timeout)",
+                       at),
+           at);
+  } else if (index == 0) {
     finish("opened but yielded no frames", 0);
   } else if (expected > 0 && covered < expected - tolerance) {
-    // pending.index is -1 or index - 1: any older frame was published by the
-    // successful read after it.
-    const std::int64_t at = pending.index >= 0 ? pending.index : index;
-    finish(fmt::format("stream broke at frame {} of {} declared (corrupt or truncated file)", at, expected), at);
+    finish(fmt::format("stream broke at frame {} of {} declared (corrupt or truncated {})", at, expected,
+                       live ? "stream" : "file"),
+           at);
   } else {
     publish(pending);
     finish({}, index);
   }
 }
 
-void VideoReader::read_frames(cv::VideoCapture& cap, std::int64_t& index) {
+void VideoReader::State::read_frames(cv::VideoCapture& cap, std::int64_t& index) {
   const double count_prop = cap.get(cv::CAP_PROP_FRAME_COUNT);
   const double fps = cap.get(cv::CAP_PROP_FPS);
-  const std::int64_t expected = count_prop > 0 && count_prop < 1e12 ? static_cast<std::int64_t>(count_prop) : -1;
+  const std::int64_t expected =
+      !camera && count_prop > 0 && count_prop < 1e12 ? static_cast<std::int64_t>(count_prop) : -1;
   // How far into the declared frames the stream got: frames read, or the
   // presentation time of the latest one, whichever says more.
   std::int64_t covered = 0;
   std::int64_t delivered = 0;
   cv::Mat frame;
   Pending pending;
+  // A stream URL's read that times out may first return the frame it was
+  // decoding, concealed, and fail on the next read: the two reads together
+  // took about the read timeout.
+  // (Time spent waiting for room in the queue does not count.)
+  double previous_read_s = 0;
   for (;; ++index) {
-    if (opts_.max_frames > 0 && delivered >= opts_.max_frames) break;
-    const bool wanted = index >= opts_.start && (index - opts_.start) % opts_.stride == 0;
+    if (opts.max_frames > 0 && delivered >= opts.max_frames) break;
+    const bool wanted = index >= opts.start && (index - opts.start) % opts.stride == 0;
     if (!wait_for_room(wanted, frame)) break;
+    const clock::time_point read_start = clock::now();
     const bool ok = wanted ? cap.read(frame) : cap.grab();  // grab() skips without converting the frame
-    if (!ok) return end_of_stream(index, expected, covered, pending);
+    const double read_s = std::chrono::duration<double>(clock::now() - read_start).count();
+    if (!ok) {
+      const bool stalled = live && !camera && previous_read_s + read_s >= 0.9 * opts.stream.read_s;
+      return end_of_stream(index, expected, covered, stalled, pending);
+    }
+    previous_read_s = read_s;
     publish(pending);
     covered = std::max(covered, index + 1);
-    if (fps > 0) {
+    if (fps > 0 && !camera) {
       const double ms = cap.get(cv::CAP_PROP_POS_MSEC);
       if (ms > 0) covered = std::max(covered, static_cast<std::int64_t>(std::llround(ms * fps / 1000.0)) + 1);
     }
@@ -124,15 +238,19 @@ void VideoReader::read_frames(cv::VideoCapture& cap, std::int64_t& index) {
   finish({}, index);
 }
 
-void VideoReader::run() {
+void VideoReader::State::run() {
   std::int64_t index = 0;  // the next frame's index in the file
   try {
     cv::VideoCapture cap;
-    // FFmpeg alone: the other backends (GStreamer, images) either cannot read
-    // what FFmpeg cannot or print errors for every file they reject.
-    const int api = cv::videoio_registry::hasBackend(cv::CAP_FFMPEG) ? cv::CAP_FFMPEG : cv::CAP_ANY;
-    if (!cap.open(path_, api))
-      return finish("cannot open video (not a video file, or a container or codec FFmpeg cannot read)", 0);
+    if (live) {
+      if (std::string why = open_live_input(cap, path, opts.stream); !why.empty()) return finish(std::move(why), 0);
+    } else {
+      // FFmpeg alone: the other backends (GStreamer, images) either cannot read
+      // what FFmpeg cannot or print errors for every file they reject.
+      const int api = cv::videoio_registry::hasBackend(cv::CAP_FFMPEG) ? cv::CAP_FFMPEG : cv::CAP_ANY;
+      if (!cap.open(path, api))
+        return finish("cannot open video (not a video file, or a container or codec FFmpeg cannot read)", 0);
+    }
     read_frames(cap, index);
   } catch (const std::exception& e) {
     finish(fmt::format("video decode error at frame {}: {}", index, e.what()), index);
@@ -142,34 +260,61 @@ void VideoReader::run() {
 }
 
 bool VideoReader::next(cv::Mat& out, std::int64_t& index) {
-  std::unique_lock lk(m_);
-  cv_.wait(lk, [&] { return !ready_.empty() || finished_ || stop_; });
-  if (ready_.empty()) return false;
-  if (!out.empty() && out.u && out.u->refcount == 1) spare_.push_back(std::move(out));
-  out = std::move(ready_.front().first);
-  index = ready_.front().second;
-  ready_.pop_front();
-  cv_.notify_all();
+  bool timed_out = false;
+  return next_until(out, index, std::chrono::steady_clock::time_point::max(), timed_out);
+}
+
+bool VideoReader::next_until(cv::Mat& out, std::int64_t& index, std::chrono::steady_clock::time_point deadline,
+                             bool& timed_out) {
+  State& s = *s_;
+  timed_out = false;
+  std::unique_lock lk(s.m);
+  const auto woken = [&] {
+    return !s.ready.empty() || s.finished || s.stop || (cancel_ && cancel_->load(std::memory_order_relaxed));
+  };
+  // The cancel flag is set without this reader's lock (a signal handler may
+  // set it): look at it every 50 ms.
+  const auto poll = std::chrono::milliseconds(cancel_ ? 50 : 1000);
+  while (!woken()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      timed_out = true;
+      return false;
+    }
+    const auto wait = deadline - now < poll ? deadline - now : std::chrono::steady_clock::duration(poll);
+    s.cv.wait_for(lk, wait, woken);
+  }
+  if (s.ready.empty()) return false;
+  if (!out.empty() && out.u && out.u->refcount == 1) s.spare.push_back(std::move(out));
+  out = std::move(s.ready.front().first);
+  index = s.ready.front().second;
+  s.ready.pop_front();
+  s.cv.notify_all();
   return true;
 }
 
-VideoPrefetcher::VideoPrefetcher(const std::vector<InputItem>& items, VideoOptions opts, int ahead, std::size_t depth)
-    : items_(items), opts_(opts), ahead_(static_cast<std::size_t>(std::max(1, ahead))), depth_(depth) {}
+VideoPrefetcher::VideoPrefetcher(const std::vector<InputItem>& items, VideoOptions opts, int ahead, std::size_t depth,
+                                 const std::atomic<bool>* cancel)
+    : items_(items), opts_(opts), ahead_(static_cast<std::size_t>(std::max(1, ahead))), depth_(depth), cancel_(cancel) {}
 
 VideoPrefetcher::~VideoPrefetcher() { stop_all(); }
 
 void VideoPrefetcher::prefetch(std::size_t from) {
   next_to_open_ = std::max(next_to_open_, from);
   while (next_to_open_ < items_.size() && open_.size() < ahead_) {
-    if (items_[next_to_open_].video && !open_.count(next_to_open_))
-      open_.emplace(next_to_open_, std::make_unique<VideoReader>(items_[next_to_open_].path, opts_, depth_));
+    const InputItem& item = items_[next_to_open_];
+    // A live input opens at its turn: opened ahead, a camera would be held
+    // and a stream's frames would wait, going stale.
+    if (item.video && !is_live_input(item.path) && !open_.count(next_to_open_))
+      open_.emplace(next_to_open_, std::make_unique<VideoReader>(item.path, opts_, depth_, cancel_));
     ++next_to_open_;
   }
 }
 
 VideoReader& VideoPrefetcher::reader(std::size_t i) {
   auto it = open_.find(i);
-  if (it == open_.end()) it = open_.emplace(i, std::make_unique<VideoReader>(items_[i].path, opts_, depth_)).first;
+  if (it == open_.end())
+    it = open_.emplace(i, std::make_unique<VideoReader>(items_[i].path, opts_, depth_, cancel_)).first;
   prefetch(i + 1);
   return *it->second;
 }

@@ -1,21 +1,22 @@
-// Video inputs: each video file is decoded in order by its own reader thread
-// (OpenCV VideoCapture, FFmpeg backend) into a small bounded queue; up to
-// `ahead` files decode at once, so several videos decode in parallel while
-// the pipeline's source stage takes their frames in input order.
+// Video inputs: each video file (or stream URL or camera, live_input.hpp) is
+// decoded in order by its own reader thread (OpenCV VideoCapture, FFmpeg
+// backend; V4L2 for cameras) into a small bounded queue; up to `ahead` files
+// decode at once, so several videos decode in parallel while the pipeline's
+// source stage takes their frames in input order.
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <opencv2/core.hpp>
 
+#include "live_input.hpp"
 #include "stage.hpp"
 
 namespace cv {
@@ -28,67 +29,72 @@ struct VideoOptions {
   std::int64_t start = 0;       // first frame index delivered
   std::int64_t stride = 1;      // deliver every stride-th frame from start
   std::int64_t max_frames = 0;  // per file; 0 = all
+  StreamTimeouts stream;        // stream URLs only (files and cameras ignore them)
 };
 
 // True when the file name has one of the video extensions OpenCV's FFmpeg
 // backend reads (.avi .mp4 .mkv .mov .webm .m4v .mpg .mpeg .wmv .flv .ts .3gp .ogv), case-insensitive.
 bool is_video_path(const std::string& path);
 
-// Decodes one file on a background thread into a queue of at most `depth`
-// frames (BGR u8). Frames keep their buffers: the caller swaps its spent Mat
-// in, so steady state allocates nothing. Never throws from the thread: OpenCV
-// errors end the file with error() set.
+// Decodes one file, stream URL or camera (live_input.hpp) on a background
+// thread into a queue of at most `depth` frames (BGR u8). Frames keep their
+// buffers: the caller swaps its spent Mat in, so steady state allocates
+// nothing. Never throws from the thread: OpenCV errors end the input with
+// error() set.
 class VideoReader {
  public:
-  VideoReader(std::string path, VideoOptions opts, std::size_t depth = 4);
+  // `cancel` (may be null; must outlive the reader) ends a next() that
+  // waits for a frame when it becomes true, as the pipeline's stop does.
+  VideoReader(std::string path, VideoOptions opts, std::size_t depth = 4, const std::atomic<bool>* cancel = nullptr);
+  // Stops the thread and joins it. A live input's thread that is still
+  // blocked in a read after a short grace (a stalled stream, a camera that
+  // sends nothing) is detached instead: it ends by itself when the read
+  // times out, so stopping never waits for the stream.
   ~VideoReader();
   VideoReader(const VideoReader&) = delete;
   VideoReader& operator=(const VideoReader&) = delete;
 
   // Blocks for the next frame: swaps it into `frame` (the caller's previous
   // buffer is recycled) and sets its index. Returns false at the end of the
-  // file or stream; then error() says whether it ended early.
+  // file or stream (then finished() is true and error() says whether it
+  // ended early), or when stopped or cancelled (finished() may be false).
   bool next(cv::Mat& frame, std::int64_t& index);
+  // The same, waiting no later than `deadline`: false with *timed_out set
+  // when no frame came by then and the input goes on (batch.timeout_ms cuts
+  // the pending batch meanwhile).
+  bool next_until(cv::Mat& frame, std::int64_t& index, std::chrono::steady_clock::time_point deadline,
+                  bool& timed_out);
+  // The input has ended (normally or not); error() and stopped_at() are final.
+  bool finished() const;
 
   // Empty when the file ended normally. Otherwise the reason ("cannot open
-  // video ...", "opened but yielded no frames", "stream broke at frame k ..."),
-  // with the frame index where decoding stopped in stopped_at() (0 when the
-  // file could not be opened). Valid once next() has returned false.
+  // video ...", "opened but yielded no frames", "stream broke at frame k ...",
+  // "stream stalled ..."), with the frame index where decoding stopped in
+  // stopped_at() (0 when the input could not be opened). Valid once
+  // finished().
   //
   // A stream "broke" when it ended before the frame count its container
   // declares: the frames read, or the presentation time of the last one (AVI
   // files may hold empty "repeat the last frame" chunks that count without
-  // being decoded), fall short of that count by more than max(2, 1%). The
-  // frame decoded last before a break is not delivered (it holds the data cut
-  // or damaged at the break, which FFmpeg conceals without an error): the
-  // break is reported at that frame.
-  const std::string& error() const noexcept { return error_; }
-  std::int64_t stopped_at() const noexcept { return stopped_at_; }
-  const std::string& path() const noexcept { return path_; }
+  // being decoded), fall short of that count by more than max(2, 1%). A
+  // stream URL "stalled" when a read found no data within its read timeout.
+  // A camera that stops delivering frames is a failure too (a camera never
+  // ends by itself). The frame decoded last before a break or a stall is not
+  // delivered (it holds the data cut or damaged there, which FFmpeg conceals
+  // without an error): the failure is reported at that frame.
+  const std::string& error() const noexcept;
+  std::int64_t stopped_at() const noexcept;
+  const std::string& path() const noexcept;
   void stop() noexcept;
 
+  // Threads of destroyed readers still blocked in a read (see the
+  // destructor); they end within their input's read timeout.
+  static int detached_running() noexcept;
+
  private:
-  struct Pending {
-    cv::Mat frame;
-    std::int64_t index = -1;  // -1: none
-  };
-  void run();
-  void read_frames(cv::VideoCapture& cap, std::int64_t& index);
-  bool wait_for_room(bool wanted, cv::Mat& frame);
-  void end_of_stream(std::int64_t index, std::int64_t expected, std::int64_t covered, Pending& pending);
-  void publish(Pending& p);
-  void finish(std::string error, std::int64_t at);
-  std::string path_;
-  VideoOptions opts_;
-  std::size_t depth_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::deque<std::pair<cv::Mat, std::int64_t>> ready_;
-  std::vector<cv::Mat> spare_;
-  bool finished_ = false;
-  bool stop_ = false;
-  std::string error_;
-  std::int64_t stopped_at_ = -1;
+  struct State;
+  std::shared_ptr<State> s_;  // shared with the thread, which may outlive the reader
+  const std::atomic<bool>* cancel_;
   std::thread thread_;
 };
 
@@ -99,7 +105,10 @@ class VideoReader {
 class VideoPrefetcher {
  public:
   // `items` must outlive the prefetcher; items with `video` set are videos.
-  VideoPrefetcher(const std::vector<InputItem>& items, VideoOptions opts, int ahead, std::size_t depth = 4);
+  // Live inputs (stream URLs, cameras) are opened at their turn, not ahead.
+  // `cancel` as for VideoReader.
+  VideoPrefetcher(const std::vector<InputItem>& items, VideoOptions opts, int ahead, std::size_t depth = 4,
+                  const std::atomic<bool>* cancel = nullptr);
   ~VideoPrefetcher();
   VideoPrefetcher(const VideoPrefetcher&) = delete;
   VideoPrefetcher& operator=(const VideoPrefetcher&) = delete;
@@ -120,6 +129,7 @@ class VideoPrefetcher {
   VideoOptions opts_;
   std::size_t ahead_;
   std::size_t depth_;
+  const std::atomic<bool>* cancel_;
   std::size_t next_to_open_ = 0;
   std::map<std::size_t, std::unique_ptr<VideoReader>> open_;
 };

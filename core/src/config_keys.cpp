@@ -168,7 +168,10 @@ constexpr KeySpec kKeys[] = {
   field<&C::input, &In::paths>("input.paths", any_value(),
       "Files, folders or glob patterns (`*`, `?`, `[...]` in the last component); one path may be written "
       "as a plain string. Relative paths resolve against the current directory. A path that does not exist, "
-      "a pattern that matches nothing or no input at all is an error before the run starts. Overridden by "
+      "a pattern that matches nothing or no input at all is an error before the run starts. Also stream URLs "
+      "(a scheme and `://`: rtsp, rtsps, http, https, rtmp, udp, tcp, file, ..., opened by OpenCV's FFmpeg "
+      "backend) and cameras (`camera:N`, V4L2 device N; a bare number is a file name): each is one video, "
+      "neither checked ahead nor globbed; one that cannot be opened is one failure naming it. Overridden by "
       "--input on the command line."),
   field<&C::input, &In::recursive>("input.recursive", any_value(),
       "Descend into sub-folders of the folders in paths (directory symlinks are not followed)."),
@@ -198,6 +201,12 @@ constexpr KeySpec kKeys[] = {
       "Deliver every stride-th frame from start."),
   field<&C::input, &In::video, &Vid::max_frames>("input.video.max_frames", at_least(0),
       "Frames delivered per video; 0 = all."),
+  field<&C::input, &In::video, &Vid::open_timeout_s>("input.video.open_timeout_s", above(0),
+      "Stream URLs: seconds FFmpeg may take to open one (connect, answer, stream header); a stream not open "
+      "by then is one failure naming the URL. Files and cameras ignore it."),
+  field<&C::input, &In::video, &Vid::read_timeout_s>("input.video.read_timeout_s", above(0),
+      "Stream URLs: seconds a read may wait for data; a stream that stops sending for that long ends as a "
+      "failure at that frame, after the frames it delivered. Files and cameras ignore it."),
   choice<labels_names, &C::input, &In::labels>("input.labels",
       "none: samples carry no label (-1). folders: as torchvision's ImageFolder, every folder named in paths "
       "(directly, by a glob or in input.list) is a root whose first-level sub-folders are the classes; the "
@@ -275,9 +284,10 @@ constexpr KeySpec kKeys[] = {
   field<&C::batch, &BatchConfig::drop_last>("batch.drop_last", any_value(),
       "true: a last, partial batch is dropped (and counted)."),
   field<&C::batch, &BatchConfig::timeout_ms>("batch.timeout_ms", between(0, 3'600'000),
-      "Pushed inputs (a live source): a batch not full this many milliseconds after its first sample is "
-      "emitted partial (batch.drop_last does not drop it), so a source that stalls does not hold frames back; "
-      "0: batches always fill."),
+      "A live source (pushed inputs, a stream URL or camera, any video): a batch not full this many "
+      "milliseconds after its first sample, while the source waits for more, is emitted partial "
+      "(batch.drop_last does not drop it), so a source that stalls does not hold frames back; 0: batches "
+      "always fill."),
 
   field<&C::staging, &StagingConfig::slots>("staging.slots", between(2, 64),
       "Host staging slots; at least 2, so that the packer fills one while another transfers."),

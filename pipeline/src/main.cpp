@@ -76,7 +76,8 @@ void add_options(CLI::App& app, Args& a) {
   app.set_version_flag("--version", std::string("imgpipe ") + imgpipe::version());
   app.add_option("--config,-c", a.config_path, "pipeline config (YAML)")->check(CLI::ExistingFile);
   app.add_option("--input,-i", a.inputs,
-                 "input file, folder or glob (repeatable; replaces input.paths; relative to the current directory)");
+                 "input file, folder, glob, stream URL (rtsp://, http://, file://, ...) or camera (camera:N) "
+                 "(repeatable; replaces input.paths; relative to the current directory)");
   app.add_option("--report", a.report_path, "write the run report as JSON to this file ('-': to stdout)");
   app.add_option("--device", a.device,
                  "overrides devices: auto (the first GPU, else the host backend) | cpu (the host backend) | "
@@ -146,10 +147,11 @@ std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-// "1494 inputs: 1400 images, 94 videos[, 2 that fail already (the first: 'x': reason)]"
+// "1494 inputs: 1400 images, 94 videos[, 1 stream][, 2 that fail already (the first: 'x': reason)]"
 std::string describe(const imgpipe::InputCounts& n) {
   std::string s = plural(n.total(), "input", "inputs") + ": " + plural(n.images, "image", "images") + ", " +
                   plural(n.videos, "video", "videos");
+  if (n.streams > 0) s += ", " + plural(n.streams, "stream", "streams");
   if (!n.failures.empty())
     s += ", " + plural(n.failures.size(), "that fails", "that fail") + " already (the first: '" +
          n.failures.front().path + "': " + n.failures.front().reason + ")";

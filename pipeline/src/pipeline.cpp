@@ -95,6 +95,7 @@ InputCounts count_inputs(const InputConfig& input) {
   InputCounts c;
   for (const auto& item : stages::discover_all_inputs(input, &c.classes)) {
     if (!item.error.empty()) c.failures.push_back({item.path, item.frame, item.error});
+    else if (item.video && stages::is_live_input(item.path)) ++c.streams;
     else if (item.video) ++c.videos;
     else ++c.images;
   }
@@ -135,7 +136,7 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   }
   if (on_resources) on_resources(kept_or_new);
 
-  if (pushed) hooks.live = {options.source, std::chrono::milliseconds(cfg.batch.timeout_ms), cfg.batch.size};
+  hooks.live = {options.source, std::chrono::milliseconds(cfg.batch.timeout_ms), cfg.batch.size};
   detail::StageSet stages(cfg, plan, inputs, resources, callback, stop, hooks);
   times.pipeline = detail::RunTimes::clock::now();
   Timeline timeline;

@@ -31,7 +31,7 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
       transfer(resources),
       gpu_ops(transform.normalize_params(), plan.resize, plan.gpu_op),
       sink(cfg.sink, inputs.shard, resources.ring(), callback, hooks.handoff),
-      live(hooks.live.pushed != nullptr) {
+      live(hooks.live.pushed != nullptr || hooks.live.batch_timeout.count() > 0) {
   const auto videos = std::count_if(inputs.items.begin(), inputs.items.end(), [](const auto& i) { return i.video; });
   has_videos = videos > 0;
   if (has_videos) sample_unit = static_cast<std::size_t>(videos) == inputs.items.size() ? "frames" : "samples";
@@ -131,9 +131,9 @@ void run_filter_chain(const RunPlan& plan, StageSet& s) {
   const auto f_gpu = handoff<Tok>(s.gpu_ops, &keys.gpu, &keys.end);
   // oneTBB copies each filter body: hand it over through the set-up key.
   auto over = [&](const auto& f) { return HandedOver<std::remove_cvref_t<decltype(f)>>(&f, &keys.setup); };
-  // A pushed source's batches can be cut short (batch.timeout_ms), so the
-  // packer may wait for a slot that only the stages after it release: never
-  // with a single thread.
+  // Batches cut short (batch.timeout_ms) can outnumber the slots the token
+  // limit assumes, so the packer may wait for a slot that only the stages
+  // after it release: never with a single thread.
   tbb::task_arena arena(s.live ? std::max(2, plan.threads) : plan.threads);
   arena.execute([&] {
     tbb::parallel_pipeline(static_cast<std::size_t>(plan.tokens),

@@ -52,7 +52,7 @@ struct StageSet {
   // input a video) or "samples" (both).
   std::string sample_unit = "images";
   bool has_videos = false;
-  bool live = false;  // the inputs are pushed (RunHooks::live)
+  bool live = false;  // inputs pushed (RunHooks::live) or batches cut by batch.timeout_ms
 
   // Every stage's statistics, in pipeline order (probe only with GPU decode).
   std::vector<const stages::StageStats*> stats() const;

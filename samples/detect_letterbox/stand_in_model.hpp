@@ -8,7 +8,7 @@
 #include <array>
 #include <vector>
 
-#include "imgpipe/types.hpp"
+struct CUstream_st;  // cudaStream_t
 
 namespace detect {
 

@@ -159,7 +159,7 @@ TEST_CASE("cli validate: FILE or --config FILE, counting the inputs") {
   CHECK(contains(out, "nope.yaml"));
 }
 
-TEST_CASE("cli report: an unwritable --report is a usage error before the run; '-' is stdout") {
+TEST_CASE("cli report: an unwritable --report is a usage error before the run, '-' is stdout") {
   TempDir d;
   copy_samples(d.path(), 2);
   write_config(d / "c.yaml");
@@ -242,7 +242,7 @@ TEST_CASE("cli: --log-level picks the messages, --quiet hides the table but neve
   CHECK(contains(out, "imgpipe: --log-level: loud not in {error,warn,info,debug}"));
 }
 
-TEST_CASE("cli: --help lists the device values and the exit codes; parse errors carry the prefix and exit 2") {
+TEST_CASE("cli: --help lists the device values and the exit codes, parse errors carry the prefix and exit 2") {
   std::string out;
   CHECK(run_cli("--help", &out) == 0);
   CAPTURE(out);

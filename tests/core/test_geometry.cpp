@@ -10,6 +10,7 @@
 #include <opencv2/core.hpp>
 
 #include "imgpipe/geometry.hpp"
+#include "oriented.hpp"
 
 using namespace imgpipe;
 
@@ -29,23 +30,6 @@ SampleGeometry letterbox_200x100() {
   g.pad_top = 16;
   g.tensor_width = g.tensor_height = 64;
   return g;
-}
-
-// The displayed image of orientation o made from `stored`, as a viewer shows it
-// (EXIF 2.3; independent of core/src/geometry.cpp).
-cv::Mat oriented(const cv::Mat& m, int o) {
-  cv::Mat r;
-  switch (o) {
-    case 2: cv::flip(m, r, 1); break;
-    case 3: cv::rotate(m, r, cv::ROTATE_180); break;
-    case 4: cv::flip(m, r, 0); break;
-    case 5: cv::transpose(m, r); break;
-    case 6: cv::rotate(m, r, cv::ROTATE_90_CLOCKWISE); break;
-    case 7: cv::rotate(m, r, cv::ROTATE_90_CLOCKWISE); cv::flip(r, r, 0); break;
-    case 8: cv::rotate(m, r, cv::ROTATE_90_COUNTERCLOCKWISE); break;
-    default: r = m.clone();
-  }
-  return r;
 }
 
 }  // namespace
@@ -92,7 +76,7 @@ TEST_CASE("geometry: displayed and stored coordinates of the eight EXIF orientat
     for (int x = 0; x < 5; ++x) stored.at<int>(y, x) = y * 5 + x;
   for (int o = 1; o <= 8; ++o) {
     CAPTURE(o);
-    const cv::Mat shown = oriented(stored, o);
+    const cv::Mat shown = imgpipe::test::oriented(stored, o);
     SampleGeometry g;
     g.orientation = o;
     g.stored_width = 5;

@@ -27,6 +27,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "common.hpp"
+#include "oriented.hpp"
 #include "imgpipe/pipeline.hpp"
 
 namespace fs = std::filesystem;
@@ -49,21 +50,6 @@ Bytes with_orientation(const Bytes& jpeg, int o) {
   return out;
 }
 
-// What a viewer shows for orientation o (EXIF 2.3), independent of the library.
-cv::Mat oriented(const cv::Mat& m, int o) {
-  cv::Mat r;
-  switch (o) {
-    case 2: cv::flip(m, r, 1); break;
-    case 3: cv::rotate(m, r, cv::ROTATE_180); break;
-    case 4: cv::flip(m, r, 0); break;
-    case 5: cv::transpose(m, r); break;
-    case 6: cv::rotate(m, r, cv::ROTATE_90_CLOCKWISE); break;
-    case 7: cv::rotate(m, r, cv::ROTATE_90_CLOCKWISE); cv::flip(r, r, 0); break;
-    case 8: cv::rotate(m, r, cv::ROTATE_90_COUNTERCLOCKWISE); break;
-    default: r = m.clone();
-  }
-  return r;
-}
 
 // One synthetic input: the rectangle in stored and in displayed coordinates.
 struct Drawn {
@@ -84,7 +70,7 @@ Drawn draw(const fs::path& dir, const std::string& name, int sw, int sh, cv::Rec
   test::write_bytes(dir / name, b);
   cv::Mat mask(sh, sw, CV_8UC1, cv::Scalar(0));
   mask(rect).setTo(255);
-  const cv::Mat shown = oriented(mask, o);
+  const cv::Mat shown = imgpipe::test::oriented(mask, o);
   return {rect, cv::boundingRect(shown), o, shown.size()};
 }
 

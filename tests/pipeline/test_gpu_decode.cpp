@@ -217,7 +217,7 @@ TEST_CASE("gpu decode: on the GPU, routes as stated, good images delivered, bad 
   CHECK(gpu.report.decode.gpu >= 4);
 }
 
-TEST_CASE("gpu decode: a Pipeline keeps its decoder from run to run; the runs agree to the bit") {
+TEST_CASE("gpu decode: a Pipeline keeps its decoder from run to run, the runs agree to the bit") {
   test::TempDir dir;
   const auto want = make_mixed(dir.path());
   std::string why;

@@ -155,7 +155,7 @@ TEST_CASE("pull API: a held batch stays intact while later ones come, and outliv
   }
 }
 
-TEST_CASE("pull API: back-pressure; holding every slot is an error, not a hang") {
+TEST_CASE("pull API: back-pressure, holding every slot is an error, not a hang") {
   for (const auto& dev : imgpipe::test::test_devices()) {
     CAPTURE(label(dev));
     Pipeline p(small_config(dev, 2, 2));
@@ -182,7 +182,7 @@ TEST_CASE("pull API: back-pressure; holding every slot is an error, not a hang")
   }
 }
 
-TEST_CASE("pull API: stop() delivers what is in flight, then the end; report() says interrupted") {
+TEST_CASE("pull API: stop() delivers what is in flight, then the end, report() says interrupted") {
   for (const auto& dev : imgpipe::test::test_devices()) {
     CAPTURE(label(dev));
     Config c = small_config(dev, 2, 3);
@@ -208,7 +208,7 @@ TEST_CASE("pull API: stop() delivers what is in flight, then the end; report() s
   }
 }
 
-TEST_CASE("pull API: errors before the run throw from start(); errors during it from next()") {
+TEST_CASE("pull API: errors before the run throw from start(), errors during it from next()") {
   for (const auto& dev : imgpipe::test::test_devices()) {
     CAPTURE(label(dev));
     Config missing = small_config(dev);
@@ -368,7 +368,7 @@ TEST_CASE("push source: pushed bytes and frames give the files' tensors, from se
   }
 }
 
-TEST_CASE("push source: a bad pushed image is reported with its id; the run goes on") {
+TEST_CASE("push source: a bad pushed image is reported with its id, the run goes on") {
   for (const auto& dev : imgpipe::test::test_devices()) {
     CAPTURE(label(dev));
     auto src = std::make_shared<PushSource>(8);
@@ -398,7 +398,7 @@ TEST_CASE("push source: a bad pushed image is reported with its id; the run goes
   }
 }
 
-TEST_CASE("batch.timeout_ms: a stalled source's partial batch comes out; full batches are unaffected") {
+TEST_CASE("batch.timeout_ms: a stalled source's partial batch comes out, full batches are unaffected") {
   for (const auto& dev : imgpipe::test::test_devices()) {
     CAPTURE(label(dev));
     auto src = std::make_shared<PushSource>(16);

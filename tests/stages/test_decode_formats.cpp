@@ -20,6 +20,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "common.hpp"
+#include "oriented.hpp"
 #include "stages/decode.hpp"
 #include "stages/transform.hpp"
 
@@ -172,24 +173,6 @@ Bytes with_orientation(const Bytes& jpeg, int o, bool little_endian = true) {
   return out;
 }
 
-// What EXIF orientation `o` asks a viewer to do with the stored image (EXIF
-// 2.3: where stored row 0 and column 0 go. 2 mirror, 3 turn 180, 4 flip
-// upside down, 5 transpose, 6 turn 90 clockwise, 7 turn 90 clockwise then flip
-// upside down (stored (0,0) ends bottom right), 8 turn 90 anticlockwise).
-cv::Mat oriented(const cv::Mat& m, int o) {
-  cv::Mat r;
-  switch (o) {
-    case 2: cv::flip(m, r, 1); break;
-    case 3: cv::rotate(m, r, cv::ROTATE_180); break;
-    case 4: cv::flip(m, r, 0); break;
-    case 5: cv::transpose(m, r); break;
-    case 6: cv::rotate(m, r, cv::ROTATE_90_CLOCKWISE); break;
-    case 7: cv::rotate(m, r, cv::ROTATE_90_CLOCKWISE); cv::flip(r, r, 0); break;
-    case 8: cv::rotate(m, r, cv::ROTATE_90_COUNTERCLOCKWISE); break;
-    default: r = m.clone();
-  }
-  return r;
-}
 
 double psnr(const cv::Mat& a, const cv::Mat& b) {
   const double mse = cv::norm(a, b, cv::NORM_L2SQR) / static_cast<double>(a.total() * a.channels());
@@ -355,7 +338,7 @@ TEST_CASE("decode formats: EXIF orientation 1..8 is applied (both byte orders), 
       CHECK(h.height == 32);
       const cv::Mat out = decode(b);
       CHECK(out.size() == (o >= 5 ? cv::Size(32, 48) : cv::Size(48, 32)));
-      CHECK(same(out, oriented(stored, o)));
+      CHECK(same(out, imgpipe::test::oriented(stored, o)));
       CHECK(same(decode(b, keep), stored));
     }
   }

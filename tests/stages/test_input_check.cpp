@@ -157,7 +157,7 @@ TEST_CASE("input check: no input at all is an error naming the paths and the ext
   }
 }
 
-TEST_CASE("input check: input.list must be readable; its entries are checked by the run") {
+TEST_CASE("input check: input.list must be readable, its entries are checked by the run") {
   TempDir d;
   InputConfig c = config_for({});
   c.list = (d / "no_list.txt").string();

@@ -44,7 +44,7 @@ std::map<std::string, std::int64_t> labels(const std::vector<InputItem>& items, 
 
 }  // namespace
 
-TEST_CASE("labels: folders numbers the sorted first-level sub-folders of the roots; root files and named files get -1") {
+TEST_CASE("labels: folders numbers the sorted first-level sub-folders of the roots, root files and named files get -1") {
   TempDir d;
   touch(d / "a/zebra/1.jpg");
   touch(d / "a/cat/2.jpg");
@@ -76,7 +76,7 @@ TEST_CASE("labels: folders numbers the sorted first-level sub-folders of the roo
   CHECK(no_classes.empty());
 }
 
-TEST_CASE("labels: a sub-folder reached through a symbolic link is no class; recursive false still lists the classes") {
+TEST_CASE("labels: a sub-folder reached through a symbolic link is no class, recursive false still lists the classes") {
   TempDir d;
   touch(d / "real/x/1.jpg");
   touch(d / "root/b/sub/2.jpg");
@@ -103,7 +103,7 @@ TEST_CASE("labels: a sub-folder reached through a symbolic link is no class; rec
   CHECK_THROWS_AS(imgpipe::stages::check_inputs(only), imgpipe::ConfigError);
 }
 
-TEST_CASE("labels: the input list keeps each item's label through input.list, loop and shard; classes are the whole input's") {
+TEST_CASE("labels: the input list keeps each item's label through input.list, loop and shard, classes are the whole input's") {
   TempDir d;
   touch(d / "r/b/1.jpg");
   touch(d / "r/a/2.jpg");

@@ -110,7 +110,7 @@ TEST_CASE("video: start, stride and max_frames pick the frames (a start past the
   const auto direct = direct_frames(p);
   REQUIRE(direct.size() == 270);
   {
-    const Read r = read_all(p, VideoOptions{5, 7, 10});
+    const Read r = read_all(p, VideoOptions{5, 7, 10, {}});
     CHECK(r.error.empty());
     REQUIRE(r.index.size() == 10);
     for (std::size_t k = 0; k < 10; ++k) {
@@ -119,12 +119,12 @@ TEST_CASE("video: start, stride and max_frames pick the frames (a start past the
     }
   }
   {
-    const Read r = read_all(p, VideoOptions{250, 6, 0});  // 250, 256, 262, 268
+    const Read r = read_all(p, VideoOptions{250, 6, 0, {}});  // 250, 256, 262, 268
     CHECK(r.error.empty());
     CHECK(r.index == std::vector<std::int64_t>{250, 256, 262, 268});
   }
   {
-    const Read r = read_all(p, VideoOptions{1000, 1, 0});
+    const Read r = read_all(p, VideoOptions{1000, 1, 0, {}});
     CHECK(r.error.empty());
     CHECK(r.index.empty());
   }

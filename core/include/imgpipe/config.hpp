@@ -51,6 +51,9 @@ struct VideoConfig {
   std::int64_t start = 0;       // first frame index delivered from each video
   std::int64_t stride = 1;      // every stride-th frame from start
   std::int64_t max_frames = 0;  // per video; 0 = all
+  // Stream URLs only: seconds FFmpeg may take to open one, and to get data on each read.
+  float open_timeout_s = 10;
+  float read_timeout_s = 10;
   bool operator==(const VideoConfig&) const = default;
 };
 
@@ -63,7 +66,9 @@ struct ShardConfig {
 };
 
 struct InputConfig {
-  std::vector<std::string> paths;  // files, folders or glob patterns (*, ?, [..] in the last component)
+  // Files, folders or glob patterns (*, ?, [..] in the last component), stream
+  // URLs (rtsp://, http://, file://, ...) and cameras (camera:N).
+  std::vector<std::string> paths;
   bool recursive = true;
   std::vector<std::string> extensions{".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff",
                                       ".avi", ".mp4", ".mkv", ".mov", ".webm"};

@@ -207,13 +207,14 @@ class Pipeline {
 struct InputCounts {
   std::size_t images = 0;
   std::size_t videos = 0;  // files whose frames a run delivers (a video extension)
+  std::size_t streams = 0;  // stream URLs and cameras (camera:N): not opened here, their frame counts unknown
   // Named but already known to fail (an input.list entry that does not exist,
   // a folder that cannot be listed, a dangling symlink); a run reports each.
   std::vector<InputFailure> failures;
   // input.labels: folders: the class names a run gives (Report::classes),
   // known before running (e.g. to size a classifier's output).
   std::vector<std::string> classes;
-  std::size_t total() const noexcept { return images + videos + failures.size(); }
+  std::size_t total() const noexcept { return images + videos + streams + failures.size(); }
 };
 
 // The checks Pipeline::run() starts with (same ConfigError), then the whole
