@@ -136,6 +136,11 @@ const Report& PullRun::report() {
   if (!ended_ && !stop_asked_)
     throw std::logic_error("BatchStream::report: the run has not ended: call next() until it returns no batch, "
                            "or stop() first");
+  // Every slot held by the caller: the packer waits for one, so the run
+  // cannot end (as next() says).
+  if (!ended_ && res_ && held_ >= res_->ring().slots())
+    throw std::logic_error("BatchStream::report: the caller holds all " + std::to_string(held_) +
+                           " staging slots, so the run cannot end: release a Batch first");
   // After stop(): the batches still coming are released as they arrive.
   while (!ended_ || !ready_.empty()) {
     while (!ready_.empty()) {

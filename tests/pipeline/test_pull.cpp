@@ -175,6 +175,8 @@ TEST_CASE("pull API: back-pressure, holding every slot is an error, not a hang")
     b.release();
     d = stream.next();
     REQUIRE(d);
+    stream.stop();  // with every slot held, report() cannot wait for an end that cannot come
+    CHECK_THROWS_WITH_AS(stream.report(), doctest::Contains("holds all 2 staging slots"), std::logic_error);
     const auto t0 = std::chrono::steady_clock::now();
     stream = BatchStream();  // the old stream shuts down
     CHECK(std::chrono::steady_clock::now() - t0 < 30s);
