@@ -85,7 +85,29 @@ class Sample(dict):
             raise AttributeError(name) from None
 
 
-class Batch:
+class _Owned:
+    """A handle freed by `_free()` (Batch: release, Stream and Pipeline: close): on leaving a `with`
+    block and when collected."""
+
+    __slots__ = ()  # the handles keep their own __slots__
+
+    def _free(self):
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._free()
+
+    def __del__(self):
+        try:
+            self._free()
+        except Exception:
+            pass
+
+
+class Batch(_Owned):
     """One batch of the run, resident on the GPU (host memory on the host backend).
 
     Zero-copy views: torch.from_dlpack(batch) / numpy.from_dlpack(batch) (DLPack), or
@@ -279,17 +301,9 @@ class Batch:
         if h is not None:
             lib.imgpipe_batch_free(h, ctypes.c_void_p(int(after_stream)) if after_stream else None)
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
+    def _free(self):
         self.release()
-
-    def __del__(self):
-        try:
-            self.release()
-        except Exception:
-            pass
 
     def __repr__(self):
         if self._info is None:
@@ -301,7 +315,7 @@ class Batch:
 
 # ---- runs --------------------------------------------------------------------
 
-class Stream:
+class Stream(_Owned):
     """One run whose batches are pulled: iterate it (or call next()) until it ends. Made by
     Pipeline.start() (iterating a Pipeline makes one)."""
 
@@ -412,17 +426,8 @@ class Stream:
             lib.imgpipe_stream_destroy(h)
         _live_streams.discard(self)
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
+    def _free(self):
         self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def _nested(overrides):
@@ -473,7 +478,7 @@ def _device_text(device):
     return d.encode()
 
 
-class Pipeline:
+class Pipeline(_Owned):
     """An imgpipe pipeline (imgpipe::Pipeline): a config, validated once, whose runs deliver batches.
 
         p = imgpipe.Pipeline("configs/pipeline.yaml", inputs=["photos/"], device="auto")
@@ -570,17 +575,8 @@ class Pipeline:
         if h is not None:
             lib.imgpipe_pipeline_destroy(h)
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
+    def _free(self):
         self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 @atexit.register
