@@ -136,9 +136,11 @@ Tally Sink::run(Work& w) {
     if (callback_) callback_(b.batch);
     records_.push_back(rec);
     if (handoff_) {
+      const int count = b.count;  // read before: once handed over, the slot may be reused at once
+      const std::size_t bytes = b.batch.bytes;
       handoff_(b);  // the slot is the hand-off's now
-      delivered_ += b.count;
-      return {1, b.batch.bytes};
+      delivered_ += count;
+      return {1, bytes};
     }
   } catch (...) {
     try {
@@ -148,9 +150,12 @@ Tally Sink::run(Work& w) {
     }
     throw;
   }
+  // Read before the release: the packer may take the slot again at once.
+  const int count = b.count;
+  const std::size_t bytes = b.batch.bytes;
   release();
-  delivered_ += b.count;
-  return {1, b.batch.bytes};
+  delivered_ += count;
+  return {1, bytes};
 }
 
 }  // namespace imgpipe::stages

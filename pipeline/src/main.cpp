@@ -5,6 +5,8 @@
 // Messages go to stderr as "imgpipe: ..."; stdout carries only what was asked
 // for (validate's verdict, --report -, bench-memory's figures).
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/logger.h>
@@ -26,21 +29,45 @@
 namespace {
 
 std::atomic<imgpipe::Pipeline*> g_pipeline{nullptr};
-volatile std::sig_atomic_t g_signals = 0;
+std::atomic<int> g_signals{0};
 
-extern "C" void on_signal(int) {
-  g_signals = g_signals + 1;
-  if (g_signals > 1) _exit(130);  // second Ctrl-C: leave now
-  if (imgpipe::Pipeline* p = g_pipeline.load()) p->request_stop();
-}
+// SIGINT and SIGTERM are taken by one thread in sigwait() rather than by a
+// handler: a handler runs on whichever thread the kernel picks, and a thread
+// parked in a raw futex (oneTBB's idle workers, a stage waiting for a
+// stalled stream) may not run it for a long time (under ThreadSanitizer,
+// never). The signals are blocked before any other thread starts, so every
+// thread inherits the mask and only the watcher receives them. The first asks
+// the run to stop (the in-flight frames finish, the report is printed); the
+// second leaves at once. SIGUSR2 from the destructor ends the watcher.
+class SignalWatcher {
+ public:
+  SignalWatcher() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    thread_ = std::thread([this] {
+      for (;;) {
+        int sig = 0;
+        if (sigwait(&set_, &sig) != 0 || sig == SIGUSR2) return;
+        if (++g_signals > 1) _exit(130);  // second Ctrl-C: leave now
+        if (imgpipe::Pipeline* p = g_pipeline.load()) p->request_stop();
+      }
+    });
+  }
+  ~SignalWatcher() {
+    pthread_kill(thread_.native_handle(), SIGUSR2);
+    thread_.join();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
 
-void install_signal_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
+ private:
+  sigset_t set_{}, old_{};
+  std::thread thread_;
+};
 
 imgpipe::Config load_config(const std::string& path, const std::vector<std::string>& inputs) {
   imgpipe::Config c = imgpipe::Config::from_yaml_file(path);
@@ -250,9 +277,12 @@ int write_report(const imgpipe::Report& report, const std::string& path) {
 int run(const Args& a) {
   imgpipe::RunOptions opts;
   std::optional<imgpipe::Pipeline> pipeline;
+  // Made before the Pipeline starts its threads (they inherit the blocked
+  // signals), and joined before the Pipeline it may stop is destroyed.
+  const SignalWatcher signals;
   if (const int rc = prepare(a, pipeline, opts)) return rc;
   g_pipeline.store(&*pipeline);
-  install_signal_handlers();
+  if (g_signals) pipeline->request_stop();  // a signal while the Pipeline was being made
   imgpipe::Report report;
   try {
     report = pipeline->run({}, opts);

@@ -235,7 +235,9 @@ TEST_CASE("pipeline streams: the CLI validates and counts streams, rejects camer
   if (done == 0) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, &status, 0);
-    FAIL("imgpipe did not stop after SIGINT while its stream stalled");
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    FAIL("imgpipe did not stop after SIGINT while its stream stalled; its output:\n" << text);
   }
   std::ifstream in(log);
   const std::string text((std::istreambuf_iterator<char>(in)), {});
