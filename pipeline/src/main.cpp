@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <mutex>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -28,17 +29,36 @@
 
 namespace {
 
-std::atomic<imgpipe::Pipeline*> g_pipeline{nullptr};
+// The Pipeline that a signal stops; set and cleared under the mutex, so the
+// watcher never stops one that is being destroyed.
+std::mutex g_pipeline_mutex;
+imgpipe::Pipeline* g_pipeline = nullptr;
 std::atomic<int> g_signals{0};
 
 // SIGINT and SIGTERM are taken by one thread in sigwait() rather than by a
 // handler: a handler runs on whichever thread the kernel picks, and a thread
 // parked in a raw futex (oneTBB's idle workers, a stage waiting for a
 // stalled stream) may not run it for a long time (under ThreadSanitizer,
-// never). The signals are blocked before any other thread starts, so every
-// thread inherits the mask and only the watcher receives them. The first asks
-// the run to stop (the in-flight frames finish, the report is printed); the
-// second leaves at once. SIGUSR2 from the destructor ends the watcher.
+// never). main() blocks the signals before it does anything else, so every
+// thread started later inherits the mask and only the watcher receives them.
+// A thread that a library started before main() (or that unblocked the
+// signals itself) would still be picked by the kernel, and the default action
+// would kill the process with no report: a handler is installed for that case,
+// and it only passes the signal on to the watcher (pthread_kill is
+// async-signal-safe), where it stays pending until sigwait() takes it. The
+// first signal asks the run to stop (the in-flight frames finish, the report
+// is printed); the second leaves at once, and so does the first while no
+// pipeline runs (validate, bench-memory). SIGUSR2 from the destructor ends
+// the watcher.
+std::atomic<bool> g_stoppable{false};  // run(): a signal asks the Pipeline to stop
+pthread_t g_watcher{};
+
+extern "C" void forward_to_watcher(int sig) {
+  const int saved = errno;
+  pthread_kill(g_watcher, sig);
+  errno = saved;
+}
+
 class SignalWatcher {
  public:
   SignalWatcher() {
@@ -51,12 +71,21 @@ class SignalWatcher {
       for (;;) {
         int sig = 0;
         if (sigwait(&set_, &sig) != 0 || sig == SIGUSR2) return;
-        if (++g_signals > 1) _exit(130);  // second Ctrl-C: leave now
-        if (imgpipe::Pipeline* p = g_pipeline.load()) p->request_stop();
+        if (++g_signals > 1 || !g_stoppable) _exit(130);  // second Ctrl-C, or nothing to stop: leave now
+        const std::lock_guard lock(g_pipeline_mutex);
+        if (g_pipeline) g_pipeline->request_stop();
       }
     });
+    g_watcher = thread_.native_handle();
+    struct sigaction sa {};
+    sa.sa_handler = forward_to_watcher;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &sa, &old_actions_[sig == SIGINT ? 0 : 1]);
   }
   ~SignalWatcher() {
+    sigaction(SIGINT, &old_actions_[0], nullptr);
+    sigaction(SIGTERM, &old_actions_[1], nullptr);
     pthread_kill(thread_.native_handle(), SIGUSR2);
     thread_.join();
     pthread_sigmask(SIG_SETMASK, &old_, nullptr);
@@ -66,6 +95,7 @@ class SignalWatcher {
 
  private:
   sigset_t set_{}, old_{};
+  struct sigaction old_actions_[2] {};
   std::thread thread_;
 };
 
@@ -277,25 +307,31 @@ int write_report(const imgpipe::Report& report, const std::string& path) {
 int run(const Args& a) {
   imgpipe::RunOptions opts;
   std::optional<imgpipe::Pipeline> pipeline;
-  // Made before the Pipeline starts its threads (they inherit the blocked
-  // signals), and joined before the Pipeline it may stop is destroyed.
-  const SignalWatcher signals;
+  g_stoppable = true;  // main()'s watcher now asks the Pipeline to stop
   if (const int rc = prepare(a, pipeline, opts)) return rc;
-  g_pipeline.store(&*pipeline);
-  if (g_signals) pipeline->request_stop();  // a signal while the Pipeline was being made
+  struct Registered {  // the watcher's Pipeline until this scope ends, before `pipeline` goes
+    explicit Registered(imgpipe::Pipeline& p) {
+      const std::lock_guard lock(g_pipeline_mutex);
+      g_pipeline = &p;
+      if (g_signals) p.request_stop();  // a signal while the Pipeline was being made
+    }
+    ~Registered() {
+      const std::lock_guard lock(g_pipeline_mutex);
+      g_pipeline = nullptr;
+    }
+    Registered(const Registered&) = delete;
+    Registered& operator=(const Registered&) = delete;
+  } registered(*pipeline);
   imgpipe::Report report;
   try {
     report = pipeline->run({}, opts);
   } catch (const imgpipe::ConfigError& e) {  // found before any work: the inputs, a dump folder in use
-    g_pipeline.store(nullptr);
     print_config_error(e, a, a.config_path);
     return 2;
   } catch (const std::exception& e) {
-    g_pipeline.store(nullptr);
     std::cerr << "imgpipe: run failed: " << e.what() << "\n";
     return g_signals ? 130 : 1;
   }
-  g_pipeline.store(nullptr);
 
   if (!a.quiet) report.print_table(std::cerr);
   if (!a.report_path.empty())
@@ -307,6 +343,9 @@ int run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else (threads started later inherit the blocked signals);
+  // destroyed after run()'s Pipeline, which the watcher may be stopping.
+  const SignalWatcher signals;
   CLI::App app{"imgpipe: images and videos to normalised tensor batches on the GPU"};
   Args a;
   add_options(app, a);

@@ -18,9 +18,22 @@
 #include "core/tsan.hpp"
 
 namespace {
-// Within a second; ThreadSanitizer slows every thread several times over.
+// Within a second. The sanitizers slow every thread several times over, and
+// AddressSanitizer's free() most of all: the teardown frees the 2 000 000
+// entries of the looped input list (0.12 s of the stop in a release build,
+// 1.2 s under ASan on a loaded 2-core machine). The second is checked by the
+// release build's run of this test.
+#if defined(__SANITIZE_ADDRESS__)
+#define IMGPIPE_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IMGPIPE_TEST_ASAN 1
+#endif
+#endif
 #if IMGPIPE_TSAN
 constexpr double kStopLimitS = 5.0;
+#elif IMGPIPE_TEST_ASAN
+constexpr double kStopLimitS = 3.0;
 #else
 constexpr double kStopLimitS = 1.0;
 #endif
@@ -77,11 +90,13 @@ TEST_CASE("cli: SIGINT and SIGTERM stop a long run within a second, report it in
     }
     const double stop_s = std::chrono::duration<double>(clock::now() - t0).count();
     CHECK(stop_s < kStopLimitS);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 130);
     std::ifstream in(log);
     const std::string text((std::istreambuf_iterator<char>(in)), {});
     CAPTURE(text);
+    const int killed_by = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    CAPTURE(killed_by);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 130);
     CHECK(text.find("INTERRUPTED") != std::string::npos);
     std::ifstream rj(report);
     REQUIRE(rj);

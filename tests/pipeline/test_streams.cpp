@@ -242,6 +242,8 @@ TEST_CASE("pipeline streams: the CLI validates and counts streams, rejects camer
   std::ifstream in(log);
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   CAPTURE(text);
+  const int killed_by = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  CAPTURE(killed_by);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 130);
   CHECK(text.find("INTERRUPTED") != std::string::npos);
