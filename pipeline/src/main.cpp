@@ -43,7 +43,9 @@ std::atomic<int> g_signals{0};
 // thread started later inherits the mask and only the watcher receives them.
 // A thread that a library started before main() (or that unblocked the
 // signals itself) would still be picked by the kernel, and the default action
-// would kill the process with no report: a handler is installed for that case,
+// would kill the process with no report (on the H200: 16 threads, one per
+// core, have every signal unblocked when the run starts, and SIGINT killed
+// imgpipe until this handler came): a handler is installed for that case,
 // and it only passes the signal on to the watcher (pthread_kill is
 // async-signal-safe), where it stays pending until sigwait() takes it. The
 // first signal asks the run to stop (the in-flight frames finish, the report
