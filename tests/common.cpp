@@ -1,8 +1,10 @@
 #include "common.hpp"
 
+#include <spawn.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <array>
 #include <cstdio>
@@ -11,6 +13,9 @@
 #include <random>
 #include <stdexcept>
 #include <sys/wait.h>
+#include <thread>
+
+#include <doctest/doctest.h>
 
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
@@ -87,6 +92,40 @@ std::vector<unsigned char> read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + p.string());
   return std::vector<unsigned char>(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+pid_t spawn_shell(const std::string& cmd) {
+  pid_t pid = 0;
+  const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
+  return posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char* const*>(argv), environ) == 0 ? pid : -1;
+}
+
+std::optional<int> wait_child(pid_t pid, std::chrono::milliseconds limit) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() - t0 >= limit) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return status;
+}
+
+void check_interrupted_exit(int status, const std::string& text) {
+  CAPTURE(text);
+  const int killed_by = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  CAPTURE(killed_by);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  CHECK(text.find("INTERRUPTED") != std::string::npos);
 }
 
 void write_bytes(const fs::path& p, const std::vector<unsigned char>& b) {

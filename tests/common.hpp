@@ -1,8 +1,12 @@
 // Helpers shared by the test suites.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -48,6 +52,19 @@ std::vector<unsigned char> batch_to_host(const DeviceBatch& b);
 // Reads a whole file / writes bytes to a file.
 std::vector<unsigned char> read_bytes(const std::filesystem::path& p);
 void write_bytes(const std::filesystem::path& p, const std::vector<unsigned char>& b);
+// A whole file as text ("" when it cannot be read).
+std::string read_text(const std::filesystem::path& p);
+
+// Starts `/bin/sh -c cmd` in the background: its pid, or -1 when it cannot
+// start. Write `exec` before a program that a signal must reach directly.
+pid_t spawn_shell(const std::string& cmd);
+// Waits up to `limit` for the child `pid` to end: its waitpid() status, or
+// nullopt after killing (SIGKILL) and reaping a child that did not end in time.
+std::optional<int> wait_child(pid_t pid, std::chrono::milliseconds limit);
+// Checks that an imgpipe CLI run stopped by SIGINT or SIGTERM ended as the CLI
+// promises: it exited (was not killed by the signal) with 130, and its output
+// `text` says INTERRUPTED.
+void check_interrupted_exit(int status, const std::string& text);
 
 // Runs the imgpipe CLI with arguments through the shell; returns its exit
 // code, output in *out (stdout+stderr). `env` is prefixed to the command line

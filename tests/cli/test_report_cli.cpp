@@ -43,10 +43,7 @@ std::vector<std::string> lines_with(const std::string& text, const std::string& 
   return v;
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using imgpipe::test::read_text;
 
 // `copies` copies of each sample image, plus one broken file whose name has < > & ".
 void make_inputs(const fs::path& dir, int copies) {

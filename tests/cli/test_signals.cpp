@@ -3,13 +3,12 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -39,20 +38,6 @@ constexpr double kStopLimitS = 1.0;
 #endif
 }  // namespace
 
-extern char** environ;
-
-namespace {
-
-// Starts `sh -c cmd`, returns its pid.
-pid_t spawn_shell(const std::string& cmd) {
-  pid_t pid = 0;
-  const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
-  REQUIRE(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char* const*>(argv), environ) == 0);
-  return pid;
-}
-
-}  // namespace
-
 TEST_CASE("cli: SIGINT and SIGTERM stop a long run within a second, report it interrupted, exit 130") {
   using clock = std::chrono::steady_clock;
   for (int sig : {SIGINT, SIGTERM}) {
@@ -65,8 +50,9 @@ TEST_CASE("cli: SIGINT and SIGTERM stop a long run within a second, report it in
     const auto report = d / "r.json";
     const auto log = d / "log.txt";
     // exec: the signal goes to imgpipe itself, not to a shell around it.
-    const pid_t pid = spawn_shell("exec " + imgpipe::test::cli_path() + " --config " + cfg.string() + " --report " +
+    const pid_t pid = imgpipe::test::spawn_shell("exec " + imgpipe::test::cli_path() + " --config " + cfg.string() + " --report " +
                                   report.string() + " >" + log.string() + " 2>&1");
+    REQUIRE(pid > 0);
     // Wait until batches are coming out (the dump sink's manifest grows), so
     // that the signal lands in the middle of a ~2 000 000-image run however
     // slow the machine (sanitizers) is.
@@ -79,25 +65,11 @@ TEST_CASE("cli: SIGINT and SIGTERM stop a long run within a second, report it in
     REQUIRE_MESSAGE(std::filesystem::file_size(manifest, ec) > 4096, "imgpipe delivered nothing in 120 s");
     REQUIRE(::kill(pid, sig) == 0);
     const auto t0 = clock::now();
-    int status = 0;
-    pid_t done = 0;
-    while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 && clock::now() - t0 < std::chrono::seconds(10))
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (done == 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      FAIL("imgpipe did not stop within 10 s of the signal");
-    }
+    const std::optional<int> status = imgpipe::test::wait_child(pid, std::chrono::seconds(10));
+    if (!status) FAIL("imgpipe did not stop within 10 s of the signal");
     const double stop_s = std::chrono::duration<double>(clock::now() - t0).count();
     CHECK(stop_s < kStopLimitS);
-    std::ifstream in(log);
-    const std::string text((std::istreambuf_iterator<char>(in)), {});
-    CAPTURE(text);
-    const int killed_by = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    CAPTURE(killed_by);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 130);
-    CHECK(text.find("INTERRUPTED") != std::string::npos);
+    imgpipe::test::check_interrupted_exit(*status, imgpipe::test::read_text(log));
     std::ifstream rj(report);
     REQUIRE(rj);
     const auto j = nlohmann::json::parse(rj);

@@ -33,10 +33,7 @@ std::vector<std::string> table_keys() {
   return keys;
 }
 
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using imgpipe::test::read_text;
 
 // The ConfigError that loading `yaml` throws (key "<none>" when none is thrown).
 ConfigError error_of(const std::string& yaml) {

@@ -28,10 +28,7 @@ namespace {
 
 std::string q(const fs::path& p) { return fmt::format("'{}'", p.string()); }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using imgpipe::test::read_text;
 
 // Every file and folder under `dir`, relative, with the files' contents:
 // what a run that is refused must leave as it was.

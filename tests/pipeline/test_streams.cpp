@@ -7,8 +7,6 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <atomic>
 #include <chrono>
@@ -25,7 +23,6 @@
 #include "loopback_http.hpp"
 #include "stages/video.hpp"
 
-extern char** environ;
 
 namespace fs = std::filesystem;
 using imgpipe::Config;
@@ -211,9 +208,8 @@ TEST_CASE("pipeline streams: the CLI validates and counts streams, rejects camer
   const fs::path log = d / "log.txt";
   const std::string cmd = "exec " + imgpipe::test::cli_path() + " --config " + cfg.string() + " --input " +
                           server.url("vtest.avi") + " --progress >" + log.string() + " 2>&1";
-  pid_t pid = 0;
-  const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
-  REQUIRE(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char* const*>(argv), environ) == 0);
+  const pid_t pid = imgpipe::test::spawn_shell(cmd);
+  REQUIRE(pid > 0);
   // Wait until the manifest has stopped growing (the stream stalled), then Ctrl-C.
   using clock = std::chrono::steady_clock;
   const fs::path manifest = d / "out" / "manifest.jsonl";
@@ -227,26 +223,11 @@ TEST_CASE("pipeline streams: the CLI validates and counts streams, rejects camer
     last = size;
   }
   REQUIRE(::kill(pid, SIGINT) == 0);
-  int status = 0;
-  pid_t done = 0;
-  for (const auto t0 = clock::now();
-       (done = ::waitpid(pid, &status, WNOHANG)) == 0 && clock::now() - t0 < std::chrono::seconds(120);)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (done == 0) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-    std::ifstream in(log);
-    const std::string text((std::istreambuf_iterator<char>(in)), {});
-    FAIL("imgpipe did not stop after SIGINT while its stream stalled; its output:\n" << text);
-  }
-  std::ifstream in(log);
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  const std::optional<int> status = imgpipe::test::wait_child(pid, std::chrono::seconds(120));
+  const std::string text = imgpipe::test::read_text(log);
+  if (!status) FAIL("imgpipe did not stop after SIGINT while its stream stalled; its output:\n" << text);
+  imgpipe::test::check_interrupted_exit(*status, text);
   CAPTURE(text);
-  const int killed_by = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  CAPTURE(killed_by);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 130);
-  CHECK(text.find("INTERRUPTED") != std::string::npos);
   CHECK(text.find(" frames") != std::string::npos);  // progress counts frames
   CHECK(text.find("%)") == std::string::npos);       // and shows no total: a stream's length is unknown
 }
