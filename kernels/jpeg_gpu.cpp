@@ -174,6 +174,9 @@ struct GpuJpegDecoder::Impl {
   int initialized_n = 0;  // the batch size nvJPEG was initialised for; 0: must initialise
   CUstream_st* last_stream = nullptr;
   bool last_stream_used = false;
+  // Recorded on the stream after each nvjpegDecodeBatched: the previous
+  // batch is finished when it is, whatever else the stream holds since.
+  cudaEvent_t decoded = nullptr;
   std::vector<nvj::nvjpegImage_t> images;
 
   // Header parsing: a pool of nvJPEG streams, one borrowed per parse().
@@ -195,14 +198,17 @@ struct GpuJpegDecoder::Impl {
       if (state != nullptr) (void)api->nvjpegJpegStateDestroy(state);
       if (handle != nullptr) (void)api->nvjpegDestroy(handle);
     }
+    if (decoded != nullptr) (void)cudaEventDestroy(decoded);
     if (switched) (void)cudaSetDevice(previous);
   }
 
-  // Waits for the stream the previous batch used (nvJPEG must not
-  // re-initialise or resize while that batch runs).
+  // Waits for the previous batch's decode (nvJPEG must not re-initialise,
+  // resize or refill its buffers while that batch runs): its event, not its
+  // whole stream, on which the caller may have queued more since (uploads
+  // of later batches).
   void finish_previous_batch() {
     if (last_stream_used) {
-      JPEG_CUDA_TRY(cudaStreamSynchronize(last_stream));
+      JPEG_CUDA_TRY(cudaEventSynchronize(decoded));
       last_stream_used = false;
     }
   }
@@ -238,6 +244,7 @@ struct GpuJpegDecoder::Impl {
         api->nvjpegDecodeBatched(handle, state, data + first, sizes + first, images.data() + first, stream);
     last_stream = stream;
     last_stream_used = true;
+    JPEG_CUDA_TRY(cudaEventRecord(decoded, stream));
     if (s == nvj::NVJPEG_STATUS_SUCCESS) {
       for (int i = first; i < first + count; ++i) status[i] = 0;
       return;
@@ -351,6 +358,7 @@ GpuJpegDecoder::GpuJpegDecoder(int device, const GpuJpegOptions& options) : impl
                              (s == nvj::NVJPEG_STATUS_ARCH_MISMATCH ? " (no JPEG engine)" : "");
     throw Error(what);
   }
+  JPEG_CUDA_TRY(cudaEventCreateWithFlags(&m.decoded, cudaEventDisableTiming));
   s = api.nvjpegJpegStateCreate(m.handle, &m.state);
   if (s != nvj::NVJPEG_STATUS_SUCCESS) {
     m.state = nullptr;
@@ -461,7 +469,7 @@ bool GpuJpegDecoder::preallocate(int max_batch, int max_width, int max_height) {
 }
 
 int GpuJpegDecoder::decode_batch(const std::uint8_t* const* data, const std::size_t* sizes, int n,
-                                 const DecodedFrame* out, int* status, CUstream_st* stream) {
+                                 const DecodedFrame* out, int* status, CUstream_st* stream, bool inputs_ready) {
   if (n < 0) throw std::invalid_argument("GpuJpegDecoder::decode_batch: negative batch size");
   if (n == 0) return 0;
   if (data == nullptr || sizes == nullptr || out == nullptr || status == nullptr)
@@ -480,7 +488,7 @@ int GpuJpegDecoder::decode_batch(const std::uint8_t* const* data, const std::siz
   // The state's buffers (pinned staging included) serve every batch: the
   // previous batch must be finished before the host refills them.
   m.finish_previous_batch();
-  if (m.hardware() && m.host_barrier) {
+  if (m.hardware() && m.host_barrier && !inputs_ready) {
     // The engines write when nvjpegDecodeBatched is called, not when the
     // stream gets there (seen on H100 with nvJPEG 12.3-13.2): whatever is
     // queued on `stream` before the decode (uploading the bitstreams, last
@@ -535,7 +543,7 @@ void GpuJpegDecoder::release_stream() noexcept {}
 JpegInfo GpuJpegDecoder::parse(const std::uint8_t*, std::size_t) const { throw std::logic_error(no_cuda); }
 bool GpuJpegDecoder::preallocate(int, int, int) { throw std::logic_error(no_cuda); }
 int GpuJpegDecoder::decode_batch(const std::uint8_t* const*, const std::size_t*, int, const DecodedFrame*, int*,
-                                 CUstream_st*) {
+                                 CUstream_st*, bool) {
   throw std::logic_error(no_cuda);
 }
 

@@ -179,7 +179,12 @@ class GpuJpegDecoder {
   // work that follows on `stream` (or after synchronising it). Hardware
   // backends synchronise `stream` first: nvJPEG's engines write when called,
   // not when the stream reaches the decode, so pending work on `stream`
-  // (including the upload of the bitstreams) must be finished.
+  // (including the upload of the bitstreams) must be finished. With
+  // `inputs_ready` the caller vouches for that itself (it waited for the
+  // uploads of these bitstreams, and nothing pending on any stream writes
+  // the outputs), and the decoder does not wait for the rest of `stream`.
+  // Either way it waits for its own previous batch (an event, not the
+  // stream).
   //
   // Failures: when nvjpegDecodeBatched fails, the batch is split in halves
   // and each re-decoded (re-initialising nvJPEG), down to single images, so
@@ -189,7 +194,7 @@ class GpuJpegDecoder {
   // be initialised for the batch), imgpipe::Error naming the CUDA error (the
   // stream failed: not the images' fault; a sticky error stays sticky).
   int decode_batch(const std::uint8_t* const* data, const std::size_t* sizes, int n, const DecodedFrame* out,
-                   int* status, CUstream_st* stream);
+                   int* status, CUstream_st* stream, bool inputs_ready = false);
 
   // Waits for the last batch's stream and forgets it, so that the stream may
   // be destroyed and the decoder used with other streams afterwards (a

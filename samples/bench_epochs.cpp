@@ -4,7 +4,8 @@
 // the routes) and one for the whole process, from main() to the last
 // epoch's end, construction included.
 //
-//   imgpipe_bench_epochs --config C [--input PATH]... [--epochs 3] [--where auto|cpu|gpu] [--json FILE]
+//   imgpipe_bench_epochs --config C [--input PATH]... [--epochs 3] [--where auto|cpu|gpu]
+//                        [--gpu-batch N] [--json FILE]
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -33,6 +34,7 @@ nlohmann::json epoch_json(int epoch, const imgpipe::Report& r) {
           {"gpu_images", r.decode.gpu},
           {"cpu_images", r.decode.cpu},
           {"gpu_images_per_s", r.decode.gpu_images_per_s},
+          {"gpu_calls", r.decode.gpu_calls},
           {"engines_ready_s", r.decode.engines_ready_s},
           {"gpu_share_end", r.decode.gpu_share.empty() ? 0.0 : r.decode.gpu_share.back()}};
 }
@@ -44,10 +46,13 @@ int main(int argc, char** argv) {
   std::string config, json_path, where;
   std::vector<std::string> inputs;
   int epochs = 3;
+  int gpu_batch = -1;
   app.add_option("--config", config, "pipeline config (YAML)")->required()->check(CLI::ExistingFile);
   app.add_option("--input", inputs, "inputs (replace input.paths)");
   app.add_option("--epochs", epochs, "runs of the same Pipeline")->check(CLI::PositiveNumber);
   app.add_option("--where", where, "decode.where (auto | cpu | gpu); default: the config's");
+  app.add_option("--gpu-batch", gpu_batch, "decode.gpu_batch (JPEGs per engine call; 0 = auto); default: the config's")
+      ->check(CLI::Range(0, 4096));
   app.add_option("--json", json_path, "write every epoch and the totals to this file");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -56,6 +61,7 @@ int main(int argc, char** argv) {
     if (!where.empty()) cfg.decode.where = where == "cpu" ? imgpipe::Where::cpu
                                            : where == "gpu" ? imgpipe::Where::gpu
                                                             : imgpipe::Where::automatic;
+    if (gpu_batch >= 0) cfg.decode.gpu_batch = gpu_batch;
     const double t_construct = since_main();
     imgpipe::Pipeline pipeline(cfg);
     nlohmann::json out = {{"epochs", nlohmann::json::array()}};

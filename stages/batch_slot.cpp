@@ -9,6 +9,7 @@ std::unique_ptr<DeviceContext> make_device(int d, const BatchLayout& l, const me
   auto ctx = std::make_unique<DeviceContext>();
   ctx->device = d;
   ctx->stream = gpu::Stream(d);
+  ctx->upload = gpu::Stream(d);
   for (int i = 0; i < ring.slots(); ++i) {
     DeviceBuffers b;
     if (!ring.zero_copy()) b.d_input = gpu::DeviceBuffer(d, l.staging.slot_bytes);
@@ -125,6 +126,7 @@ double BatchResources::ring_wait_seconds() const { return ring_->wait_seconds() 
 BatchResources::~BatchResources() {
   for (const auto& d : devices_) {
     try {
+      d->upload.synchronize();
       d->stream.synchronize();
     } catch (...) {
       // A sticky error was already reported by the call that hit it.
@@ -137,7 +139,10 @@ BatchResources::~BatchResources() {
 
 void BatchResources::finish() {
   ring_->drain();
-  for (const auto& d : devices_) d->stream.synchronize();
+  for (const auto& d : devices_) {
+    d->upload.synchronize();
+    d->stream.synchronize();
+  }
 }
 
 }  // namespace imgpipe::stages

@@ -45,10 +45,15 @@ struct DeviceContext {
   std::atomic<int> in_flight{0};       // batches dispatched, not yet through the sink
   DeviceTransferStats transfer;        // written by the transfer stage only
   std::shared_ptr<JpegEngines> jpeg;   // GPU JPEG decode (made in the background); null when off
-  // GPU decode: the frames of the batch being decoded (BatchLayout::
-  // decode_bytes). One per device: the GPU ops stage takes one batch at a
-  // time, and the decoder waits for the stream (host barrier) before it
-  // writes, so the previous batch's kernels have read their frames by then.
+  // The staging copies (H2D) and the JPEG engines' work; the batch's
+  // kernels, the sink and the consumer use `stream`, which waits for this
+  // one's events. Apart, so that the decoder's host barrier waits only for
+  // the uploads, not for the kernels of the batches before.
+  gpu::Stream upload;
+  // GPU decode: the decoded frames (BatchLayout::decode_bytes), one area per
+  // device used as a ring by the GPU ops stage (stages/frame_ring.hpp): each
+  // engine call's frames follow the previous call's, and the engines write
+  // a range only after the kernels that read it last are done.
   gpu::DeviceBuffer frames;
 };
 
@@ -58,7 +63,7 @@ struct GpuJpegSample {
   int index = 0;                 // position in the batch
   std::size_t offset = 0;        // of the bitstream, from the slot's (and d_input's) start
   std::size_t size = 0;          // bitstream bytes
-  std::size_t frame_offset = 0;  // of the decoded frame, from the device frame area's start
+  std::size_t frame_offset = 0;  // of the decoded frame, from the batch's first frame (pack places them)
   int width = 0, height = 0;
 };
 
@@ -73,10 +78,13 @@ struct BatchSlot {
   std::vector<std::chrono::steady_clock::time_point> t0;
   std::vector<kernels::SrcImage> images;  // GPU resize: where each sample's frame is (from d_input)
   std::vector<GpuJpegSample> jpegs;       // GPU decode: this batch's JPEGs for the engines
-  std::size_t frame_bytes = 0;            // GPU decode: bytes used in the device frame area
+  std::size_t frame_bytes = 0;            // GPU decode: bytes the batch's decoded frames take
   DeviceContext* dev = nullptr;   // where the batch was dispatched
   const void* staged = nullptr;   // device-visible staged data (d_input, or the mapped slot)
   DeviceBatch batch;              // what the sink and the callback see
+  // The next batch the same token carries (the GPU ops stage emits the
+  // batches of one engine call together); null for the last. Pack resets it.
+  BatchSlot* then = nullptr;
 
   DeviceBuffers& buffers() const { return dev->buffers[slot]; }
   // Takes sample `i` out of the batch (it failed after packing): the later
@@ -92,8 +100,13 @@ struct BatchLayout {
   std::size_t out_sample_bytes = 0;  // bytes of one sample of the output tensor
   bool device_output = true;        // kernels write d_output (else the staged tensor is the output)
   bool per_image_geometry = false;  // GPU resize: each batch records where its frames are
-  std::size_t decode_bytes = 0;     // GPU decode: the device frame area (one batch's frames), per device
+  std::size_t decode_bytes = 0;     // GPU decode: the device frame area (at least one batch's frames), per device
   kernels::GpuJpegOptions jpeg;     // GPU decode: the decoder made for each device
+  // The most batches the GPU ops stage holds to gather an engine call's
+  // JPEGs (RunPlan::gpu_group_held; 1: none held). The ring has that many
+  // slots more than the tokens need: a consumer that keeps batches may keep
+  // staging.slots - (held - 1) of them before no more can come.
+  int held_batches = 1;
   std::vector<std::int64_t> shape;  // of a full batch
   DType dtype = DType::float32;
   Layout layout = Layout::nchw;
@@ -129,6 +142,7 @@ class BatchResources {
   BatchResources(const BatchResources&) = delete;
   BatchResources& operator=(const BatchResources&) = delete;
 
+  const BatchLayout& layout() const noexcept { return layout_; }
   memory::StagingRing& ring() noexcept { return *ring_; }
   const memory::StagingRing& ring() const noexcept { return *ring_; }
   std::vector<std::unique_ptr<BatchSlot>>& slots() noexcept { return slots_; }

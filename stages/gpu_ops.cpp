@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -12,17 +15,164 @@
 
 namespace imgpipe::stages {
 
-void GpuOps::enable_gpu_decode(GpuDecodeMeter& meter, const DecodeConfig& cpu_decode, OnError on_error) {
+struct GpuOps::Use {
+  gpu::Event kernels_done;  // on the batch stream, after the kernels of the batches whose frames lie there
+  bool recorded = false;    // those kernels are enqueued (their job finished)
+};
+
+struct GpuOps::Area {
+  explicit Area(DeviceContext& d) : dev(&d), ring(d.frames.size()) {}
+  DeviceContext* dev;
+  FrameRing<std::shared_ptr<Use>> ring;  // each engine call's frames
+};
+
+// One engine call: the JPEGs of a group's batches on one device. Made and
+// read by the GPU ops stage; run by the device's worker, which writes the
+// results and then `done` (under the worker's mutex).
+struct GpuOps::Call {
+  DeviceContext* dev = nullptr;
+  kernels::GpuJpegDecoder* decoder = nullptr;
+  std::vector<const std::uint8_t*> data;
+  std::vector<std::size_t> sizes;
+  std::vector<kernels::DecodedFrame> frames;
+  std::vector<std::pair<BatchSlot*, int>> owners;  // (batch, index into its jpegs) per image
+  std::vector<const gpu::Event*> uploads;          // the copies of the bitstreams' slots
+  std::vector<int> status;
+  int max_w = 0, max_h = 0;
+  std::shared_ptr<Use> use;  // the frames' range
+  gpu::Event decoded;        // on the upload stream, after the call
+  // By the worker:
+  std::exception_ptr error;
+  bool done = false;
+};
+
+struct GpuOps::Job {
+  std::vector<BatchSlot*> batches;
+  std::vector<std::unique_ptr<Call>> calls;  // one per device with JPEGs in the group
+};
+
+// A device's engine thread: makes the calls queued to it, one after the
+// other, so that the engines go from one group to the next while the
+// pipeline's threads go on.
+struct GpuOps::Worker {
+  Worker(DeviceContext& d, GpuDecodeMeter& gm, std::atomic<std::uint64_t>& calls)
+      : dev(&d), meter(&gm), call_count(&calls), thread([this] { loop(); }) {}
+  ~Worker() {
+    {
+      std::lock_guard lk(m);
+      stop = true;
+    }
+    cv.notify_all();
+    thread.join();
+  }
+  void enqueue(Call* c) {
+    {
+      std::lock_guard lk(m);
+      queue.push_back(c);
+    }
+    cv.notify_all();
+  }
+  bool done(const Call& c) {
+    std::lock_guard lk(m);
+    return c.done;
+  }
+  void wait(const Call& c) {
+    std::unique_lock lk(m);
+    cv.wait(lk, [&] { return c.done; });
+  }
+  void loop() {
+    for (;;) {
+      Call* c = nullptr;
+      {
+        std::unique_lock lk(m);
+        cv.wait(lk, [&] { return stop || !queue.empty(); });
+        if (stop) return;  // the calls still queued are not wanted: the run is over
+        c = queue.front();
+        queue.pop_front();
+      }
+      run(*c);
+      {
+        std::lock_guard lk(m);
+        c->done = true;
+      }
+      cv.notify_all();
+    }
+  }
+  void run(Call& c) {
+    try {
+      gpu::set_device(dev->device);
+      const nvtx::Range range("jpeg decode", engine_calls);
+      const int n = static_cast<int>(c.data.size());
+      if (n > prealloc_n || c.max_w > prealloc_w || c.max_h > prealloc_h) {  // for the largest call so far
+        prealloc_n = std::max(prealloc_n, n);
+        prealloc_w = std::max(prealloc_w, c.max_w);
+        prealloc_h = std::max(prealloc_h, c.max_h);
+        c.decoder->preallocate(prealloc_n, prealloc_w, prealloc_h);
+      }
+      // The engines read the bitstreams when called: their copies must be
+      // done. Only those: the upload stream holds later batches' copies too.
+      // (Nothing pending writes the frames: the ring waited for their last
+      // readers, and fallback frames go to earlier calls' ranges.)
+      for (const gpu::Event* e : c.uploads) e->synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      const int decoded = c.decoder->decode_batch(c.data.data(), c.sizes.data(), n, c.frames.data(), c.status.data(),
+                                                  dev->upload.get(), /*inputs_ready=*/true);
+      c.decoded.record(dev->upload);
+      meter->ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+      meter->images += static_cast<std::uint64_t>(decoded);
+      ++*call_count;
+      ++engine_calls;
+    } catch (...) {
+      c.error = std::current_exception();
+    }
+  }
+
+  DeviceContext* dev;
+  GpuDecodeMeter* meter;
+  std::atomic<std::uint64_t>* call_count;
+  std::uint64_t engine_calls = 0;  // this worker's, for the NVTX range
+  int prealloc_n = 0, prealloc_w = 0, prealloc_h = 0;
+  std::mutex m;
+  std::condition_variable cv;
+  std::deque<Call*> queue;
+  bool stop = false;
+  std::thread thread;  // last: started once the members above exist
+};
+
+GpuOps::GpuOps(const kernels::NormalizeParams& params, const kernels::ResizeBatch& resize, Op work)
+    : Stage("gpu_ops", false), params_(params), resize_(resize), work_(work) {}
+GpuOps::~GpuOps() = default;
+
+void GpuOps::enable_gpu_decode(GpuDecodeMeter& meter, const DecodeConfig& cpu_decode, OnError on_error, int group,
+                               int max_held) {
   meter_ = &meter;
   cpu_decode_ = cpu_decode;
   cpu_decode_.reduced = false;  // the frame must have the JPEG's own size
   on_error_ = on_error;
+  group_ = std::max(0, group);
+  max_held_ = static_cast<std::size_t>(std::max(1, max_held));
 }
 
-// Decodes one JPEG of the batch on the CPU, from its file (the slot is
-// write-combined memory and the token's bytes are gone), into its place in
-// the device frame area. Returns the reason on failure.
-std::string GpuOps::decode_on_cpu(BatchSlot& b, const GpuJpegSample& j) {
+GpuOps::Area& GpuOps::area_of(DeviceContext& dev) {
+  for (auto& a : areas_)
+    if (a->dev == &dev) return *a;
+  if (dev.frames.get() == nullptr) throw std::logic_error("gpu_ops: GPU-route JPEGs for a device without a frame area");
+  areas_.push_back(std::make_unique<Area>(dev));
+  return *areas_.back();
+}
+
+GpuOps::Worker& GpuOps::worker_of(DeviceContext& dev) {
+  for (auto& w : workers_)
+    if (w->dev == &dev) return *w;
+  workers_.push_back(std::make_unique<Worker>(dev, *meter_, engine_calls_));
+  return *workers_.back();
+}
+
+// Decodes one JPEG on the CPU, from its file (the slot is write-combined
+// memory and the token's bytes are gone), into its place in the device frame
+// area. Returns the reason on failure.
+std::string GpuOps::decode_on_cpu(const DeviceContext& dev, BatchSlot& b, const GpuJpegSample& j,
+                                  std::uint8_t* d_frame) {
   const std::string& path = b.samples[j.index].path;
   if (std::string err = Read::read_file(path, bytes_); !err.empty()) return err;
   const Decode decoder(cpu_decode_, TransformConfig{});
@@ -30,80 +180,161 @@ std::string GpuOps::decode_on_cpu(BatchSlot& b, const GpuJpegSample& j) {
   if (frame_.cols != j.width || frame_.rows != j.height || !frame_.isContinuous())
     return fmt::format("decoded to {}x{} on the CPU, {}x{} expected (file changed?)", frame_.cols, frame_.rows,
                        j.width, j.height);
-  auto* d_frame = static_cast<std::uint8_t*>(b.dev->frames.get()) + j.frame_offset;
-  gpu::copy_h2d_async(d_frame, frame_.data, frame_.total() * frame_.elemSize(), b.dev->stream);
-  b.dev->stream.synchronize();  // frame_ is reused for the next one
+  gpu::copy_h2d_async(d_frame, frame_.data, frame_.total() * frame_.elemSize(), dev.upload);
+  dev.upload.synchronize();  // frame_ is reused for the next one
   return {};
 }
 
-void GpuOps::decode_jpegs(BatchSlot& b) {
+namespace {
+constexpr std::size_t align256(std::size_t n) { return (n + 255) & ~std::size_t{255}; }
+}  // namespace
+
+// The engine call for the JPEGs of `batches` on `dev`: their frames get one
+// range of its frame area, after the kernels that read that range last are
+// done (the engines write when called, whatever the streams hold).
+std::unique_ptr<GpuOps::Call> GpuOps::make_call(DeviceContext& dev, const std::vector<BatchSlot*>& batches) {
   // Ready: the probe routes JPEGs to the GPU only once the first device's
   // decoder is; another device's may still be in the making.
-  kernels::GpuJpegDecoder* engines = b.dev->jpeg ? b.dev->jpeg->wait() : nullptr;
-  if (!engines) throw Error("GPU JPEG decode: no decoder on device " + std::to_string(b.dev->device) + ": " +
-                            (b.dev->jpeg ? b.dev->jpeg->error() : std::string("not made")));
-  kernels::GpuJpegDecoder& dec = *engines;
-  const std::size_t n = b.jpegs.size();
-  auto* base = static_cast<std::uint8_t*>(b.buffers().d_input.get());
-  auto* frames = static_cast<std::uint8_t*>(b.dev->frames.get());
-  data_.resize(n);
-  sizes_.resize(n);
-  frames_.resize(n);
-  status_.assign(n, 0);
-  int max_w = 0, max_h = 0;
-  for (std::size_t k = 0; k < n; ++k) {
-    const GpuJpegSample& j = b.jpegs[k];
-    data_[k] = base + j.offset;
-    sizes_[k] = j.size;
-    frames_[k] = {frames + j.frame_offset, static_cast<std::size_t>(j.width) * 3, j.width, j.height};
-    max_w = std::max(max_w, j.width);
-    max_h = std::max(max_h, j.height);
-  }
-  if (max_w > prealloc_w_ || max_h > prealloc_h_) {  // nvJPEG's buffers for the largest frame so far
-    prealloc_w_ = std::max(prealloc_w_, max_w);
-    prealloc_h_ = std::max(prealloc_h_, max_h);
-    dec.preallocate(static_cast<int>(b.samples.size()), prealloc_w_, prealloc_h_);
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  const int decoded = dec.decode_batch(data_.data(), sizes_.data(), static_cast<int>(n), frames_.data(),
-                                       status_.data(), b.dev->stream.get());
-  meter_->ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-  meter_->images += static_cast<std::uint64_t>(decoded);
-  // Rejected by the engines: the CPU tries; what it rejects too leaves the batch.
-  std::vector<int> drop;
-  for (std::size_t k = 0; k < n; ++k) {
-    if (status_[k] == 0) continue;
-    const GpuJpegSample& j = b.jpegs[k];
-    const std::string err = decode_on_cpu(b, j);
-    if (err.empty()) {
-      ++meter_->fallbacks;
-      b.samples[j.index].decoded_on_gpu = false;
-      continue;
+  kernels::GpuJpegDecoder* engines = dev.jpeg ? dev.jpeg->wait() : nullptr;
+  if (!engines) throw Error("GPU JPEG decode: no decoder on device " + std::to_string(dev.device) + ": " +
+                            (dev.jpeg ? dev.jpeg->error() : std::string("not made")));
+  auto c = std::make_unique<Call>();
+  c->dev = &dev;
+  c->decoder = engines;
+  c->decoded = gpu::Event(dev.device, false);
+  c->use = std::make_shared<Use>();
+  c->use->kernels_done = gpu::Event(dev.device, false);
+  Area& area = area_of(dev);
+  std::size_t bytes = 0;
+  for (const BatchSlot* b : batches)
+    if (b->dev == &dev && !b->jpegs.empty()) bytes = align256(bytes) + b->frame_bytes;
+  const std::size_t at = area.ring.place(bytes, c->use, [&](std::shared_ptr<Use>& u) {
+    // A range whose kernels are not enqueued yet belongs to a group still
+    // waiting for its call: finish the groups before this one first.
+    while (!u->recorded && !jobs_.empty()) finish_front();
+    if (!u->recorded) throw std::logic_error("gpu_ops: a frame range in use by no group");
+    const auto t0 = std::chrono::steady_clock::now();
+    u->kernels_done.synchronize();
+    own_stats().add_wait(std::chrono::steady_clock::now() - t0);
+  });
+  auto* range = static_cast<std::uint8_t*>(dev.frames.get()) + at;
+  std::size_t first = 0;  // the batch's first frame, from the range's start
+  for (BatchSlot* b : batches) {
+    if (b->dev != &dev || b->jpegs.empty()) continue;
+    first = align256(first);
+    const auto* input = static_cast<const std::uint8_t*>(b->staged);
+    c->uploads.push_back(&b->buffers().copy_end);
+    for (std::size_t k = 0; k < b->jpegs.size(); ++k) {
+      const GpuJpegSample& j = b->jpegs[k];
+      std::uint8_t* frame = range + first + j.frame_offset;
+      c->data.push_back(input + j.offset);
+      c->sizes.push_back(j.size);
+      c->frames.push_back({frame, static_cast<std::size_t>(j.width) * 3, j.width, j.height});
+      c->owners.emplace_back(b, static_cast<int>(k));
+      b->images[j.index].data = frame;
+      c->max_w = std::max(c->max_w, j.width);
+      c->max_h = std::max(c->max_h, j.height);
     }
-    const SampleId& s = b.samples[j.index];
-    const std::string reason = fmt::format("{} (GPU decode: {})", err, nvj::status_name(status_[k]));
-    failures_.push_back({s.path, s.frame, reason});
-    failed_count_.fetch_add(1, std::memory_order_relaxed);
-    if (on_error_ == OnError::fail) throw InputError(s.path, s.frame, reason);
-    drop.push_back(j.index);
+    first += b->frame_bytes;
   }
-  for (auto it = drop.rbegin(); it != drop.rend(); ++it) b.remove(*it);
+  c->status.assign(c->data.size(), 0);
+  return c;
 }
 
-Tally GpuOps::run(Work& w) {
-  BatchSlot& b = *w.batch;
+bool GpuOps::fits_gathering(const BatchSlot& b) const {
+  if (b.jpegs.empty()) return true;
+  std::size_t bytes = 0;
+  for (const BatchSlot* h : gathering_)
+    if (h->dev == b.dev && !h->jpegs.empty()) bytes = align256(bytes) + h->frame_bytes;
+  return align256(bytes) + b.frame_bytes <= b.dev->frames.size();
+}
+
+// The gathered batches become a job: one engine call per device with JPEGs
+// among them, queued to that device's worker.
+void GpuOps::submit() {
+  if (gathering_.empty()) return;
+  while (jobs_.size() >= static_cast<std::size_t>(kCallsAhead)) finish_front();
+  auto job = std::make_unique<Job>();
+  job->batches = std::move(gathering_);
+  gathering_.clear();
+  gathering_jpegs_ = 0;
+  for (BatchSlot* b : job->batches) {
+    if (b->jpegs.empty()) continue;
+    const bool have = std::any_of(job->calls.begin(), job->calls.end(), [&](const auto& c) { return c->dev == b->dev; });
+    if (!have) job->calls.push_back(make_call(*b->dev, job->batches));
+  }
+  for (auto& c : job->calls) worker_of(*c->dev).enqueue(c.get());
+  jobs_.push_back(std::move(job));
+}
+
+bool GpuOps::front_done() {
+  const Job& j = *jobs_.front();
+  return std::all_of(j.calls.begin(), j.calls.end(), [&](const auto& c) { return worker_of(*c->dev).done(*c); });
+}
+
+// Waits for the oldest job's calls, deals with what the engines rejected,
+// enqueues its batches' kernels and adds them to what run() passes on.
+void GpuOps::finish_front() {
+  std::unique_ptr<Job> job = std::move(jobs_.front());
+  jobs_.pop_front();
+  // Every call done before any error is thrown: the job, and its calls, go
+  // with this frame.
+  for (auto& c : job->calls) {
+    const auto t0 = std::chrono::steady_clock::now();
+    worker_of(*c->dev).wait(*c);
+    own_stats().add_wait(std::chrono::steady_clock::now() - t0);
+  }
+  for (auto& c : job->calls)
+    if (c->error) std::rethrow_exception(c->error);
+  // Rejected by the engines: the CPU tries; what it rejects too leaves its batch.
+  std::vector<std::pair<BatchSlot*, int>> drop;
+  for (auto& c : job->calls) {
+    for (std::size_t i = 0; i < c->status.size(); ++i) {
+      if (c->status[i] == 0) continue;
+      auto [b, k] = c->owners[i];
+      const GpuJpegSample& j = b->jpegs[k];
+      const std::string err = decode_on_cpu(*c->dev, *b, j, c->frames[i].d_rgb);
+      if (err.empty()) {
+        ++meter_->fallbacks;
+        b->samples[j.index].decoded_on_gpu = false;
+        continue;
+      }
+      const SampleId& s = b->samples[j.index];
+      const std::string reason = fmt::format("{} (GPU decode: {})", err, nvj::status_name(c->status[i]));
+      failures_.push_back({s.path, s.frame, reason});
+      failed_count_.fetch_add(1, std::memory_order_relaxed);
+      if (on_error_ == OnError::fail) throw InputError(s.path, s.frame, reason);
+      drop.emplace_back(b, j.index);
+    }
+  }
+  for (auto it = drop.rbegin(); it != drop.rend(); ++it) it->first->remove(it->second);  // last first
+  for (BatchSlot* b : job->batches) {
+    const Call* call = nullptr;
+    for (const auto& c : job->calls)
+      if (c->dev == b->dev) call = c.get();
+    out_bytes_ += launch(*b, b->jpegs.empty() ? nullptr : call);
+    out_.push_back(b);
+  }
+  // Each call's frames are free once these kernels are done.
+  for (auto& c : job->calls) {
+    c->use->kernels_done.record(c->dev->stream);
+    c->use->recorded = true;
+  }
+}
+
+// The batch's kernels on its stream, after its copy and the engine call that
+// decoded its JPEGs. Returns the output bytes.
+std::size_t GpuOps::launch(BatchSlot& b, const Call* call) {
   DeviceBuffers& buf = b.buffers();
   const gpu::Stream& stream = b.dev->stream;
   const bool on_gpu = stream.device() >= 0;
+  if (b.staged != nullptr && b.staged == buf.d_input.get()) gpu::stream_wait_event(stream.get(), buf.copy_end);
+  if (call != nullptr) gpu::stream_wait_event(stream.get(), call->decoded);
   if (on_gpu && fault::trap(b.index)) kernels::trap_gpu(stream.get());
-  if (!b.jpegs.empty()) {
-    const nvtx::Range range("jpeg decode", b.index);
-    decode_jpegs(b);
-  }
   std::size_t bytes = 0;
   if (b.count == 0) {  // every sample failed
     buf.ready.record(stream);
-    return {1, 0};
+    return 0;
   }
   // The launches (their CPU twins on the host backend).
   const nvtx::Range range("kernels", b.index);
@@ -134,7 +365,31 @@ Tally GpuOps::run(Work& w) {
     bytes = kernels::output_bytes(f);
   }
   buf.ready.record(stream);
-  return {1, bytes};
+  return bytes;
+}
+
+Tally GpuOps::run(Work& w) {
+  BatchSlot* arrived = w.batch;
+  w.batch = nullptr;
+  out_.clear();
+  out_bytes_ = 0;
+  const bool end = w.kind == Work::Kind::flush || w.kind == Work::Kind::cut;
+  if (arrived != nullptr) {
+    if (!fits_gathering(*arrived)) submit();  // its frames and the gathered ones' would not fit the frame area
+    gathering_.push_back(arrived);
+    gathering_jpegs_ += arrived->jpegs.size();
+  }
+  // Gathered batches without a JPEG gain nothing by waiting (CPU-only
+  // inputs, the engines not ready yet) unless groups before them wait for
+  // their calls: then they go with the next group.
+  if (end || (gathering_jpegs_ == 0 && jobs_.empty()) || gathering_jpegs_ >= static_cast<std::size_t>(group_) ||
+      gathering_.size() >= max_held_)
+    submit();
+  // What the engines are done with goes on, in order; at the end, everything.
+  while (!jobs_.empty() && (end || front_done())) finish_front();
+  for (std::size_t i = 0; i < out_.size(); ++i) out_[i]->then = i + 1 < out_.size() ? out_[i + 1] : nullptr;
+  w.batch = out_.empty() ? nullptr : out_.front();
+  return {out_.size(), out_bytes_};
 }
 
 }  // namespace imgpipe::stages

@@ -53,18 +53,20 @@ void Pack::start_batch() {
   current_->staged_bytes = 0;
   current_->jpegs.clear();
   current_->frame_bytes = 0;
+  current_->then = nullptr;
 }
 
 void Pack::place_gpu_jpeg(const FrameView& f) {
-  // The decoded frame's place in the device's frame area, 256-byte aligned;
-  // the probe admits only frames that fit a share.
+  // The decoded frame's place among the batch's frames, 256-byte aligned
+  // (the GPU ops stage places the batch in the device's frame area); the
+  // probe admits only frames that fit a share.
   const std::size_t frame = static_cast<std::size_t>(f.width) * static_cast<std::size_t>(f.height) * 3;
   const std::size_t at = (current_->frame_bytes + 255) & ~std::size_t{255};
   if (at + frame > decode_bytes_) throw std::logic_error("pack: a decoded frame does not fit the device frame area");
-  const auto* frames = static_cast<const std::uint8_t*>(current_->dev->frames.get());
-  if (frames == nullptr) throw std::logic_error("pack: a GPU-route JPEG for a device without a frame area");
+  if (current_->dev->frames.get() == nullptr)
+    throw std::logic_error("pack: a GPU-route JPEG for a device without a frame area");
   current_->jpegs.push_back({current_->count, current_->staged_bytes, f.bytes, at, f.width, f.height});
-  current_->images[current_->count] = {0, f.width, f.height, 0, frames + at};
+  current_->images[current_->count] = {0, f.width, f.height, 0, nullptr};  // data: set when the engines decode it
   current_->frame_bytes = at + frame;
 }
 

@@ -116,22 +116,24 @@ bool RouteSteering::take_gpu() {
   return false;
 }
 
-void RouteSteering::update(std::uint64_t cpu_images, double cpu_seconds, std::uint64_t gpu_images,
-                           double gpu_seconds) {
+void RouteSteering::update(const SteeringSample& now) {
   std::lock_guard lk(m_);
   if (!adaptive_) return;
-  const double dc = static_cast<double>(cpu_images - last_cpu_images_), dcs = cpu_seconds - last_cpu_s_;
-  const double dg = static_cast<double>(gpu_images - last_gpu_images_), dgs = gpu_seconds - last_gpu_s_;
-  if (dc < 16 || dg < 16 || dcs <= 0 || dgs <= 0) return;  // too little in this window to judge
-  const double c = cpu_threads_ * dc / dcs, g = dg / dgs;
+  const SteeringSample& was = last_;
+  const double dc = static_cast<double>(now.cpu_images - was.cpu_images), dcs = now.cpu_s - was.cpu_s;
+  const double dg = static_cast<double>(now.gpu_images - was.gpu_images), dgs = now.gpu_s - was.gpu_s;
+  const double dn = static_cast<double>(now.samples - was.samples), dos = now.other_s - was.other_s;
+  const double dt = now.wall_s - was.wall_s;
+  // Too little in this window to judge.
+  if (dc < 16 || dg < 16 || dcs <= 0 || dgs <= 0 || dt < 0.02) return;
+  const double d = dcs / dc, G = dg / dgs;
+  const double o = dn > 0 && dos > 0 ? dos / dn : 0.0;
+  const double balance = G * (o + d) / (cpu_threads_ + G * d);
   // Damped: half-way to the balance point each window, and never quite 0 or
   // 1, so both rates keep being measured.
-  share_ = std::clamp(0.5 * share_ + 0.5 * g / (g + c), 0.02, 0.98);
+  share_ = std::clamp(0.5 * share_ + 0.5 * balance, 0.02, 0.98);
   history_.push_back(share_);
-  last_cpu_images_ = cpu_images;
-  last_cpu_s_ = cpu_seconds;
-  last_gpu_images_ = gpu_images;
-  last_gpu_s_ = gpu_seconds;
+  last_ = now;
 }
 
 double RouteSteering::share() const {
@@ -147,9 +149,10 @@ std::vector<double> RouteSteering::history() const {
 // ---------------------------------------------------------------- stage
 
 Probe::Probe(const ProbeLimits& limits, const JpegEngines& engines, RouteSteering& steering,
-             const StageStats& decode, const StageStats& transform, const GpuDecodeMeter& gpu)
+             const StageStats& decode, const StageStats& transform, const GpuDecodeMeter& gpu,
+             std::vector<const StageStats*> others)
     : Stage("probe", true), limits_(limits), engines_(engines), steering_(steering), decode_(decode),
-      transform_(transform), gpu_(gpu) {}
+      transform_(transform), gpu_(gpu), others_(std::move(others)) {}
 
 bool Probe::gpu_able(const Work& w, int& width, int& height) const {
   const kernels::GpuJpegDecoder* decoder = limits_.wait_for_engines ? engines_.wait() : engines_.ready();
@@ -173,9 +176,18 @@ bool Probe::gpu_able(const Work& w, int& width, int& height) const {
 }
 
 void Probe::steer() {
-  const std::uint64_t n = decode_.items.load();
-  const double cpu_s = (decode_.busy_ns.load() + transform_.busy_ns.load()) * 1e-9;
-  steering_.update(n, cpu_s, gpu_.images.load(), gpu_.ns.load() * 1e-9);
+  SteeringSample m;
+  m.cpu_images = decode_.items.load();
+  m.cpu_s = (decode_.busy_ns.load() + transform_.busy_ns.load()) * 1e-9;
+  m.gpu_images = gpu_.images.load();
+  m.gpu_s = gpu_.ns.load() * 1e-9;
+  m.samples = seen_.load();
+  std::int64_t other = 0;
+  for (const StageStats* st : others_) other += st->busy_ns.load() - st->wait_ns.load();
+  other += stats().busy_ns.load() - stats().wait_ns.load();  // this stage's own
+  m.other_s = static_cast<double>(other) * 1e-9;
+  m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  steering_.update(m);
 }
 
 Tally Probe::run(Work& w) {

@@ -46,10 +46,28 @@ JpegLayout parse_jpeg_layout(std::span<const unsigned char> bytes) noexcept;
 std::string gpu_route_refusal(const JpegLayout& j);
 
 // The share of GPU-able JPEGs sent to the GPU: fixed (decode.where: gpu -> 1)
-// or steered so that both routes finish together: share = g / (g + c), with
-// g the GPU route's measured images/s while decoding and c the CPU route's
-// (decode + transform threads over their measured seconds per image).
-// Thread-safe.
+// or steered to where both routes run out together. The CPU threads do more
+// than the CPU route's decoding: they read, probe and pack every sample,
+// the GPU route's too, so the balance counts that work (measured, o
+// thread-seconds a sample) beside the CPU route's decode + transform (d a
+// CPU-decoded image) and the engines' rate while decoding (G images/s): at
+// throughput T, the engines take T s = G and the threads T (o + (1 - s) d)
+// = N (the engine calls run on threads of their own), so
+//   s = G (o + d) / (N + G d).
+// Without o (o = 0) this is G / (G + N / d), the two decode rates' balance;
+// on the H200 the threads' other work moves it from ~0.82 to ~0.88, where a
+// few percent less starves the engines (W1: 4552 img/s at 0.83 against 5320
+// with every JPEG on the engines). Thread-safe.
+struct SteeringSample {
+  std::uint64_t cpu_images = 0;  // decoded by the CPU route
+  double cpu_s = 0;              // thread-seconds in its decode + transform
+  std::uint64_t gpu_images = 0;  // decoded by the engines
+  double gpu_s = 0;              // seconds in the engine calls
+  std::uint64_t samples = 0;     // every sample probed
+  double other_s = 0;            // thread-seconds of the other stages' own work (waits left out)
+  double wall_s = 0;             // when (any origin)
+};
+
 class RouteSteering {
  public:
   // `adaptive` false: every GPU-able JPEG goes to the GPU.
@@ -57,9 +75,10 @@ class RouteSteering {
   // Whether the next GPU-able JPEG goes to the GPU (a deterministic
   // error-diffusion sequence at the current share).
   bool take_gpu();
-  // Measurements: CPU route (images and thread-seconds, cumulative) and GPU
-  // route (images decoded and seconds spent decoding, cumulative).
-  void update(std::uint64_t cpu_images, double cpu_seconds, std::uint64_t gpu_images, double gpu_seconds);
+  // Cumulative measurements: moves the share half-way to the balance of the
+  // window since the last update that moved it (a window needs 16 images on
+  // each route and 20 ms).
+  void update(const SteeringSample& now);
   double share() const;
   // The share after each update, in order (the report's split over time).
   std::vector<double> history() const;
@@ -71,8 +90,7 @@ class RouteSteering {
   double share_;
   double acc_ = 0;
   std::vector<double> history_;
-  std::uint64_t last_cpu_images_ = 0, last_gpu_images_ = 0;
-  double last_cpu_s_ = 0, last_gpu_s_ = 0;
+  SteeringSample last_;
 };
 
 // Cumulative GPU decode figures, written by the GPU ops stage.
@@ -96,9 +114,13 @@ class Probe : public Stage<Probe, Takes::encoded_samples> {
  public:
   // `engines`' decoder confirms each candidate (nvjpegDecodeBatchedSupported);
   // until it is ready every JPEG stays on the CPU route. The CPU route's
-  // figures come from `decode` and `transform`'s statistics.
+  // figures come from `decode` and `transform`'s statistics, the threads'
+  // other work from `others` (every stage that runs on them but those two,
+  // this one, which counts its own, and the GPU ops stage, whose engine
+  // calls the steering counts apart).
   Probe(const ProbeLimits& limits, const JpegEngines& engines, RouteSteering& steering,
-        const StageStats& decode, const StageStats& transform, const GpuDecodeMeter& gpu);
+        const StageStats& decode, const StageStats& transform, const GpuDecodeMeter& gpu,
+        std::vector<const StageStats*> others = {});
   Tally run(Work& w);
 
   std::uint64_t gpu_able() const noexcept { return gpu_able_.load(); }
@@ -113,6 +135,7 @@ class Probe : public Stage<Probe, Takes::encoded_samples> {
   const StageStats& decode_;
   const StageStats& transform_;
   const GpuDecodeMeter& gpu_;
+  std::vector<const StageStats*> others_;
   std::atomic<std::uint64_t> gpu_able_{0}, to_gpu_{0}, seen_{0};
 };
 

@@ -113,7 +113,18 @@ std::uint64_t Sink::dump(BatchSlot& b) {
 }
 
 Tally Sink::run(Work& w) {
-  BatchSlot& b = *w.batch;
+  Tally sum{0, 0};
+  for (BatchSlot* b = w.batch; b != nullptr;) {
+    BatchSlot* then = b->then;  // read first: once released, the slot may be packed again at once
+    const Tally t = deliver(*b);
+    sum.items += t.items;
+    sum.bytes += t.bytes;
+    b = then;
+  }
+  return sum;
+}
+
+Tally Sink::deliver(BatchSlot& b) {
   // The slot goes back to the ring after the work enqueued on the batch's
   // stream (the callback's included); also when the checksum, the dump or the
   // callback throws, and then without masking that exception.

@@ -40,7 +40,8 @@ class Sink : public Stage<Sink, Takes::batches> {
   // when the dump folder or its manifest cannot be created.
   Sink(const SinkConfig& cfg, const ShardSpec& shard, memory::StagingRing& ring, const BatchCallback& callback,
        BatchHandoff handoff = {});
-  // Delivers the batch, then releases its slot (also when the callback throws).
+  // Delivers each batch the token carries (w.batch, then BatchSlot::then),
+  // releasing its slot after it (also when the callback throws).
   Tally run(Work& w);
 
   std::uint64_t delivered() const noexcept { return delivered_; }
@@ -52,6 +53,7 @@ class Sink : public Stage<Sink, Takes::batches> {
                         const std::vector<std::int64_t>& shape);
 
  private:
+  Tally deliver(BatchSlot& b);
   SinkConfig cfg_;
   std::string folder_;  // dump: where the batches and the manifest go
   memory::StagingRing& ring_;

@@ -163,7 +163,8 @@ enum class Takes : std::uint8_t {
   encoded_samples,  // the same, without video frames (already decoded)
   every_token,      // all, flush and failed tokens included
   staged_frames,    // tokens whose frame pack placed in a slot
-  batches,          // tokens that complete a batch
+  batches,          // tokens that carry batches (BatchSlot::then links the rest)
+  batches_and_ends, // the same, and the end-of-input and batch.timeout_ms tokens
 };
 
 // What one call produced, added to the stage's statistics by the base.
@@ -189,7 +190,17 @@ class Stage {
     if (!takes(*w)) return w;
     const nvtx::Range range(stats_.name.c_str(), fault_key(*w));
     BusyTimer t(stats_);
-    if (w->is_sample()) fault::check(stats_.name, fault_key(*w));
+    // Batch stages: keyed by each batch the token carries, whatever the
+    // token (the end-of-input token carries the last batch; the GPU ops
+    // stage passes a group of batches on the token it happens to hold when
+    // their engine call is done).
+    if constexpr (T == Takes::batches) {
+      for (const BatchSlot* b = w->batch; b != nullptr; b = b->then) fault::check(stats_.name, b->index);
+    } else if constexpr (T == Takes::batches_and_ends) {
+      if (w->batch != nullptr) fault::check(stats_.name, w->batch->index);
+    } else if (w->is_sample()) {
+      fault::check(stats_.name, fault_key(*w));
+    }
     const Tally n = static_cast<Derived&>(*this).run(*w);
     stats_.items += n.items;
     stats_.bytes += n.bytes;
@@ -203,6 +214,8 @@ class Stage {
       case Takes::every_token: return true;
       case Takes::staged_frames: return w.dest.writer.has_value();
       case Takes::batches: return w.batch != nullptr;
+      case Takes::batches_and_ends:
+        return w.batch != nullptr || w.kind == Work::Kind::flush || w.kind == Work::Kind::cut;
     }
     return false;
   }
@@ -214,10 +227,12 @@ class Stage {
 
  private:
   static constexpr Counts counts() noexcept {
-    return T == Takes::batches ? Counts::batches : T == Takes::encoded_samples ? Counts::images : Counts::samples;
+    if (T == Takes::batches || T == Takes::batches_and_ends) return Counts::batches;
+    return T == Takes::encoded_samples ? Counts::images : Counts::samples;
   }
   static std::uint64_t fault_key(const Work& w) noexcept {
     if constexpr (T == Takes::batches) return w.batch->index;
+    if constexpr (T == Takes::batches_and_ends) return w.batch != nullptr ? w.batch->index : w.sample.seq;
     return w.sample.seq;
   }
   StageStats stats_;

@@ -25,9 +25,9 @@ Tally Transfer::run(Work& w) {
   DeviceBuffers& buf = b.buffers();
   time_copy(dev, buf);  // the previous copy out of this slot
   const nvtx::Range range("copy", b.index);  // the enqueue (a memcpy on the host backend)
-  buf.copy_start.record(dev.stream);
-  ring.copy_to_device(b.slot, buf.d_input.get(), b.staged_bytes, dev.stream);
-  buf.copy_end.record(dev.stream);
+  buf.copy_start.record(dev.upload);  // the GPU ops stage makes the batch's stream wait for copy_end
+  ring.copy_to_device(b.slot, buf.d_input.get(), b.staged_bytes, dev.upload);
+  buf.copy_end.record(dev.upload);
   buf.copy_bytes = b.staged_bytes;
   buf.copy_timed = true;
   b.staged = buf.d_input.get();

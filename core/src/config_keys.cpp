@@ -218,7 +218,8 @@ constexpr KeySpec kKeys[] = {
       "listed; recursive false leaves out their sub-folders."),
 
   special("decode.threads", Kind::threads, between(1, 1024), {&read_threads, &write_threads, &check_threads, nullptr},
-      "Worker threads for read/decode/transform; auto = every hardware thread."),
+      "Worker threads for read/decode/transform; auto = every hardware thread, one fewer when the GPU decodes "
+      "JPEGs (its engine calls run on a thread of their own)."),
   field<&C::decode, &Dec::accept_truncated>("decode.accept_truncated", any_value(),
       "Deliver damaged images that a decoder can still fill in: JPEGs without their end-of-image marker or "
       "on which libjpeg warns (they decode to a partly grey or smeared image), PNGs without IEND. false "
@@ -240,6 +241,13 @@ constexpr KeySpec kKeys[] = {
       "stay on the CPU. The GPU route does not see the corrupt-data warnings libjpeg gives for damaged "
       "entropy-coded data (cpu reports such files). Needs normalize.where gpu or auto, linear or nearest "
       "interpolation and staging.transfer copy."),
+  field<&C::decode, &Dec::gpu_batch>("decode.gpu_batch", between(0, 4096),
+      "JPEGs per call of the GPU's JPEG engines (decode.where auto or gpu), which decode large calls faster "
+      "(on the H200 5364 img/s at 32 a call, 5902 at 128): output batches are held until they carry that "
+      "many between them (at most as many batches as leave the packer a free staging slot, and as fit the "
+      "device frame area), then decoded in one call and passed on together, in order. The end of the input "
+      "passes on what is held. 0 = auto: 128 for inputs listed up front; each batch alone for pushed items "
+      "and with batch.timeout_ms, whose latency holding would add to."),
 
   field<&C::transform, &Tr::resize, &Rs::width>("transform.resize.width", between(1, 16384),
       "Output width in pixels."),
@@ -306,6 +314,10 @@ constexpr KeySpec kKeys[] = {
       "host_registered -> pageable (each step counted, logged once and reported); false makes it an error."),
   field<&C::memory, &MemoryConfig::track>("memory.track", any_value(),
       "Record where each pinned block was allocated; report leaks at shutdown."),
+  field<&C::memory, &MemoryConfig::gpu_frames_mb>("memory.gpu_frames_mb", between(0, 1 << 24),
+      "GPU decode: device memory for the decoded frames, per device (MiB); 0 = 1/64 of the device's memory. "
+      "A batch's frames share it (a JPEG whose frame exceeds its share, the area over batch.size, takes the "
+      "CPU route), and an engine call's frames must fit it with the frames the kernels still read."),
 
   special("devices", Kind::devices, between(0, 1024), {&read_devices, &write_devices, &check_devices, nullptr},
       "auto: the first CUDA GPU (LOCAL_RANK's GPU under a launcher), or the host backend when there is none; "

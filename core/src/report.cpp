@@ -76,10 +76,11 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
   if (d.where == "cpu") {
     os << "decode: cpu" << (d.note.empty() ? "" : " (GPU route off: " + d.note + ")") << "\n";
   } else {
-    os << fmt::format("decode: {} | GPU ({} JPEG engines): {} at {:.0f} img/s | CPU: {} at {:.0f} img/s"
+    os << fmt::format("decode: {} | GPU ({} JPEG engines): {} in {} at {:.0f} img/s | CPU: {} at {:.0f} img/s"
                       " | {}, {} rejected by the engines and decoded on the CPU",
-                      d.where, d.jpeg_engines, count(d.gpu, "images"), d.gpu_images_per_s, count(d.cpu, "images"),
-                      d.cpu_images_per_s, count(d.gpu_able, "GPU-able JPEGs"), d.gpu_fallbacks);
+                      d.where, d.jpeg_engines, count(d.gpu, "images"), count(d.gpu_calls, "calls"),
+                      d.gpu_images_per_s, count(d.cpu, "images"), d.cpu_images_per_s,
+                      count(d.gpu_able, "GPU-able JPEGs"), d.gpu_fallbacks);
     if (!d.gpu_share.empty())
       os << fmt::format(" | GPU share {:.2f} -> {:.2f}", d.gpu_share.front(), d.gpu_share.back());
     if (d.engines_ready_s > 0) os << fmt::format(" | engines ready {:.2f} s into the run", d.engines_ready_s);
@@ -186,6 +187,7 @@ std::string Report::to_json(int indent) const {
                  {"gpu", decode.gpu},
                  {"cpu", decode.cpu},
                  {"gpu_fallbacks", decode.gpu_fallbacks},
+                 {"gpu_calls", decode.gpu_calls},
                  {"gpu_images_per_s", decode.gpu_images_per_s},
                  {"cpu_images_per_s", decode.cpu_images_per_s},
                  {"gpu_share", decode.gpu_share}};

@@ -113,7 +113,7 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   detail::RunTimes times;
   const std::vector<int> devices = detail::select_devices(options.device.value_or(cfg.devices));
   const detail::RunPlan plan = detail::RunPlan::make(
-      cfg, devices, detail::HostFacts::of_this_machine(devices.front(), cfg.decode.where != Where::cpu));
+      cfg, devices, detail::HostFacts::of_this_machine(devices.front(), cfg.decode.where != Where::cpu), pushed);
   if (plan.tokens < plan.wanted_tokens)
     imgpipe::logger()->info(
         "frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more", plan.tokens,

@@ -43,6 +43,19 @@ void PullRun::set_resources(const std::shared_ptr<stages::BatchResources>& resou
   after_ = std::move(after);
 }
 
+std::string PullRun::stuck() const {
+  if (!res_) return {};
+  // The GPU ops stage may hold up to held_batches - 1 batches for one engine
+  // call without passing them on: with the rest kept by the caller, the
+  // packer would find no free slot.
+  const int slots = res_->ring().slots();
+  const int gathering = res_->layout().held_batches - 1;
+  if (held_ < slots - gathering) return {};
+  if (gathering <= 0) return "all " + std::to_string(held_) + " staging slots";
+  return std::to_string(held_) + " of the " + std::to_string(slots) + " staging slots, and up to " +
+         std::to_string(gathering) + " more may hold batches gathered for one call of the GPU's JPEG engines";
+}
+
 void PullRun::give_back(stages::BatchSlot& b) {
   --b.dev->in_flight;
   res_->ring().release(b.slot, b.dev->stream);
@@ -72,9 +85,9 @@ std::optional<Batch> PullRun::next(std::optional<std::chrono::milliseconds> time
   auto can_answer = [&] { return !ready_.empty() || ended_ || shut_; };
   for (;;) {
     if (can_answer()) break;
-    if (res_ && held_ >= res_->ring().slots())
-      throw std::logic_error("BatchStream::next: the caller holds all " + std::to_string(held_) +
-                             " staging slots, so no batch can come: release a Batch first, or raise staging.slots");
+    if (const std::string why = stuck(); !why.empty())
+      throw std::logic_error("BatchStream::next: the caller holds " + why +
+                             ", so no batch can come: release a Batch first, or raise staging.slots");
     // Woken by a batch, the end, or a release (which may end the deadlock check above).
     if (!timeout) {
       cv_.wait(lk);
@@ -138,9 +151,9 @@ const Report& PullRun::report() {
                            "or stop() first");
   // Every slot held by the caller: the packer waits for one, so the run
   // cannot end (as next() says).
-  if (!ended_ && res_ && held_ >= res_->ring().slots())
-    throw std::logic_error("BatchStream::report: the caller holds all " + std::to_string(held_) +
-                           " staging slots, so the run cannot end: release a Batch first");
+  if (const std::string why = ended_ ? std::string() : stuck(); !why.empty())
+    throw std::logic_error("BatchStream::report: the caller holds " + why +
+                           ", so the run cannot end: release a Batch first");
   // After stop(): the batches still coming are released as they arrive.
   while (!ended_ || !ready_.empty()) {
     while (!ready_.empty()) {

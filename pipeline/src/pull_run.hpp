@@ -52,6 +52,8 @@ struct PullRun : std::enable_shared_from_this<PullRun> {
   void shut_down() noexcept;
 
  private:
+  // Why no batch can come while the caller keeps its batches (under m_); empty: one can.
+  std::string stuck() const;
   void give_back(stages::BatchSlot& b);  // the slot to the ring (lock held)
   std::shared_ptr<stages::BatchResources> unused_resources();  // lock held: what to drop once nothing is held
 

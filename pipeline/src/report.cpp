@@ -113,6 +113,7 @@ void add_decode(Report& r, const RunPlan& plan, const StageSet& s, const stages:
   }
   d.gpu_fallbacks = s.gpu_decode.fallbacks.load();
   d.gpu = s.gpu_decode.images.load();
+  d.gpu_calls = s.gpu_ops.engine_calls();
   d.cpu = s.decode.stats().items.load() + d.gpu_fallbacks;
   const double gpu_s = s.gpu_decode.ns.load() * 1e-9;
   d.gpu_images_per_s = gpu_s > 0 ? d.gpu / gpu_s : 0;

@@ -83,7 +83,13 @@ void plan_steps(RunPlan& p, const Config& cfg) {
 }
 
 void plan_tokens(RunPlan& p, const Config& cfg, const HostFacts& host, int& slots) {
-  p.threads = cfg.decode.threads > 0 ? cfg.decode.threads : static_cast<int>(std::max(1u, host.hardware_threads));
+  // decode.threads auto: every hardware thread, but one left to the engine
+  // threads when the GPU decodes (GpuOps' calls run on a thread of their
+  // own, which got too little of a saturated host: W1 on the H200, auto,
+  // kept Pipeline: 15 threads 5159-5164 img/s, 16 threads 4770-4804, the
+  // engine calls 5446-5602 against 4773-4996 img/s).
+  const unsigned hw = std::max(1u, host.hardware_threads);
+  p.threads = cfg.decode.threads > 0 ? cfg.decode.threads : static_cast<int>(p.gpu_decode && hw > 2 ? hw - 1 : hw);
   p.video_ahead = std::max(2, p.threads / 4);
   // With GPU decode most tokens wait at the in-order pack stage for the few
   // CPU-route images decoding ahead of them: keep 9x as many in flight, so
@@ -104,6 +110,30 @@ void plan_tokens(RunPlan& p, const Config& cfg, const HostFacts& host, int& slot
   // k + slots before the sink has released batch k.
   const std::int64_t safe = static_cast<std::int64_t>(slots - 1) * cfg.batch.size + 1;
   p.tokens = static_cast<int>(std::min<std::int64_t>(p.wanted_tokens, safe));
+}
+
+// JPEGs per engine call: the engines decode large calls faster (H200,
+// W1's 272 kB 1080p JPEGs, one call after another: 5364 img/s at 32 a
+// call, 5902 at 128, 5992 at 256; samples/bench/RESULTS.md), so batches are
+// held to gather decode.gpu_batch JPEGs, unless pushed items or
+// batch.timeout_ms ask for latency. Held batches keep their staging slots:
+// the ring gets as many more as the GPU ops stage may hold (the group it
+// gathers and GpuOps::kCallsAhead groups waiting for their engine calls),
+// so the packer never waits for a held one (the token cap above is computed
+// without them).
+void plan_group(RunPlan& p, const Config& cfg, bool pushed) {
+  if (!p.gpu_decode) return;
+  constexpr int kAutoGroup = 128;
+  const int g = cfg.decode.gpu_batch > 0 ? cfg.decode.gpu_batch : (pushed || cfg.batch.timeout_ms > 0) ? 0 : kAutoGroup;
+  if (g <= cfg.batch.size) return;  // a batch alone reaches it
+  // With decode.where auto only a share of each batch goes to the engines
+  // (~0.87 on the H200): room for 1.5 times the batches a full share needs,
+  // at most 32.
+  const int full = (g + cfg.batch.size - 1) / cfg.batch.size;
+  p.gpu_group = g;
+  p.gpu_group_held = std::min(32, p.gpu_decode_adaptive ? full + (full + 1) / 2 : full);
+  // The group being gathered and those waiting for their engine calls.
+  p.slots += (stages::GpuOps::kCallsAhead + 1) * p.gpu_group_held;
 }
 
 // GPU JPEG decode: where it can run, and the device frame area it needs.
@@ -128,13 +158,15 @@ void plan_decode(RunPlan& p, const Config& cfg, const HostFacts& host) {
 }
 
 // Decoded frames live on the device, in one frame area per device (the GPU
-// ops stage decodes one batch at a time): 1/64 of the device's memory,
-// shared by batch.size frames of at least a target frame each, at most
-// decode.max_pixels each; larger JPEGs take the CPU route. However many
-// slots there are.
+// ops stage uses it as a ring of engine calls): memory.gpu_frames_mb, else
+// 1/64 of the device's memory, shared by batch.size frames of at least a
+// target frame each, at most decode.max_pixels each; larger JPEGs take the
+// CPU route. However many slots there are.
 void plan_decoded_frame(RunPlan& p, const Config& cfg, const HostFacts& host) {
   const std::size_t target = static_cast<std::size_t>(cfg.transform.resize.width) * cfg.transform.resize.height * 3;
-  const std::size_t share = host.device_memory / 64 / static_cast<std::size_t>(cfg.batch.size);
+  const std::size_t area = cfg.memory.gpu_frames_mb > 0 ? static_cast<std::size_t>(cfg.memory.gpu_frames_mb) * kMiB
+                                                         : host.device_memory / 64;
+  const std::size_t share = area / static_cast<std::size_t>(cfg.batch.size);
   const std::size_t most = checked_mul(static_cast<std::size_t>(cfg.decode.max_pixels), 3, "decode.max_pixels");
   p.max_decoded_frame = std::max(target, std::min(share, most));
 }
@@ -161,6 +193,7 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
   l.out_sample_bytes = out_sample;
   l.device_output = p.normalize_on_gpu;  // else the staged tensor is the output
   l.per_image_geometry = p.resize_on_gpu || p.gpu_decode;
+  l.held_batches = p.gpu_group > 0 ? (stages::GpuOps::kCallsAhead + 1) * p.gpu_group_held : 1;
   if (p.gpu_decode) {
     l.decode_bytes = checked_mul(p.max_decoded_frame + 256, static_cast<std::size_t>(cfg.batch.size), "batch.size");
     l.jpeg.backend = kernels::JpegBackend::hardware_device;
@@ -190,13 +223,14 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
 
 }  // namespace
 
-RunPlan RunPlan::make(const Config& cfg, std::vector<int> devices, const HostFacts& host) {
+RunPlan RunPlan::make(const Config& cfg, std::vector<int> devices, const HostFacts& host, bool pushed) {
   RunPlan p;
   if (devices.empty()) devices = {-1};
   p.devices = std::move(devices);
   plan_steps(p, cfg);
   plan_decode(p, cfg, host);
   plan_tokens(p, cfg, host, p.slots);
+  plan_group(p, cfg, pushed);
   plan_layout(p, cfg, host);
   return p;
 }

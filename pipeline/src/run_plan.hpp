@@ -50,12 +50,19 @@ struct RunPlan {
   bool gpu_decode_adaptive = false;
   std::string decode_note;
   std::size_t max_decoded_frame = 0;  // bytes of the largest frame the GPU decodes (w x h x 3)
+  // JPEGs per engine call (decode.gpu_batch, resolved; 0: each batch alone)
+  // and the batches the GPU ops stage may gather for one call (the slots
+  // include GpuOps::kCallsAhead + 1 times that many more than the tokens
+  // need: the group gathered and those waiting for their calls).
+  int gpu_group = 0;
+  int gpu_group_held = 1;
   kernels::ResizeBatch resize;  // the GPU resize's target, fit, interpolation, padding
   stages::BatchLayout layout;   // what BatchResources allocates
 
+  // `pushed`: the application pushes the inputs (RunOptions::source).
   // Throws ConfigError for sizes that overflow or cannot be allocated, and for
   // decode.where gpu where the GPU route is impossible.
-  static RunPlan make(const Config& cfg, std::vector<int> devices, const HostFacts& host);
+  static RunPlan make(const Config& cfg, std::vector<int> devices, const HostFacts& host, bool pushed = false);
 };
 
 // Resolves config.devices (or --device): {-1} is the host backend. Says once

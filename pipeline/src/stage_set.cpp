@@ -16,8 +16,8 @@ namespace imgpipe::detail {
 namespace {
 // The share of GPU-able JPEGs sent to the engines before the first
 // measurements (decode.where auto); the steering corrects it within the first
-// few batches.
-constexpr double kInitialGpuShare = 0.75;
+// few windows. Near the H200's balance for W1 (0.87: stages/probe.hpp).
+constexpr double kInitialGpuShare = 0.85;
 }  // namespace
 
 StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,
@@ -44,9 +44,14 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
   limits.max_bitstream = plan.frame_bytes;
   limits.max_frame_bytes = plan.max_decoded_frame;
   limits.resize = cfg.transform.resize;
-  probe = std::make_unique<stages::Probe>(limits, *resources.devices().front()->jpeg, steering, decode.stats(),
-                                          transform.stats(), gpu_decode);
-  gpu_ops.enable_gpu_decode(gpu_decode, cfg.decode, cfg.input.on_error);
+  // The threads' other work: every stage on them but decode, transform, the
+  // probe itself (it counts its own) and the GPU ops stage (the steering
+  // counts its engine calls apart).
+  probe = std::make_unique<stages::Probe>(
+      limits, *resources.devices().front()->jpeg, steering, decode.stats(), transform.stats(), gpu_decode,
+      std::vector<const stages::StageStats*>{&source.stats(), &read.stats(), &pack.stats(), &pack_copy.stats(),
+                                             &transfer.stats(), &sink.stats()});
+  gpu_ops.enable_gpu_decode(gpu_decode, cfg.decode, cfg.input.on_error, plan.gpu_group, plan.gpu_group_held);
 }
 
 std::vector<const stages::StageStats*> StageSet::stats() const {

@@ -25,10 +25,13 @@
 # (kernels, memory, soak).
 #
 # Env knobs (defaults): SUITE_BUDGET_S (540), W1_COUNT (4096), W1_RUNS (5),
+# EPOCHS (5), EPOCHS_WHERE ("auto gpu"), EPOCHS_GPU_BATCH ("config": the
+# config's decode.gpu_batch; else a list of values, each run with each where),
 # W1_VARIANT_RUNS (3), W1_DECODE_WHERE ("cpu gpu auto"; "" to leave out) for the
 # key W1_DECODE_KEY (decode.where),
 # W1_VARIANTS (the transfer/placement list below; "" to leave out),
 # W1CMP_RUNS (5), PEERS_WORKERS (15; a comma list is run and reported each),
+# PEERS_SKIP (peers.py --skip: a comma list of peers to leave out),
 # NVJPEG_ARGS ("--backends hardware_device,hardware --no-pipeline both --plain off"),
 # SANITIZE_SPECS (tool:set:limit ...).
 set -uo pipefail
@@ -70,7 +73,8 @@ def load(p):
         return json.load(open(p))
     except Exception as e:
         return {"error": f"{os.path.basename(p)}: {e!r}"}
-for dest, names in (("w1.json", ["w1_default", "w1_decode_where", "w1_variants", "w1cmp", "epochs_auto", "epochs_gpu"]),
+epochs = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(js, "epochs_*.json")))
+for dest, names in (("w1.json", ["w1_default", "w1_decode_where", "w1_variants", "w1cmp"] + epochs),
                     ("bench.json", ["kernels", "memory", "soak", "live"])):
     got = {n: load(os.path.join(js, n + ".json")) for n in names if os.path.exists(os.path.join(js, n + ".json"))}
     if got:
@@ -199,11 +203,14 @@ fi
 if has epochs && need_corpus epochs && enough epochs 30; then
   section "W1 epochs: one Pipeline, one run per epoch ($count images)"
   if [ -x .gpu/bin/imgpipe_bench_epochs ]; then
+    for g in ${EPOCHS_GPU_BATCH:-config}; do
     for w in ${EPOCHS_WHERE:-auto gpu}; do
+      tag=$w; gb=""; [ "$g" = config ] || { tag=${w}_g$g; gb="--gpu-batch $g"; }
+      enough "epochs $tag" 15 || continue
       timeout -k 5 "$(cap 60)" $run bin/imgpipe_bench_epochs --config configs/w1.yaml --input "$corpus" \
-        --epochs "${EPOCHS:-5}" --where "$w" --json "$js/epochs_$w.json" > "/tmp/epochs_$w.log" 2>&1; rc=$?
-      { echo "=== epochs $w rc=$rc"; cat "/tmp/epochs_$w.log"; } >> "$log"; cat "/tmp/epochs_$w.log"
-      python3 - "$js/epochs_$w.json" "$w" "$rc" >> "$summary" <<'PY'
+        --epochs "${EPOCHS:-5}" --where "$w" $gb --json "$js/epochs_$tag.json" > "/tmp/epochs_$tag.log" 2>&1; rc=$?
+      { echo "=== epochs $tag rc=$rc"; cat "/tmp/epochs_$tag.log"; } >> "$log"; cat "/tmp/epochs_$tag.log"
+      python3 - "$js/epochs_$tag.json" "$tag" "$rc" >> "$summary" <<'PY'
 import json, statistics, sys
 try:
     d = json.load(open(sys.argv[1]))
@@ -213,9 +220,11 @@ ep = d["epochs"]
 later = [e["images_per_s"] for e in ep[1:]]
 print(f"W1 epochs decode.where {sys.argv[2]}: epoch 1 {ep[0]['images_per_s']:.0f} img/s (engines ready "
       f"{ep[0]['engines_ready_s']:.2f} s in), epochs 2-{len(ep)} median {statistics.median(later) if later else 0:.0f} "
-      f"img/s {[round(x) for x in later]}, GPU {ep[-1]['gpu_images']} / CPU {ep[-1]['cpu_images']} images in the last; "
+      f"img/s {[round(x) for x in later]}, GPU {ep[-1]['gpu_images']} / CPU {ep[-1]['cpu_images']} images "
+      f"in {ep[-1].get('gpu_calls', '?')} engine calls in the last; "
       f"process {d['process']['images_per_s_from_main']:.0f} img/s from main()")
 PY
+    done
     done
     merge_json
   else
@@ -268,7 +277,7 @@ fi
 if has peers && need_corpus peers && enough peers 40; then
   section "peers ($count images)"
   c=$(cap 200)
-  timeout -k 5 "$c" python3 samples/bench/peers.py "$corpus" --workers "${PEERS_WORKERS:-15}" \
+  timeout -k 5 "$c" python3 samples/bench/peers.py "$corpus" --workers "${PEERS_WORKERS:-15}" ${PEERS_SKIP:+--skip "$PEERS_SKIP"} \
     --budget $((c - 10)) --json "$out/peers.json" > /tmp/peers.log 2>&1; rc=$?
   { echo "=== peers.py rc=$rc"; cat /tmp/peers.log; } >> "$log"; tail -18 /tmp/peers.log
   grep -E "^PEER" /tmp/peers.log >> "$summary" || sum "peers: no result (rc=$rc, see suite.log)"

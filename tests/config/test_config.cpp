@@ -26,6 +26,7 @@ void check_same(const Config& a, const Config& b, bool compare_paths) {
   CHECK(a.decode.threads == b.decode.threads);
   CHECK(a.decode.accept_truncated == b.decode.accept_truncated);
   CHECK(a.decode.max_pixels == b.decode.max_pixels);
+  CHECK(a.decode.gpu_batch == b.decode.gpu_batch);
   CHECK(a.transform.resize.width == b.transform.resize.width);
   CHECK(a.transform.resize.height == b.transform.resize.height);
   CHECK(a.transform.resize.mode == b.transform.resize.mode);
@@ -229,6 +230,8 @@ TEST_CASE("config: out-of-range values name the key and line") {
   expect_error("transform:\n  normalize:\n    scale: 0\n", "transform.normalize.scale", 3, {"> 0"});
   expect_error("transform:\n  normalize:\n    scale: -0.5\n", "transform.normalize.scale", 3, {"> 0"});
   expect_error("decode:\n  max_pixels: 0\n", "decode.max_pixels", 2, {">= 1"});
+  expect_error("decode:\n  gpu_batch: -1\n", "decode.gpu_batch", 2, {"range"});
+  expect_error("decode:\n  gpu_batch: 5000\n", "decode.gpu_batch", 2, {"range"});
   expect_error("pipeline:\n  max_tokens: -1\n", "pipeline.max_tokens", 2, {"range"});
   // Cross-field checks (no single line to blame).
   expect_error("input:\n  extensions: [jpg]\n", "input.extensions[0]", 0, {"dot"});
@@ -353,6 +356,7 @@ TEST_CASE("config: to_yaml() round-trips") {
     c.decode.threads = 5;
     c.decode.accept_truncated = true;
     c.decode.max_pixels = 123456789012;
+    c.decode.gpu_batch = 256;
     c.transform.resize = {33, 17, imgpipe::ResizeMode::center_crop, imgpipe::Interpolation::cubic, 7};
     c.transform.normalize.mean = {0.1f, -0.2f, 1e-7f};
     c.transform.normalize.std = {0.3f, 1.0f / 3.0f, 12345.678f};

@@ -82,6 +82,7 @@ TEST_CASE("nvtx: a tool sees every stage's calls, and each batch's copy and kern
     CAPTURE(name);
     if (name == "source") CHECK(ranges["-/source"] >= 6);  // one call per input plus the end
     else if (name == "pack") CHECK(ranges["-/pack"] >= 6);  // every token, the flush one too
+    else if (name == "gpu_ops") CHECK(ranges["-/gpu_ops"] == s["items"].get<long>() + 1);  // and the end-of-input token
     else CHECK(ranges["-/" + name] == s["items"].get<long>());
   }
   // Inside the batch stages: each batch's copy and its kernels (3 batches of 2).

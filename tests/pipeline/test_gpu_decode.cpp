@@ -5,11 +5,13 @@
 // GPU machine); elsewhere they say why they did not run.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
 
+#include <fmt/format.h>
 #include <jpeglib.h>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -253,4 +255,122 @@ TEST_CASE("gpu decode: a Pipeline keeps its decoder from run to run, the runs ag
   }
   for (const auto& [name, route] : want)
     if (route == "gpu") CHECK(runs.back().route.at(name) == "gpu");
+}
+
+namespace {
+
+// What a run delivered, batch by batch, in the order the batches came.
+struct Delivered {
+  Report report;
+  std::vector<std::uint64_t> indices;                     // DeviceBatch::index, in arrival order
+  std::vector<std::vector<std::string>> names;            // per batch, its samples' file names
+  std::map<std::string, std::string> route;               // "gpu" | "cpu"
+  std::map<std::string, Bytes> tensor;                    // the sample's output, as bytes
+  std::map<std::string, std::string> failure;
+};
+
+void take(Delivered& d, const DeviceBatch& b) {
+  const Bytes host = test::batch_to_host(b);
+  const std::size_t per = host.size() / b.size();
+  d.indices.push_back(b.index);
+  d.names.emplace_back();
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    const std::string name = fs::path(b.samples[i].path).filename().string();
+    d.names.back().push_back(name);
+    d.route[name] = b.samples[i].decoded_on_gpu ? "gpu" : "cpu";
+    d.tensor[name] = Bytes(host.begin() + static_cast<long>(i * per), host.begin() + static_cast<long>((i + 1) * per));
+  }
+}
+
+Delivered deliver(const Config& c, bool pull) {
+  Delivered d;
+  Pipeline p(c);
+  if (pull) {
+    BatchStream s = p.start();
+    while (Batch b = s.next()) take(d, *b);  // each released when the next is asked for
+    d.report = s.report();
+  } else {
+    d.report = p.run([&](const DeviceBatch& b) { take(d, b); });
+  }
+  for (const auto& f : d.report.inputs.failures) d.failure[fs::path(f.path).filename().string()] = f.reason;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("gpu decode: engine calls spanning batches deliver what one call a batch does, in order") {
+  std::string why;
+  if (!have_engines(&why)) {
+    MESSAGE("engine calls spanning batches not exercised here: " << why);
+    return;
+  }
+  test::TempDir dir;
+  // 61 inputs, most of them baseline JPEGs of varied sizes (frames up to
+  // 560x400, under 1 MiB), with progressive JPEGs, PNGs and damaged files
+  // among them; the last is a lone baseline JPEG in a partial batch.
+  int bad = 0;
+  for (int i = 0; i < 61; ++i) {
+    const std::string stem = fmt::format("{:03d}", i);
+    const cv::Mat m = photo(160 + (i * 37) % 400, 120 + (i * 53) % 280, i);
+    if (i % 17 == 5) {
+      REQUIRE(cv::imwrite((dir.path() / (stem + ".jpg")).string(), m, {cv::IMWRITE_JPEG_PROGRESSIVE, 1}));
+    } else if (i % 13 == 7) {
+      Bytes full;
+      REQUIRE(cv::imencode(".jpg", m, full));
+      test::write_bytes(dir.path() / (stem + ".jpg"), Bytes(full.begin(), full.begin() + static_cast<long>(full.size() / 3)));
+      ++bad;
+    } else if (i % 19 == 11) {
+      test::write_bytes(dir.path() / (stem + ".jpg"), Bytes{'n', 'o', 'p', 'e'});
+      ++bad;
+    } else if (i % 23 == 13) {
+      REQUIRE(cv::imwrite((dir.path() / (stem + ".png")).string(), m));
+    } else {
+      REQUIRE(cv::imwrite((dir.path() / (stem + ".jpg")).string(), m, {cv::IMWRITE_JPEG_QUALITY, 90}));
+    }
+  }
+  auto config = [&](int gpu_batch, int frames_mb) {
+    Config c = config_for(dir.path(), "0", Where::gpu);
+    c.batch.size = 4;
+    c.decode.gpu_batch = gpu_batch;
+    c.memory.gpu_frames_mb = frames_mb;
+    return c;
+  };
+  // One engine call a batch (gpu_batch = batch.size): the reference.
+  const Delivered ref = deliver(config(4, 0), false);
+  REQUIRE(ref.report.inputs.failed == static_cast<std::uint64_t>(bad));
+  REQUIRE(ref.report.decode.gpu >= 40);
+  std::uint64_t batches_with_gpu = 0;
+  for (const auto& names : ref.names)
+    batches_with_gpu += std::any_of(names.begin(), names.end(), [&](const std::string& n) { return ref.route.at(n) == "gpu"; });
+  CHECK(ref.report.decode.gpu_calls == batches_with_gpu);
+  struct Case {
+    const char* what;
+    Config cfg;
+    bool pull;
+  };
+  const std::vector<Case> cases{
+      {"10 JPEGs a call", config(10, 0), false},
+      {"auto (128 a call): every batch held until the end", config(0, 0), false},
+      {"16 a call in a 4 MiB frame area: calls cut by the area, the ring wraps", config(16, 4), false},
+      {"10 a call through the pull API", config(10, 0), true},
+  };
+  for (const Case& k : cases) {
+    CAPTURE(k.what);
+    const Delivered d = deliver(k.cfg, k.pull);
+    // The same batches, in the same order, with the same samples and routes.
+    REQUIRE(d.names == ref.names);
+    for (std::size_t i = 0; i < d.indices.size(); ++i) CHECK(d.indices[i] == i);
+    CHECK(d.route == ref.route);
+    CHECK(d.failure == ref.failure);
+    CHECK(d.report.inputs.discovered == d.report.inputs.delivered + d.report.inputs.failed);
+    CHECK(d.report.decode.gpu == ref.report.decode.gpu);
+    // Fewer engine calls, the same pixels.
+    CHECK(d.report.decode.gpu_calls < ref.report.decode.gpu_calls);
+    CHECK(d.report.decode.gpu_calls > 0);
+    for (const auto& [name, t] : ref.tensor) {
+      CAPTURE(name);
+      REQUIRE(d.tensor.count(name) == 1);
+      CHECK(d.tensor.at(name) == t);
+    }
+  }
 }

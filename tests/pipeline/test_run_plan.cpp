@@ -145,16 +145,20 @@ TEST_CASE("run plan: GPU decode is planned only where it can run, and says why n
   CHECK(p.max_decoded_frame == 140 * GiB / 64 / 32);
   CHECK(p.frame_bytes == 640 * 640 * 3);  // the bitstream share: 1/8 of a decoded 1080p frame is less
   CHECK(p.layout.decode_bytes == (p.max_decoded_frame + 256) * 32);
-  // More tokens, and the slots that holding them safely takes.
-  CHECK(p.wanted_tokens == 288);
-  CHECK(p.slots == 10);
-  CHECK(p.tokens == 288);
-  CHECK(p.layout.staging.slots == 10);
+  // One hardware thread is left to the engine calls' thread.
+  CHECK(p.threads == 15);
+  // More tokens, and the slots that holding them safely takes, plus the
+  // batches the GPU ops stage may hold for an engine call (see below).
+  CHECK(p.wanted_tokens == 270);
+  CHECK(p.gpu_group_held == 6);
+  CHECK(p.slots == 10 + 3 * 6);
+  CHECK(p.tokens == 270);
+  CHECK(p.layout.staging.slots == 28);
   // More slots leave the frame area as it is (it is not per slot).
   Config more = c;
   more.staging.slots = 16;
   const RunPlan q = RunPlan::make(more, {0}, facts(16, 64 * GiB, 140 * GiB, true));
-  CHECK(q.slots == 16);
+  CHECK(q.slots == 16 + 3 * 6);
   CHECK(q.max_decoded_frame == p.max_decoded_frame);
   CHECK(q.layout.decode_bytes == p.layout.decode_bytes);
   // A small GPU: 1080p frames still fit (16 GiB / 64 / 32 = 8 MiB a frame).
@@ -176,6 +180,7 @@ TEST_CASE("run plan: GPU decode is planned only where it can run, and says why n
   p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, true));
   CHECK_FALSE(p.gpu_decode);
   CHECK(p.decode_note == "decode.where is cpu");
+  CHECK(p.threads == 16);  // no engine thread: every hardware thread
   CHECK(p.slots == 2);
   CHECK(p.gpu_op == Op::normalize);
   // gpu where it cannot run is an error naming the key and the reason.
@@ -196,7 +201,10 @@ TEST_CASE("run plan: GPU decode with small batches keeps the device frame area a
   c.transform.resize.height = 64;
   const RunPlan p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, true));
   REQUIRE(p.gpu_decode);
-  CHECK(p.slots == 64);  // 288 tokens wanted, 64 slots at most
+  // 270 tokens wanted, 64 slots for them at most, and 3 x 32 more for the
+  // batches held for engine calls (at most 32 a group).
+  CHECK(p.gpu_group_held == 32);
+  CHECK(p.slots == 64 + 3 * 32);
   CHECK(p.tokens == 64);
   // One frame area per device, however many slots: at most 1/64 of the
   // device's memory, and decode.max_pixels a frame.
@@ -205,4 +213,56 @@ TEST_CASE("run plan: GPU decode with small batches keeps the device frame area a
   // A bitstream share of 1/8 of a decoded 1080p frame, however small the target.
   CHECK(p.frame_bytes == std::size_t{1920} * 1088 * 3 / 8);
   CHECK(p.layout.staging.slot_bytes == p.frame_bytes);
+}
+
+TEST_CASE("run plan: JPEGs per engine call, and the slots for the batches held to gather them") {
+  Config c;  // batch 32
+  const HostFacts gpu_host = facts(16, 64 * GiB, 140 * GiB, true);
+  // auto: 128 JPEGs a call for listed inputs; with decode.where auto only a
+  // share of each batch goes to the engines, so room for 1.5 x 4 batches a
+  // group; the stage holds the group it gathers and two waiting for their
+  // calls: 3 x 6 slots more.
+  RunPlan p = RunPlan::make(c, {0}, gpu_host);
+  CHECK(p.gpu_group == 128);
+  CHECK(p.gpu_group_held == 6);
+  CHECK(p.slots == 10 + 18);
+  CHECK(p.layout.held_batches == 18);
+  CHECK(p.tokens == 270);  // the token cap ignores the held batches' slots
+  // decode.where gpu: every JPEG goes to the engines: 4 batches a group.
+  c.decode.where = Where::gpu;
+  p = RunPlan::make(c, {0}, gpu_host);
+  CHECK(p.gpu_group == 128);
+  CHECK(p.gpu_group_held == 4);
+  CHECK(p.slots == 10 + 12);
+  CHECK(p.tokens == 270);
+  // Pushed items and batch.timeout_ms: each batch alone (latency), no slots added.
+  p = RunPlan::make(c, {0}, gpu_host, /*pushed=*/true);
+  CHECK(p.gpu_group == 0);
+  CHECK(p.gpu_group_held == 1);
+  CHECK(p.layout.held_batches == 1);
+  CHECK(p.slots == 10);
+  Config timed = c;
+  timed.batch.timeout_ms = 20;
+  CHECK(RunPlan::make(timed, {0}, gpu_host).gpu_group == 0);
+  // Set explicitly it is honoured, also there.
+  timed.decode.gpu_batch = 64;
+  p = RunPlan::make(timed, {0}, gpu_host, true);
+  CHECK(p.gpu_group == 64);
+  CHECK(p.gpu_group_held == 2);
+  CHECK(p.slots == 10 + 6);
+  // One batch already carries that many: nothing is held.
+  c.decode.gpu_batch = 32;
+  p = RunPlan::make(c, {0}, gpu_host);
+  CHECK(p.gpu_group == 0);
+  CHECK(p.slots == 10);
+  // Rounded up to whole batches: 100 JPEGs take 4 batches of 32.
+  c.decode.gpu_batch = 100;
+  CHECK(RunPlan::make(c, {0}, gpu_host).gpu_group_held == 4);
+  // No GPU decode: nothing is held.
+  c.decode.where = Where::cpu;
+  p = RunPlan::make(c, {0}, gpu_host);
+  CHECK(p.gpu_group == 0);
+  CHECK(p.gpu_group_held == 1);
+  CHECK(p.slots == 2);
+  CHECK(RunPlan::make(Config{}, {-1}, facts(16, 64 * GiB)).gpu_group == 0);
 }

@@ -2,6 +2,7 @@
 // on the CPU route, on real encodings (OpenCV, libjpeg) and on damaged bytes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -140,6 +141,7 @@ TEST_CASE("probe: damaged or foreign bytes never parse as valid and never read o
 }
 
 TEST_CASE("probe: the steering sends its share to the GPU and moves it toward the measured balance") {
+  using imgpipe::stages::SteeringSample;
   RouteSteering fixed(false, 0.3, 16);
   int gpu = 0;
   for (int i = 0; i < 100; ++i) gpu += fixed.take_gpu();
@@ -149,19 +151,56 @@ TEST_CASE("probe: the steering sends its share to the GPU and moves it toward th
   gpu = 0;
   for (int i = 0; i < 100; ++i) gpu += s.take_gpu();
   CHECK(gpu == 50);
-  // CPU: 4 threads at 100 img/s each = 400; GPU: 1200 img/s. Balance: 0.75.
-  s.update(100, 1.0, 1200, 1.0);
-  CHECK(s.share() == doctest::Approx(0.625));  // half-way from 0.5
-  s.update(200, 2.0, 2400, 2.0);
-  CHECK(s.share() == doctest::Approx(0.6875));
+  // One second: the CPU route decodes 100 images in 1 thread-second (d =
+  // 10 ms, 400 img/s on 4 threads), the engines 1200 in 1 s of calls. No
+  // other work: 1200 * 0.01 / (4 + 12) = 0.75, half-way from 0.5.
+  SteeringSample m{100, 1.0, 1200, 1.0, 1300, 0.0, 1.0};
+  s.update(m);
+  CHECK(s.share() == doctest::Approx(0.625));
+  // The next second, 2 ms of other work a sample: 1200 * 0.012 / 16 = 0.9.
+  m = {200, 2.0, 2400, 2.0, 2600, 2.6, 2.0};
+  s.update(m);
+  CHECK(s.share() == doctest::Approx(0.5 * 0.625 + 0.5 * 0.9));
   CHECK(s.history().size() == 2);
-  // Too few new samples in a window: no change.
-  s.update(205, 2.1, 2405, 2.1);
+  // Too few new samples, or too short a window: no change.
+  s.update({205, 2.1, 2405, 2.1, 2610, 2.7, 3.0});
+  s.update({400, 3.0, 3600, 3.0, 3900, 3.0, 2.01});
   CHECK(s.history().size() == 2);
   // Never all or nothing: both routes keep being measured.
   RouteSteering t(true, 0.5, 1);
-  for (int k = 1; k < 20; ++k) t.update(100ull * k, 1.0 * k, 100000ull * k, 1.0 * k);
+  for (int k = 1; k < 20; ++k)
+    t.update({100ull * k, 1.0 * k, 100000ull * k, 1.0 * k, 100100ull * k, 1.0 * k, 1.0 * k});
   CHECK(t.share() <= 0.98);
+  CHECK(t.share() >= 0.97);  // the threads cannot even feed the engines: as much as it may
+}
+
+TEST_CASE("probe: the steered balance is the share that gives the most throughput") {
+  // The model the balance comes from: at share s the engines allow G / s
+  // images/s, the threads N / (o + (1 - s) d). The balance must sit at the
+  // best share of a fine grid, for rates like the H200's and far from them.
+  using imgpipe::stages::SteeringSample;
+  struct Rates {
+    double G, N, o, d;
+  };
+  for (const Rates r : {Rates{5900, 16, 0.0007, 0.0128}, Rates{5900, 16, 0.0, 0.0128}, Rates{1500, 8, 0.001, 0.02},
+                        Rates{20000, 64, 0.0002, 0.004}, Rates{800, 4, 0.004, 0.01}}) {
+    CAPTURE(r.G);
+    CAPTURE(r.o);
+    auto throughput = [&](double s) { return std::min(r.G / s, r.N / (r.o + (1 - s) * r.d)); };
+    double best = 0.02, best_t = 0;
+    for (double s = 0.02; s <= 0.98; s += 0.0005)
+      if (throughput(s) > best_t) best_t = throughput(s), best = s;
+    // One window of steady state from these rates, repeated until settled.
+    RouteSteering st(true, 0.5, static_cast<int>(r.N));
+    for (int k = 1; k <= 40; ++k) {
+      const double t = k;  // seconds
+      const double cpu = 1000.0 * k, gpu = r.G * t;
+      st.update({static_cast<std::uint64_t>(cpu), cpu * r.d, static_cast<std::uint64_t>(gpu), t,
+                 static_cast<std::uint64_t>(cpu + gpu), (cpu + gpu) * r.o, t});
+    }
+    CHECK(st.share() == doctest::Approx(best).epsilon(0.01));
+    CHECK(throughput(st.share()) >= 0.99 * best_t);
+  }
 }
 
 TEST_CASE("probe: the JPEG engines are made in the background, or say why not") {

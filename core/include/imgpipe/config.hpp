@@ -86,7 +86,7 @@ struct InputConfig {
 };
 
 struct DecodeConfig {
-  int threads = 0;  // 0 = auto: every hardware thread
+  int threads = 0;  // 0 = auto: every hardware thread (one fewer with GPU decode)
   // Deliver damaged images a decoder can fill in (JPEGs without EOI or with
   // libjpeg corrupt-data warnings, PNGs without IEND) instead of reporting them.
   bool accept_truncated = false;
@@ -101,6 +101,11 @@ struct DecodeConfig {
   // engines and the CPUs, split by measured rates), gpu = the engines take
   // every JPEG they can, cpu = libjpeg only.
   Where where = Where::automatic;
+  // JPEGs per call of the GPU's JPEG engines: batches are held until they
+  // carry that many between them, then decoded in one call and passed on
+  // together. 0 = auto: 128 for inputs listed up front, each batch alone
+  // for pushed items and batch.timeout_ms (their latency).
+  int gpu_batch = 0;
   bool operator==(const DecodeConfig&) const = default;
 };
 
@@ -152,6 +157,9 @@ struct MemoryConfig {
   int pinned_budget_mb = 0;  // page-locked staging bytes allowed; 0 = no limit
   bool fallback = true;      // false: a failed pinned allocation is an error, not a step down the chain
   bool track = false;        // record allocation sites; report leaks at shutdown
+  // GPU decode: the device memory for decoded frames, per device (MiB);
+  // 0 = 1/64 of the device's memory.
+  int gpu_frames_mb = 0;
   bool operator==(const MemoryConfig&) const = default;
 };
 

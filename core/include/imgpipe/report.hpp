@@ -161,6 +161,7 @@ struct Report {
     std::uint64_t gpu = 0;          // decoded by the engines
     std::uint64_t cpu = 0;          // decoded on the CPU (every format, GPU fallbacks included)
     std::uint64_t gpu_fallbacks = 0;  // rejected by the engines, then decoded on the CPU
+    std::uint64_t gpu_calls = 0;    // engine calls (decode.gpu_batch: several batches' JPEGs a call)
     double gpu_images_per_s = 0;    // the engines' rate while decoding
     double cpu_images_per_s = 0;    // the CPU route's rate with all its threads (decode + transform)
     std::vector<double> gpu_share;  // the steered share of GPU-able JPEGs sent to the engines, over time
