@@ -243,11 +243,12 @@ constexpr KeySpec kKeys[] = {
       "interpolation and staging.transfer copy."),
   field<&C::decode, &Dec::gpu_batch>("decode.gpu_batch", between(0, 4096),
       "JPEGs per call of the GPU's JPEG engines (decode.where auto or gpu), which decode large calls faster "
-      "(on the H200 5364 img/s at 32 a call, 5902 at 128): output batches are held until they carry that "
-      "many between them (at most as many batches as leave the packer a free staging slot, and as fit the "
-      "device frame area), then decoded in one call and passed on together, in order. The end of the input "
-      "passes on what is held. 0 = auto: 128 for inputs listed up front; each batch alone for pushed items "
-      "and with batch.timeout_ms, whose latency holding would add to."),
+      "(on the H200 5364 img/s at 32 a call, 5902 at 128): output batches are gathered until they carry that "
+      "many between them (at most 8 batches, and as many as fit memory.gpu_frames_mb), decoded in one call on "
+      "an engine thread while the pipeline goes on, then passed on together, in order. The staging ring gets "
+      "3 x that many batches' slots more (the group gathered and two waiting for their calls). The end of the "
+      "input passes on what is held. 0 = auto: 128 for inputs listed up front; each batch alone for pushed "
+      "items and with batch.timeout_ms, whose latency holding would add to."),
 
   field<&C::transform, &Tr::resize, &Rs::width>("transform.resize.width", between(1, 16384),
       "Output width in pixels."),

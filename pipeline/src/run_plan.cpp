@@ -128,10 +128,12 @@ void plan_group(RunPlan& p, const Config& cfg, bool pushed) {
   if (g <= cfg.batch.size) return;  // a batch alone reaches it
   // With decode.where auto only a share of each batch goes to the engines
   // (~0.87 on the H200): room for 1.5 times the batches a full share needs,
-  // at most 32.
+  // at most 8 (small batches make smaller calls rather than dozens more
+  // slots: each is pinned and device memory made at start-up).
+  constexpr int kMostHeld = 8;
   const int full = (g + cfg.batch.size - 1) / cfg.batch.size;
   p.gpu_group = g;
-  p.gpu_group_held = std::min(32, p.gpu_decode_adaptive ? full + (full + 1) / 2 : full);
+  p.gpu_group_held = std::min(kMostHeld, p.gpu_decode_adaptive ? full + (full + 1) / 2 : full);
   // The group being gathered and those waiting for their engine calls.
   p.slots += (stages::GpuOps::kCallsAhead + 1) * p.gpu_group_held;
 }

@@ -350,7 +350,7 @@ TEST_CASE("gpu decode: engine calls spanning batches deliver what one call a bat
   };
   const std::vector<Case> cases{
       {"10 JPEGs a call", config(10, 0), false},
-      {"auto (128 a call): every batch held until the end", config(0, 0), false},
+      {"auto (128 a call, at most 8 batches of 4: 32)", config(0, 0), false},
       {"16 a call in a 4 MiB frame area: calls cut by the area, the ring wraps", config(16, 4), false},
       {"10 a call through the pull API", config(10, 0), true},
   };

@@ -201,10 +201,10 @@ TEST_CASE("run plan: GPU decode with small batches keeps the device frame area a
   c.transform.resize.height = 64;
   const RunPlan p = RunPlan::make(c, {0}, facts(16, 64 * GiB, 140 * GiB, true));
   REQUIRE(p.gpu_decode);
-  // 270 tokens wanted, 64 slots for them at most, and 3 x 32 more for the
-  // batches held for engine calls (at most 32 a group).
-  CHECK(p.gpu_group_held == 32);
-  CHECK(p.slots == 64 + 3 * 32);
+  // 270 tokens wanted, 64 slots for them at most, and 3 x 8 more for the
+  // batches held for engine calls (at most 8 a group: calls of 8 JPEGs).
+  CHECK(p.gpu_group_held == 8);
+  CHECK(p.slots == 64 + 3 * 8);
   CHECK(p.tokens == 64);
   // One frame area per device, however many slots: at most 1/64 of the
   // device's memory, and decode.max_pixels a frame.
