@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <random>
-#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -51,7 +50,8 @@ TEST_CASE("frame ring: no range is ever placed over bytes of a use not waited fo
     std::mt19937 rng(static_cast<std::uint32_t>(capacity));
     FrameRing<int> ring(capacity);
     std::vector<int> owner(capacity, 0);  // the use that last wrote each byte; 0: none
-    std::set<int> finished{0};
+    std::vector<bool> finished(2001, false);  // by use; 0 (no writer) counts as finished
+    finished[0] = true;
     int shared = 0;  // calls placed beside outstanding uses without waiting for any
     for (int id = 1; id <= 2000; ++id) {
       std::uniform_int_distribution<std::size_t> size(1, capacity);
@@ -59,17 +59,19 @@ TEST_CASE("frame ring: no range is ever placed over bytes of a use not waited fo
       const std::size_t before = ring.uses();
       int waits = 0;
       const std::size_t at = ring.place(std::max<std::size_t>(bytes, 1), id, [&](int& use) {
-        finished.insert(use);
+        finished[static_cast<std::size_t>(use)] = true;
         ++waits;
       });
       if (before > 0 && waits == 0) ++shared;
       const std::size_t n = std::max<std::size_t>(bytes, 1);
       REQUIRE(at + n <= capacity);
+      std::size_t unfinished = capacity;  // the first byte whose writer was not waited for
       for (std::size_t i = at; i < at + n; ++i) {
-        CAPTURE(i);
-        REQUIRE(finished.count(owner[i]) == 1);  // its writer was waited for (or there was none)
+        if (!finished[static_cast<std::size_t>(owner[i])] && unfinished == capacity) unfinished = i;
         owner[i] = id;
       }
+      CAPTURE(unfinished);
+      REQUIRE(unfinished == capacity);  // every byte's writer was waited for (or there was none)
       // The uses still outstanding are the newest, and fewer than the area has bytes.
       REQUIRE(ring.uses() <= capacity);
       REQUIRE(ring.newest() == id);
