@@ -112,7 +112,7 @@ need_corpus() { [ $corpus_ok = 1 ] || { echo "$1: skipped, no corpus"; return 1;
 
 if has tests && enough tests 30; then
   section tests; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$log"
-  (time timeout -k 5 "$(cap 240)" $run bin/imgpipe_tests) > /tmp/tests.log 2>&1; rc=$?
+  (time timeout -k 5 "$(cap 320)" $run bin/imgpipe_tests) > /tmp/tests.log 2>&1; rc=$?
   cat /tmp/tests.log >> "$log"
   echo "tests rc=$rc"; grep -E "test cases|assertions|ERROR|FATAL|real" /tmp/tests.log | head -30
   sum "tests: rc=$rc $(grep -E '^\[doctest\] test cases' /tmp/tests.log | tail -1 | tr -s ' ')"
