@@ -101,7 +101,7 @@ struct GpuOps::Worker {
   void run(Call& c) {
     try {
       gpu::set_device(dev->device);
-      const nvtx::Range range("jpeg decode", engine_calls);
+      const nvtx::Range range("jpeg decode", call_count->load());
       const int n = static_cast<int>(c.data.size());
       if (n > prealloc_n || c.max_w > prealloc_w || c.max_h > prealloc_h) {  // for the largest call so far
         prealloc_n = std::max(prealloc_n, n);
@@ -121,7 +121,6 @@ struct GpuOps::Worker {
       meter->ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
       meter->images += static_cast<std::uint64_t>(decoded);
       ++*call_count;
-      ++engine_calls;
     } catch (...) {
       c.error = std::current_exception();
     }
@@ -130,7 +129,6 @@ struct GpuOps::Worker {
   DeviceContext* dev;
   GpuDecodeMeter* meter;
   std::atomic<std::uint64_t>* call_count;
-  std::uint64_t engine_calls = 0;  // this worker's, for the NVTX range
   int prealloc_n = 0, prealloc_w = 0, prealloc_h = 0;
   std::mutex m;
   std::condition_variable cv;
@@ -187,6 +185,15 @@ std::string GpuOps::decode_on_cpu(const DeviceContext& dev, BatchSlot& b, const 
 
 namespace {
 constexpr std::size_t align256(std::size_t n) { return (n + 255) & ~std::size_t{255}; }
+
+// The frame-area bytes of the JPEG frames of `batches` on `dev`, each batch's
+// frames 256-byte aligned after the previous batch's (as make_call places them).
+std::size_t frame_bytes_on(const std::vector<BatchSlot*>& batches, const DeviceContext* dev) {
+  std::size_t bytes = 0;
+  for (const BatchSlot* b : batches)
+    if (b->dev == dev && !b->jpegs.empty()) bytes = align256(bytes) + b->frame_bytes;
+  return bytes;
+}
 }  // namespace
 
 // The engine call for the JPEGs of `batches` on `dev`: their frames get one
@@ -205,10 +212,7 @@ std::unique_ptr<GpuOps::Call> GpuOps::make_call(DeviceContext& dev, const std::v
   c->use = std::make_shared<Use>();
   c->use->kernels_done = gpu::Event(dev.device, false);
   Area& area = area_of(dev);
-  std::size_t bytes = 0;
-  for (const BatchSlot* b : batches)
-    if (b->dev == &dev && !b->jpegs.empty()) bytes = align256(bytes) + b->frame_bytes;
-  const std::size_t at = area.ring.place(bytes, c->use, [&](std::shared_ptr<Use>& u) {
+  const std::size_t at = area.ring.place(frame_bytes_on(batches, &dev), c->use, [&](std::shared_ptr<Use>& u) {
     // A range whose kernels are not enqueued yet belongs to a group still
     // waiting for its call: finish the groups before this one first.
     while (!u->recorded && !jobs_.empty()) finish_front();
@@ -243,10 +247,7 @@ std::unique_ptr<GpuOps::Call> GpuOps::make_call(DeviceContext& dev, const std::v
 
 bool GpuOps::fits_gathering(const BatchSlot& b) const {
   if (b.jpegs.empty()) return true;
-  std::size_t bytes = 0;
-  for (const BatchSlot* h : gathering_)
-    if (h->dev == b.dev && !h->jpegs.empty()) bytes = align256(bytes) + h->frame_bytes;
-  return align256(bytes) + b.frame_bytes <= b.dev->frames.size();
+  return align256(frame_bytes_on(gathering_, b.dev)) + b.frame_bytes <= b.dev->frames.size();
 }
 
 // The gathered batches become a job: one engine call per device with JPEGs
