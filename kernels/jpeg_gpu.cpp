@@ -1,5 +1,6 @@
 #include "jpeg_gpu.hpp"
 
+#include <chrono>
 #include <stdexcept>
 
 namespace imgpipe::kernels {
@@ -184,6 +185,11 @@ struct GpuJpegDecoder::Impl {
   mutable std::vector<nvj::nvjpegJpegStream_t> idle_streams;
 
   std::atomic<std::uint64_t> batches{0}, image_count{0}, failed{0}, batch_failures{0}, initializations{0};
+  std::atomic<std::uint64_t> submit_ns{0}, previous_wait_ns{0};
+  static std::uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  }
 
   bool hardware() const { return backend != JpegBackend::gpu_hybrid; }
 
@@ -208,7 +214,9 @@ struct GpuJpegDecoder::Impl {
   // of later batches).
   void finish_previous_batch() {
     if (last_stream_used) {
+      const auto t0 = std::chrono::steady_clock::now();
       JPEG_CUDA_TRY(cudaEventSynchronize(decoded));
+      previous_wait_ns += ns_since(t0);
       last_stream_used = false;
     }
   }
@@ -240,8 +248,10 @@ struct GpuJpegDecoder::Impl {
   void run(const std::uint8_t* const* data, const std::size_t* sizes, int* status, int first, int count,
            CUstream_st* stream) {
     ensure_initialized(count);
+    const auto t0 = std::chrono::steady_clock::now();
     const nvj::nvjpegStatus_t s =
         api->nvjpegDecodeBatched(handle, state, data + first, sizes + first, images.data() + first, stream);
+    submit_ns += ns_since(t0);
     last_stream = stream;
     last_stream_used = true;
     JPEG_CUDA_TRY(cudaEventRecord(decoded, stream));
@@ -403,6 +413,8 @@ GpuJpegStats GpuJpegDecoder::stats() const noexcept {
   s.failed = impl_->failed.load();
   s.batch_failures = impl_->batch_failures.load();
   s.initializations = impl_->initializations.load();
+  s.submit_ns = impl_->submit_ns.load();
+  s.previous_wait_ns = impl_->previous_wait_ns.load();
   return s;
 }
 

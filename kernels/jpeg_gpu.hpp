@@ -115,6 +115,11 @@ struct GpuJpegStats {
   std::uint64_t failed = 0;           // images reported failed
   std::uint64_t batch_failures = 0;   // nvjpegDecodeBatched calls that failed (bisection included)
   std::uint64_t initializations = 0;  // nvjpegDecodeBatchedInitialize calls
+  // Host time: inside nvjpegDecodeBatched (the library's parsing and the
+  // engines' submission), and waiting in decode_batch for the previous
+  // batch to finish on the GPU.
+  std::uint64_t submit_ns = 0;
+  std::uint64_t previous_wait_ns = 0;
 };
 
 // An nvJPEG call failed where no per-image status can carry it.

@@ -35,6 +35,11 @@ nlohmann::json epoch_json(int epoch, const imgpipe::Report& r) {
           {"cpu_images", r.decode.cpu},
           {"gpu_images_per_s", r.decode.gpu_images_per_s},
           {"gpu_calls", r.decode.gpu_calls},
+          {"pipeline_s", r.pipeline_s},
+          {"gpu_call_s", r.decode.gpu_call_s},
+          {"gpu_submit_s", r.decode.gpu_submit_s},
+          {"gpu_previous_wait_s", r.decode.gpu_previous_wait_s},
+          {"gpu_input_wait_s", r.decode.gpu_input_wait_s},
           {"engines_ready_s", r.decode.engines_ready_s},
           {"gpu_share_end", r.decode.gpu_share.empty() ? 0.0 : r.decode.gpu_share.back()}};
 }

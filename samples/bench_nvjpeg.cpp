@@ -12,13 +12,17 @@
 // Usage: imgpipe_bench_nvjpeg --dir FOLDER [--device 0]
 //        [--backends hardware_device,hardware,gpu_hybrid] [--batches 32,128,256]
 //        [--passes 7] [--warmup 2] [--no-pipeline on|off|both] [--plain on|off]
-//        [--limit N] [--repeat K] [--json FILE]
+//        [--limit N] [--repeat K] [--decoders 1,2] [--json FILE]
+// (--decoders K: K decoders, each with its own nvJPEG state, stream and
+// outputs, on a thread each; a pass's batches go to them in turn, so that one
+// decoder's host-side work overlaps another's engine time. Each K is a row.)
 // (--repeat K: each file K times per pass, for folders smaller than the
 // largest batch.)
 // (--no-pipeline: NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE on the hardware backends.)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -27,8 +31,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/jpeg_gpu.hpp"
@@ -47,6 +53,7 @@ struct Args {
   std::vector<kn::JpegBackend> backends{kn::JpegBackend::hardware_device, kn::JpegBackend::hardware,
                                         kn::JpegBackend::gpu_hybrid};
   std::vector<int> batches{32, 128, 256};
+  std::vector<int> decoders{1};
   int passes = 7;
   int warmup = 2;
   std::vector<bool> no_pipeline{true};
@@ -60,7 +67,8 @@ struct Args {
   std::fprintf(stderr,
                "imgpipe_bench_nvjpeg: %s\nusage: imgpipe_bench_nvjpeg --dir FOLDER [--device N] "
                "[--backends hardware_device,hardware,gpu_hybrid] [--batches 32,128,256] [--passes 7] "
-               "[--warmup 2] [--no-pipeline on|off|both] [--plain on|off] [--limit N] [--repeat K] [--json FILE]\n",
+               "[--warmup 2] [--no-pipeline on|off|both] [--plain on|off] [--limit N] [--repeat K] [--decoders 1,2] "
+               "[--json FILE]\n",
                why.c_str());
   std::exit(2);
 }
@@ -105,6 +113,9 @@ Args parse_args(int argc, char** argv) {
     } else if (k == "--batches") {
       a.batches.clear();
       for (const std::string& b : split(value())) a.batches.push_back(to_int(b, "batch"));
+    } else if (k == "--decoders") {
+      a.decoders.clear();
+      for (const std::string& d : split(value())) a.decoders.push_back(to_int(d, "decoders"));
     } else if (k == "--passes") {
       a.passes = to_int(value(), "passes");
     } else if (k == "--warmup") {
@@ -137,6 +148,8 @@ Args parse_args(int argc, char** argv) {
   if (a.passes < 1 || a.warmup < 0 || a.repeat < 1) usage("--passes and --repeat must be >= 1, --warmup >= 0");
   for (int b : a.batches)
     if (b < 1) usage("batch sizes must be >= 1");
+  for (int d : a.decoders)
+    if (d < 1 || d > 8) usage("--decoders takes 1 to 8");
   return a;
 }
 
@@ -175,6 +188,7 @@ struct Result {
   std::string label;    // backend as asked
   std::string backend;  // backend in use ("" when unavailable)
   bool no_pipeline = true;
+  int decoders = 1;             // decoders at once, a thread each
   int batch = 0;                // 1 for the plain loop
   int images = 0;               // images per pass
   std::vector<double> pass_ms;  // timed passes
@@ -231,17 +245,37 @@ struct Outputs {
   std::uint8_t* slot(int i) const { return base + slot_bytes * static_cast<std::size_t>(i); }
 };
 
+// One decoder of a row: its nvJPEG state, stream and outputs.
+struct Lane {
+  std::unique_ptr<kn::GpuJpegDecoder> dec;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<Outputs> out;
+  std::vector<kn::DecodedFrame> frames;
+  std::vector<int> status;
+  Lane() = default;
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+  ~Lane() {
+    if (stream != nullptr) (void)cudaStreamDestroy(stream);
+  }
+};
+
 std::vector<Result> bench_backend(const Args& a, kn::JpegBackend backend, bool no_pipeline,
-                                  const std::vector<std::vector<std::uint8_t>>& files, cudaStream_t stream) {
+                                  const std::vector<std::vector<std::uint8_t>>& files) {
   std::vector<Result> results;
   const std::string label = std::string(kn::to_string(backend));
   kn::GpuJpegOptions o;
   o.backend = backend;
   o.allow_host_input_fallback = false;  // measure what was asked for
   o.hw_no_pipeline = no_pipeline;
-  std::unique_ptr<kn::GpuJpegDecoder> dec;
+  const int most = *std::max_element(a.decoders.begin(), a.decoders.end());
+  std::vector<std::unique_ptr<Lane>> lanes;
   try {
-    dec = std::make_unique<kn::GpuJpegDecoder>(a.device, o);
+    for (int k = 0; k < most; ++k) {
+      lanes.push_back(std::make_unique<Lane>());
+      lanes.back()->dec = std::make_unique<kn::GpuJpegDecoder>(a.device, o);
+      cuda_check(cudaStreamCreateWithFlags(&lanes.back()->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    }
   } catch (const std::exception& e) {
     Result r;
     r.label = label;
@@ -250,11 +284,12 @@ std::vector<Result> bench_backend(const Args& a, kn::JpegBackend backend, bool n
     results.push_back(r);
     return results;
   }
+  kn::GpuJpegDecoder& first_dec = *lanes.front()->dec;
   std::vector<const std::vector<std::uint8_t>*> used;
   std::vector<kn::JpegInfo> infos;
   int max_w = 1, max_h = 1;
   for (const auto& f : files) {
-    const kn::JpegInfo info = dec->parse(f.data(), f.size());
+    const kn::JpegInfo info = first_dec.parse(f.data(), f.size());
     if (!info.valid || !info.batch_supported) continue;
     used.push_back(&f);
     infos.push_back(info);
@@ -270,49 +305,74 @@ std::vector<Result> bench_backend(const Args& a, kn::JpegBackend backend, bool n
   }
   const int n = static_cast<int>(used.size());
   const int max_batch = std::min(n, *std::max_element(a.batches.begin(), a.batches.end()));
-  const Bitstreams in(used, dec->input_on_device());
-  const Outputs out(max_batch, max_w, max_h);
-  try {
-    if (!dec->preallocate(max_batch, max_w, max_h))
-      std::printf("%s: no pre-allocation on this backend\n", label.c_str());
-  } catch (const std::exception& e) {
-    std::printf("%s: preallocate failed: %s\n", label.c_str(), e.what());
-  }
-  std::vector<kn::DecodedFrame> frames(static_cast<std::size_t>(max_batch));
-  std::vector<int> status(static_cast<std::size_t>(max_batch));
-
-  for (int batch : a.batches) {
-    const int b = std::min(batch, n);
-    Result r;
-    r.label = label;
-    r.backend = std::string(kn::to_string(dec->backend()));
-    r.no_pipeline = no_pipeline;
-    r.batch = batch;
-    r.images = n;
-    auto pass = [&]() {
-      for (int first = 0; first < n; first += b) {
-        const int count = std::min(b, n - first);
-        for (int i = 0; i < count; ++i)
-          frames[i] = {out.slot(i), out.pitch, infos[first + i].width, infos[first + i].height};
-        const int ok = dec->decode_batch(in.ptrs.data() + first, in.sizes.data() + first, count, frames.data(),
-                                         status.data(), stream);
-        r.failed += count - ok;
-      }
-      cuda_check(cudaStreamSynchronize(stream), "stream synchronise");
-    };
+  const Bitstreams in(used, first_dec.input_on_device());
+  for (auto& l : lanes) {
+    l->out = std::make_unique<Outputs>(max_batch, max_w, max_h);
+    l->frames.resize(static_cast<std::size_t>(max_batch));
+    l->status.resize(static_cast<std::size_t>(max_batch));
     try {
-      for (int w = 0; w < a.warmup; ++w) pass();
-      r.failed = 0;
-      for (int p = 0; p < a.passes; ++p) {
-        const auto t0 = Clock::now();
-        pass();
-        r.pass_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-      }
+      if (!l->dec->preallocate(max_batch, max_w, max_h))
+        std::printf("%s: no pre-allocation on this backend\n", label.c_str());
     } catch (const std::exception& e) {
-      r.error = e.what();
-      r.pass_ms.clear();
+      std::printf("%s: preallocate failed: %s\n", label.c_str(), e.what());
     }
-    results.push_back(r);
+  }
+
+  for (int k : a.decoders) {
+    for (int batch : a.batches) {
+      const int b = std::min(batch, n);
+      Result r;
+      r.label = k == 1 ? label : label + " x" + std::to_string(k);
+      r.backend = std::string(kn::to_string(first_dec.backend()));
+      r.no_pipeline = no_pipeline;
+      r.decoders = k;
+      r.batch = batch;
+      r.images = n;
+      std::atomic<int> failed{0};
+      // Decoder t takes the pass's batches t, t + k, t + 2k, ... on a thread of its own.
+      auto lane_pass = [&](int t) {
+        Lane& l = *lanes[static_cast<std::size_t>(t)];
+        for (int first = t * b; first < n; first += k * b) {
+          const int count = std::min(b, n - first);
+          for (int i = 0; i < count; ++i)
+            l.frames[i] = {l.out->slot(i), l.out->pitch, infos[first + i].width, infos[first + i].height};
+          const int ok = l.dec->decode_batch(in.ptrs.data() + first, in.sizes.data() + first, count, l.frames.data(),
+                                             l.status.data(), l.stream);
+          failed += count - ok;
+        }
+        cuda_check(cudaStreamSynchronize(l.stream), "stream synchronise");
+      };
+      auto pass = [&]() {
+        if (k == 1) return lane_pass(0);
+        std::vector<std::exception_ptr> errors(static_cast<std::size_t>(k));
+        std::vector<std::thread> threads;
+        for (int t = 0; t < k; ++t)
+          threads.emplace_back([&, t] {
+            try {
+              lane_pass(t);
+            } catch (...) {
+              errors[static_cast<std::size_t>(t)] = std::current_exception();
+            }
+          });
+        for (auto& th : threads) th.join();
+        for (auto& e : errors)
+          if (e) std::rethrow_exception(e);
+      };
+      try {
+        for (int w = 0; w < a.warmup; ++w) pass();
+        failed = 0;
+        for (int p = 0; p < a.passes; ++p) {
+          const auto t0 = Clock::now();
+          pass();
+          r.pass_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        }
+      } catch (const std::exception& e) {
+        r.error = e.what();
+        r.pass_ms.clear();
+      }
+      r.failed = failed;
+      results.push_back(r);
+    }
   }
   return results;
 }
@@ -445,7 +505,7 @@ int main(int argc, char** argv) {
   for (kn::JpegBackend b : a.backends)
     for (bool np : a.no_pipeline) {
       if (b == kn::JpegBackend::gpu_hybrid && np != a.no_pipeline.front()) continue;  // the flag is HW-only
-      for (Result& r : bench_backend(a, b, np, files, stream)) results.push_back(std::move(r));
+      for (Result& r : bench_backend(a, b, np, files)) results.push_back(std::move(r));
     }
   if (a.plain) results.push_back(bench_plain(a, files, stream));
   cuda_check(cudaStreamDestroy(stream), "cudaStreamDestroy");
@@ -479,7 +539,8 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
       js << "    {\"decoder\": \"" << json_escape(r.label) << "\", \"backend\": \"" << r.backend
-         << "\", \"no_pipeline\": " << (r.no_pipeline ? "true" : "false") << ", \"batch\": " << r.batch
+         << "\", \"no_pipeline\": " << (r.no_pipeline ? "true" : "false") << ", \"decoders\": " << r.decoders
+         << ", \"batch\": " << r.batch
          << ", \"images\": " << r.images << ", \"failed\": " << r.failed;
       if (!r.error.empty()) {
         js << ", \"error\": \"" << json_escape(r.error) << "\"}";

@@ -113,12 +113,29 @@ struct GpuOps::Worker {
       // done. Only those: the upload stream holds later batches' copies too.
       // (Nothing pending writes the frames: the ring waited for their last
       // readers, and fallback frames go to earlier calls' ranges.)
+      const auto tw = std::chrono::steady_clock::now();
       for (const gpu::Event* e : c.uploads) e->synchronize();
       const auto t0 = std::chrono::steady_clock::now();
-      const int decoded = c.decoder->decode_batch(c.data.data(), c.sizes.data(), n, c.frames.data(), c.status.data(),
-                                                  dev->upload.get(), /*inputs_ready=*/true);
-      c.decoded.record(dev->upload);
-      meter->ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+      const auto ns_of = [](std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+      };
+      const kernels::GpuJpegStats before = c.decoder->stats();
+      meter->call_begins(ns_of(t0));
+      int decoded = 0;
+      try {
+        decoded = c.decoder->decode_batch(c.data.data(), c.sizes.data(), n, c.frames.data(), c.status.data(),
+                                          dev->upload.get(), /*inputs_ready=*/true);
+        c.decoded.record(dev->upload);
+      } catch (...) {
+        meter->call_ends(ns_of(t0), ns_of(std::chrono::steady_clock::now()));
+        throw;
+      }
+      const auto t1 = std::chrono::steady_clock::now();
+      const kernels::GpuJpegStats after = c.decoder->stats();
+      meter->call_ends(ns_of(t0), ns_of(t1));
+      meter->input_wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - tw).count();
+      meter->submit_ns += static_cast<std::int64_t>(after.submit_ns - before.submit_ns);
+      meter->previous_wait_ns += static_cast<std::int64_t>(after.previous_wait_ns - before.previous_wait_ns);
       meter->images += static_cast<std::uint64_t>(decoded);
       ++*call_count;
     } catch (...) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 
 #include "imgpipe/error.hpp"
@@ -82,7 +83,8 @@ std::vector<InputItem> order_inputs(std::vector<InputItem> items, int loop, std:
   if (loop < 1) loop = 1;
   std::vector<InputItem> all;
   all.reserve(items.size() * static_cast<std::size_t>(loop));
-  for (int l = 0; l < loop; ++l) all.insert(all.end(), items.begin(), items.end());
+  for (int l = 0; l + 1 < loop; ++l) all.insert(all.end(), items.begin(), items.end());
+  all.insert(all.end(), std::make_move_iterator(items.begin()), std::make_move_iterator(items.end()));
   if (seed) {
     std::mt19937_64 rng(*seed);
     for (std::size_t i = all.size(); i > 1; --i) {

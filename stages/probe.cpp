@@ -102,9 +102,28 @@ std::string gpu_route_refusal(const JpegLayout& j) {
 
 // ---------------------------------------------------------------- steering
 
-RouteSteering::RouteSteering(bool adaptive, double initial_share, int cpu_threads)
-    : adaptive_(adaptive), cpu_threads_(std::max(1, cpu_threads)),
+RouteSteering::RouteSteering(bool adaptive, double initial_share, int cpu_threads, int engine_devices)
+    : adaptive_(adaptive), cpu_threads_(std::max(1, cpu_threads)), engine_devices_(std::max(1, engine_devices)),
       share_(adaptive ? std::clamp(initial_share, 0.0, 1.0) : 1.0) {}
+
+void GpuDecodeMeter::call_begins(std::int64_t t0_ns) {
+  std::lock_guard lk(calls_m_);
+  ++in_call_;
+  started_sum_ += t0_ns;
+}
+
+void GpuDecodeMeter::call_ends(std::int64_t t0_ns, std::int64_t t1_ns) {
+  std::lock_guard lk(calls_m_);
+  --in_call_;
+  started_sum_ -= t0_ns;
+  done_ns_ += t1_ns - t0_ns;
+  ns += t1_ns - t0_ns;
+}
+
+double GpuDecodeMeter::busy_s(std::int64_t now_ns) const {
+  std::lock_guard lk(calls_m_);
+  return static_cast<double>(done_ns_ + in_call_ * now_ns - started_sum_) * 1e-9;
+}
 
 bool RouteSteering::take_gpu() {
   std::lock_guard lk(m_);
@@ -129,9 +148,13 @@ void RouteSteering::update(const SteeringSample& now) {
   const double d = dcs / dc, G = dg / dgs;
   const double o = dn > 0 && dos > 0 ? dos / dn : 0.0;
   const double balance = G * (o + d) / (cpu_threads_ + G * d);
-  // Damped: half-way to the balance point each window, and never quite 0 or
-  // 1, so both rates keep being measured.
-  share_ = std::clamp(0.5 * share_ + 0.5 * balance, 0.02, 0.98);
+  // How busy the engine threads were: below kEnginesBusy they starved, and
+  // more of the JPEGs go to them whatever the model says.
+  const double busy = now.busy_s >= 0 ? now.busy_s - std::max(0.0, was.busy_s) : dgs;
+  const bool starved = busy < kEnginesBusy * dt * engine_devices_;
+  // Damped: half-way to the target each window, and never quite 0 or 1, so
+  // both rates keep being measured.
+  share_ = std::clamp(0.5 * share_ + 0.5 * (starved ? kMostShare : balance), kLeastShare, kMostShare);
   history_.push_back(share_);
   last_ = now;
 }
@@ -186,7 +209,9 @@ void Probe::steer() {
   for (const StageStats* st : others_) other += st->busy_ns.load() - st->wait_ns.load();
   other += stats().busy_ns.load() - stats().wait_ns.load();  // this stage's own
   m.other_s = static_cast<double>(other) * 1e-9;
-  m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  m.wall_s = std::chrono::duration<double>(now).count();
+  m.busy_s = gpu_.busy_s(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
   steering_.update(m);
 }
 

@@ -57,7 +57,14 @@ std::string gpu_route_refusal(const JpegLayout& j);
 // Without o (o = 0) this is G / (G + N / d), the two decode rates' balance;
 // on the H200 the threads' other work moves it from ~0.82 to ~0.88, where a
 // few percent less starves the engines (W1: 4552 img/s at 0.83 against 5320
-// with every JPEG on the engines). Thread-safe.
+// with every JPEG on the engines). The model does not see the engines
+// starve: a CPU-route image holds its batch, in order, for a CPU decode's
+// time, and the engines' next call waits for that batch (H200, W1, kept
+// Pipeline: at 0.84 the engines were in calls 84% of the run, against 97%
+// with every JPEG on them, for the same throughput). So while the engine
+// threads are in calls less than kEnginesBusy of a window, the share moves
+// half-way to its top instead; the model's balance only while they are.
+// Thread-safe.
 struct SteeringSample {
   std::uint64_t cpu_images = 0;  // decoded by the CPU route
   double cpu_s = 0;              // thread-seconds in its decode + transform
@@ -66,12 +73,18 @@ struct SteeringSample {
   std::uint64_t samples = 0;     // every sample probed
   double other_s = 0;            // thread-seconds of the other stages' own work (waits left out)
   double wall_s = 0;             // when (any origin)
+  // The engine threads' time in calls, the calls in progress included (< 0:
+  // gpu_s): against the window's wall time, how busy the engines were.
+  double busy_s = -1;
 };
 
 class RouteSteering {
  public:
-  // `adaptive` false: every GPU-able JPEG goes to the GPU.
-  RouteSteering(bool adaptive, double initial_share, int cpu_threads);
+  // `adaptive` false: every GPU-able JPEG goes to the GPU. `engine_devices`:
+  // the GPUs decoding, an engine thread each.
+  RouteSteering(bool adaptive, double initial_share, int cpu_threads, int engine_devices = 1);
+  static constexpr double kEnginesBusy = 0.9;
+  static constexpr double kMostShare = 0.98, kLeastShare = 0.02;
   // Whether the next GPU-able JPEG goes to the GPU (a deterministic
   // error-diffusion sequence at the current share).
   bool take_gpu();
@@ -86,6 +99,7 @@ class RouteSteering {
  private:
   bool adaptive_;
   int cpu_threads_;
+  int engine_devices_;
   mutable std::mutex m_;
   double share_;
   double acc_ = 0;
@@ -98,6 +112,24 @@ struct GpuDecodeMeter {
   std::atomic<std::uint64_t> images{0};  // decoded on the GPU
   std::atomic<std::int64_t> ns{0};       // host time inside the decode calls
   std::atomic<std::uint64_t> fallbacks{0};  // failed on the GPU, decoded on the CPU instead
+  // A call begins and ends (steady_clock nanoseconds): busy_s() counts the
+  // calls in progress too (an engine call lasts ~20 ms, a steering window
+  // may be as short).
+  void call_begins(std::int64_t t0_ns);
+  void call_ends(std::int64_t t0_ns, std::int64_t t1_ns);
+  double busy_s(std::int64_t now_ns) const;
+  // Of `ns`: inside nvjpegDecodeBatched, and waiting for the device's
+  // previous call to finish on the GPU. Beside it: the engine threads'
+  // waits for their bitstreams' copies.
+  std::atomic<std::int64_t> submit_ns{0};
+  std::atomic<std::int64_t> previous_wait_ns{0};
+  std::atomic<std::int64_t> input_wait_ns{0};
+
+ private:
+  mutable std::mutex calls_m_;
+  std::int64_t done_ns_ = 0;      // the calls ended (= ns)
+  int in_call_ = 0;               // calls in progress
+  std::int64_t started_sum_ = 0;  // their start times, summed
 };
 
 struct ProbeLimits {

@@ -84,6 +84,10 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
     if (!d.gpu_share.empty())
       os << fmt::format(" | GPU share {:.2f} -> {:.2f}", d.gpu_share.front(), d.gpu_share.back());
     if (d.engines_ready_s > 0) os << fmt::format(" | engines ready {:.2f} s into the run", d.engines_ready_s);
+    if (d.gpu_call_s > 0)
+      os << fmt::format(" | engine threads: {:.3f} s in calls ({:.3f} s submitting, {:.3f} s for the previous call),"
+                        " {:.3f} s waiting for copies",
+                        d.gpu_call_s, d.gpu_submit_s, d.gpu_previous_wait_s, d.gpu_input_wait_s);
     os << "\n";
   }
   if (r.latency.samples)
@@ -189,6 +193,10 @@ std::string Report::to_json(int indent) const {
                  {"gpu_fallbacks", decode.gpu_fallbacks},
                  {"gpu_calls", decode.gpu_calls},
                  {"gpu_images_per_s", decode.gpu_images_per_s},
+                 {"gpu_call_s", decode.gpu_call_s},
+                 {"gpu_submit_s", decode.gpu_submit_s},
+                 {"gpu_previous_wait_s", decode.gpu_previous_wait_s},
+                 {"gpu_input_wait_s", decode.gpu_input_wait_s},
                  {"cpu_images_per_s", decode.cpu_images_per_s},
                  {"gpu_share", decode.gpu_share}};
   j["latency"] = {{"samples", latency.samples}, {"p50_ms", latency.p50_ms}, {"p95_ms", latency.p95_ms},

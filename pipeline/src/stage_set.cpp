@@ -23,7 +23,7 @@ constexpr double kInitialGpuShare = 0.85;
 StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,
                    stages::BatchResources& resources, const BatchCallback& callback, const std::atomic<bool>& stop,
                    const RunHooks& hooks)
-    : steering(plan.gpu_decode_adaptive, kInitialGpuShare, plan.threads),
+    : steering(plan.gpu_decode_adaptive, kInitialGpuShare, plan.threads, static_cast<int>(plan.devices.size())),
       source(inputs.items, cfg.input.video, plan.video_ahead, stop, hooks.live),
       decode(cfg.decode, cfg.transform),
       transform(cfg.transform, !plan.normalize_on_gpu, plan.resize_on_gpu, plan.frame_budget),

@@ -45,6 +45,9 @@ corpus=$work/w1_$count
 js=/tmp/suite_json   # JSON pieces, merged into OUT after each part
 export IMGPIPE_SOURCE_DIR=$PWD IMGPIPE_CLI="$PWD/.gpu/run bin/imgpipe"
 export PYTHONUNBUFFERED=1
+# The NVTX test's tool library: the bundle carries it in .gpu/bin (the test
+# looks where it was built otherwise).
+[ -f .gpu/bin/libimgpipe_nvtx_probe_tool.so ] && export IMGPIPE_NVTX_PROBE_TOOL=$PWD/.gpu/bin/libimgpipe_nvtx_probe_tool.so
 has() { [[ " $parts " == *" $1 "* ]]; }
 mkdir -p "$out" "$work"; rm -rf "$js"; mkdir -p "$js"
 log=$out/suite.log; summary=$out/summary.txt

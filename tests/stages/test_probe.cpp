@@ -174,6 +174,41 @@ TEST_CASE("probe: the steering sends its share to the GPU and moves it toward th
   CHECK(t.share() >= 0.97);  // the threads cannot even feed the engines: as much as it may
 }
 
+TEST_CASE("probe: engines that starve get more of the JPEGs, whatever the model's balance") {
+  using imgpipe::stages::SteeringSample;
+  // The rates of the first case above (balance 0.75), but the engine thread
+  // was in calls 0.6 s of each second: the engines waited for their batches.
+  RouteSteering s(true, 0.5, 4);
+  SteeringSample m{100, 1.0, 1200, 1.0, 1300, 0.0, 1.0, 0.6};
+  s.update(m);
+  CHECK(s.share() == doctest::Approx(0.5 * 0.5 + 0.5 * RouteSteering::kMostShare));
+  m = {200, 2.0, 2400, 2.0, 2600, 0.0, 2.0, 1.2};
+  s.update(m);
+  CHECK(s.share() == doctest::Approx(0.5 * 0.74 + 0.5 * RouteSteering::kMostShare));
+  // Busy again (0.95 s of the next second): back toward the balance.
+  const double before = s.share();
+  m = {300, 3.0, 3600, 3.0, 3900, 0.0, 3.0, 2.15};
+  s.update(m);
+  CHECK(s.share() == doctest::Approx(0.5 * before + 0.5 * 0.75));
+  // Two GPUs: 1.2 s of calls in a second is 60% of two engine threads' time.
+  RouteSteering two(true, 0.5, 4, 2);
+  two.update({100, 1.0, 1200, 1.2, 1300, 0.0, 1.0, 1.2});
+  CHECK(two.share() == doctest::Approx(0.5 * 0.5 + 0.5 * RouteSteering::kMostShare));
+  RouteSteering one(true, 0.5, 4, 1);  // the same 1.2 s on one GPU: busy
+  one.update({100, 1.0, 1200, 1.2, 1300, 0.0, 1.0, 1.2});
+  CHECK(one.share() < 0.7);
+}
+
+TEST_CASE("probe: a meter counts the engine calls in progress") {
+  imgpipe::stages::GpuDecodeMeter g;
+  CHECK(g.busy_s(0) == 0.0);
+  g.call_begins(1'000'000'000);
+  CHECK(g.busy_s(1'250'000'000) == doctest::Approx(0.25));
+  g.call_ends(1'000'000'000, 1'500'000'000);
+  CHECK(g.busy_s(3'000'000'000) == doctest::Approx(0.5));
+  CHECK(g.ns.load() == 500'000'000);
+}
+
 TEST_CASE("probe: the steered balance is the share that gives the most throughput") {
   // The model the balance comes from: at share s the engines allow G / s
   // images/s, the threads N / (o + (1 - s) d). The balance must sit at the

@@ -163,6 +163,10 @@ struct Report {
     std::uint64_t gpu_fallbacks = 0;  // rejected by the engines, then decoded on the CPU
     std::uint64_t gpu_calls = 0;    // engine calls (decode.gpu_batch: several batches' JPEGs a call)
     double gpu_images_per_s = 0;    // the engines' rate while decoding
+    // The engine threads' time (every device's together): in engine calls,
+    // of which inside nvJPEG's submission and waiting for the previous call
+    // to finish on the GPU, and beside them waiting for the bitstreams' copies.
+    double gpu_call_s = 0, gpu_submit_s = 0, gpu_previous_wait_s = 0, gpu_input_wait_s = 0;
     double cpu_images_per_s = 0;    // the CPU route's rate with all its threads (decode + transform)
     std::vector<double> gpu_share;  // the steered share of GPU-able JPEGs sent to the engines, over time
   } decode;
