@@ -151,7 +151,12 @@ void RouteSteering::update(const SteeringSample& now) {
   // How busy the engine threads were: below kEnginesBusy they starved, and
   // more of the JPEGs go to them whatever the model says.
   const double busy = now.busy_s >= 0 ? now.busy_s - std::max(0.0, was.busy_s) : dgs;
-  const bool starved = busy < kEnginesBusy * dt * engine_devices_;
+  // And the engines' own rate: the CPU route's decoding slows the engine
+  // threads' submission (H200, W1: calls at ~5100-5500 img/s with 13% of
+  // the JPEGs on the CPU, against ~5740 with none), which the model does not
+  // count either.
+  best_g_ = std::max(best_g_, G);
+  const bool starved = busy < kEnginesBusy * dt * engine_devices_ || G < kEnginesSlowed * best_g_;
   // Damped: half-way to the target each window, and never quite 0 or 1, so
   // both rates keep being measured.
   share_ = std::clamp(0.5 * share_ + 0.5 * (starved ? kMostShare : balance), kLeastShare, kMostShare);

@@ -61,9 +61,11 @@ std::string gpu_route_refusal(const JpegLayout& j);
 // starve: a CPU-route image holds its batch, in order, for a CPU decode's
 // time, and the engines' next call waits for that batch (H200, W1, kept
 // Pipeline: at 0.84 the engines were in calls 84% of the run, against 97%
-// with every JPEG on them, for the same throughput). So while the engine
-// threads are in calls less than kEnginesBusy of a window, the share moves
-// half-way to its top instead; the model's balance only while they are.
+// with every JPEG on them, for the same throughput), nor the CPU route's
+// decoding slow the engine threads' own host work. So while the engine
+// threads are in calls less than kEnginesBusy of a window, or the engines'
+// rate falls below kEnginesSlowed of the best window's, the share moves
+// half-way to its top instead; the model's balance only otherwise.
 // Thread-safe.
 struct SteeringSample {
   std::uint64_t cpu_images = 0;  // decoded by the CPU route
@@ -84,6 +86,7 @@ class RouteSteering {
   // the GPUs decoding, an engine thread each.
   RouteSteering(bool adaptive, double initial_share, int cpu_threads, int engine_devices = 1);
   static constexpr double kEnginesBusy = 0.9;
+  static constexpr double kEnginesSlowed = 0.95;  // of the fastest window's engine rate
   static constexpr double kMostShare = 0.98, kLeastShare = 0.02;
   // Whether the next GPU-able JPEG goes to the GPU (a deterministic
   // error-diffusion sequence at the current share).
@@ -102,6 +105,7 @@ class RouteSteering {
   int engine_devices_;
   mutable std::mutex m_;
   double share_;
+  double best_g_ = 0;  // the engines' fastest rate in a window so far
   double acc_ = 0;
   std::vector<double> history_;
   SteeringSample last_;

@@ -197,6 +197,16 @@ TEST_CASE("probe: engines that starve get more of the JPEGs, whatever the model'
   RouteSteering one(true, 0.5, 4, 1);  // the same 1.2 s on one GPU: busy
   one.update({100, 1.0, 1200, 1.2, 1300, 0.0, 1.0, 1.2});
   CHECK(one.share() < 0.7);
+  // Busy, but slower than before (the CPU route's decoding slows the engine
+  // thread): 1000 images in the second's calls after 1200.
+  RouteSteering slow(true, 0.5, 4);
+  slow.update({100, 1.0, 1200, 1.0, 1300, 0.0, 1.0, 1.0});
+  CHECK(slow.share() == doctest::Approx(0.625));
+  slow.update({200, 2.0, 2200, 2.0, 2300, 0.0, 2.0, 2.0});
+  CHECK(slow.share() == doctest::Approx(0.5 * 0.625 + 0.5 * RouteSteering::kMostShare));
+  slow.update({300, 3.0, 3360, 3.0, 3460, 0.0, 3.0, 3.0});  // 1160: within 5% of the best
+  const double balance = 1160 * 0.01 / (4 + 11.6);
+  CHECK(slow.share() == doctest::Approx(0.5 * (0.5 * 0.625 + 0.5 * RouteSteering::kMostShare) + 0.5 * balance));
 }
 
 TEST_CASE("probe: a meter counts the engine calls in progress") {
