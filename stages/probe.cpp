@@ -143,23 +143,33 @@ void RouteSteering::update(const SteeringSample& now) {
   const double dg = static_cast<double>(now.gpu_images - was.gpu_images), dgs = now.gpu_s - was.gpu_s;
   const double dn = static_cast<double>(now.samples - was.samples), dos = now.other_s - was.other_s;
   const double dt = now.wall_s - was.wall_s;
-  // Too little in this window to judge.
-  if (dc < 16 || dg < 16 || dcs <= 0 || dgs <= 0 || dt < 0.02) return;
-  const double d = dcs / dc, G = dg / dgs;
+  // Too little in this window to judge the engines (16 of their images, 20 ms).
+  if (dg < 16 || dgs <= 0 || dt < 0.02) return;
+  if (dc >= 16 && dcs > 0) d_ = dcs / dc;  // the CPU route's cost, when it ran enough
+  const double G = dg / dgs;
   const double o = dn > 0 && dos > 0 ? dos / dn : 0.0;
-  const double balance = G * (o + d) / (cpu_threads_ + G * d);
-  // How busy the engine threads were: below kEnginesBusy they starved, and
-  // more of the JPEGs go to them whatever the model says.
+  // How busy the engine threads were, and how fast the engines went: the
+  // model sees neither their starving nor the CPU route slowing them.
   const double busy = now.busy_s >= 0 ? now.busy_s - std::max(0.0, was.busy_s) : dgs;
-  // And the engines' own rate: the CPU route's decoding slows the engine
-  // threads' submission (H200, W1: calls at ~5100-5500 img/s with 13% of
-  // the JPEGs on the CPU, against ~5740 with none), which the model does not
-  // count either.
   best_g_ = std::max(best_g_, G);
-  const bool starved = busy < kEnginesBusy * dt * engine_devices_ || G < kEnginesSlowed * best_g_;
-  // Damped: half-way to the target each window, and never quite 0 or 1, so
-  // both rates keep being measured.
-  share_ = std::clamp(0.5 * share_ + 0.5 * (starved ? kMostShare : balance), kLeastShare, kMostShare);
+  const bool idle = busy < kEnginesBusy * dt * engine_devices_;
+  const bool slowed = dc > 0 && G < kEnginesSlowed * best_g_;
+  if (idle || slowed) {
+    // The engines limit the run: every GPU-able JPEG goes to them, for a
+    // while (their rate unslowed is what the next try is judged against).
+    share_ = 1.0;
+    hold_until_ = now.wall_s + kHoldS;
+  } else if (now.wall_s < hold_until_) {
+    share_ = 1.0;
+  } else if (d_ <= 0) {
+    // The CPU route's cost not known yet: a little of it, to measure.
+    if (share_ >= 1.0) share_ = 1.0 - kProbeStep;
+  } else {
+    // Damped: half-way to the model's balance each window, and never quite 0
+    // or 1, so that both rates keep being measured.
+    const double balance = G * (o + d_) / (cpu_threads_ + G * d_);
+    share_ = std::clamp(0.5 * share_ + 0.5 * balance, kLeastShare, kMostShare);
+  }
   history_.push_back(share_);
   last_ = now;
 }

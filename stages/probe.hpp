@@ -62,10 +62,13 @@ std::string gpu_route_refusal(const JpegLayout& j);
 // time, and the engines' next call waits for that batch (H200, W1, kept
 // Pipeline: at 0.84 the engines were in calls 84% of the run, against 97%
 // with every JPEG on them, for the same throughput), nor the CPU route's
-// decoding slow the engine threads' own host work. So while the engine
-// threads are in calls less than kEnginesBusy of a window, or the engines'
-// rate falls below kEnginesSlowed of the best window's, the share moves
-// half-way to its top instead; the model's balance only otherwise.
+// decoding slow the engine threads' own host work (H200, W1: engine calls
+// at 5240-5410 img/s with 6-8% of the JPEGs on the CPU, 5750 with none; the
+// run 4874 against 5452 img/s). So when the engine threads were in calls
+// less than kEnginesBusy of a window, or the engines ran below
+// kEnginesSlowed of the best window's rate while the CPU route decoded, every
+// GPU-able JPEG goes to the engines for kHoldS; then the CPU route is tried
+// again (kProbeStep below 1 until its cost is measured, then the model).
 // Thread-safe.
 struct SteeringSample {
   std::uint64_t cpu_images = 0;  // decoded by the CPU route
@@ -87,13 +90,15 @@ class RouteSteering {
   RouteSteering(bool adaptive, double initial_share, int cpu_threads, int engine_devices = 1);
   static constexpr double kEnginesBusy = 0.9;
   static constexpr double kEnginesSlowed = 0.95;  // of the fastest window's engine rate
+  static constexpr double kHoldS = 1.0;           // every JPEG to the engines this long, once they limit
+  static constexpr double kProbeStep = 0.05;      // the first try of the CPU route, from 1
   static constexpr double kMostShare = 0.98, kLeastShare = 0.02;
   // Whether the next GPU-able JPEG goes to the GPU (a deterministic
   // error-diffusion sequence at the current share).
   bool take_gpu();
-  // Cumulative measurements: moves the share half-way to the balance of the
-  // window since the last update that moved it (a window needs 16 images on
-  // each route and 20 ms).
+  // Cumulative measurements of the window since the last update that judged
+  // one (it needs 16 engine-decoded images and 20 ms): the share goes to 1
+  // (held) or half-way to the model's balance, as above.
   void update(const SteeringSample& now);
   double share() const;
   // The share after each update, in order (the report's split over time).
@@ -105,7 +110,9 @@ class RouteSteering {
   int engine_devices_;
   mutable std::mutex m_;
   double share_;
-  double best_g_ = 0;  // the engines' fastest rate in a window so far
+  double best_g_ = 0;       // the engines' fastest rate in a window so far
+  double d_ = 0;            // the CPU route's thread-seconds an image, last measured (0: not yet)
+  double hold_until_ = -1;  // wall_s until which every GPU-able JPEG goes to the engines
   double acc_ = 0;
   std::vector<double> history_;
   SteeringSample last_;

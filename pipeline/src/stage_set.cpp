@@ -15,12 +15,12 @@ namespace imgpipe::detail {
 
 namespace {
 // The share of GPU-able JPEGs sent to the engines before the first
-// measurements (decode.where auto); the steering corrects it within the first
-// few windows. High: on the H200 the CPU route costs the engines more than
-// it adds until the share is near the top (W1, kept Pipeline: 5559 img/s
-// with every JPEG on the engines, 4577-5122 steered near 0.85;
-// stages/probe.hpp), and engines that wait cost more than idle threads.
-constexpr double kInitialGpuShare = 0.95;
+// measurements (decode.where auto): all of them, so that the first window
+// measures the engines unslowed by the CPU route; the steering then tries
+// the CPU route (stages/probe.hpp). On the H200 the CPU route costs the
+// engines more than it adds (W1, kept Pipeline: 5452-5559 img/s with every
+// JPEG on the engines, 4577-5122 steered near 0.85).
+constexpr double kInitialGpuShare = 1.0;
 }  // namespace
 
 StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,

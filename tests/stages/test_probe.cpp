@@ -174,39 +174,45 @@ TEST_CASE("probe: the steering sends its share to the GPU and moves it toward th
   CHECK(t.share() >= 0.97);  // the threads cannot even feed the engines: as much as it may
 }
 
-TEST_CASE("probe: engines that starve get more of the JPEGs, whatever the model's balance") {
+TEST_CASE("probe: engines that starve or slow down get every JPEG for a while, then the CPU route is tried again") {
   using imgpipe::stages::SteeringSample;
   // The rates of the first case above (balance 0.75), but the engine thread
-  // was in calls 0.6 s of each second: the engines waited for their batches.
+  // was in calls 0.6 s of the second: the engines waited for their batches.
   RouteSteering s(true, 0.5, 4);
-  SteeringSample m{100, 1.0, 1200, 1.0, 1300, 0.0, 1.0, 0.6};
-  s.update(m);
-  CHECK(s.share() == doctest::Approx(0.5 * 0.5 + 0.5 * RouteSteering::kMostShare));
-  m = {200, 2.0, 2400, 2.0, 2600, 0.0, 2.0, 1.2};
-  s.update(m);
-  CHECK(s.share() == doctest::Approx(0.5 * 0.74 + 0.5 * RouteSteering::kMostShare));
-  // Busy again (0.95 s of the next second): back toward the balance.
-  const double before = s.share();
-  m = {300, 3.0, 3600, 3.0, 3900, 0.0, 3.0, 2.15};
-  s.update(m);
-  CHECK(s.share() == doctest::Approx(0.5 * before + 0.5 * 0.75));
+  s.update({100, 1.0, 1200, 1.0, 1300, 0.0, 1.0, 0.6});
+  CHECK(s.share() == 1.0);
+  // Busy again half a second later: still held (kHoldS).
+  s.update({150, 1.5, 1800, 1.5, 1950, 0.0, 1.5, 1.075});
+  CHECK(s.share() == 1.0);
+  // The hold over, busy: half-way to the balance.
+  s.update({250, 2.5, 3000, 2.5, 3250, 0.0, 2.5, 2.025});
+  CHECK(s.share() == doctest::Approx(0.5 * 1.0 + 0.5 * 0.75));
+  CHECK(s.history().size() == 3);
   // Two GPUs: 1.2 s of calls in a second is 60% of two engine threads' time.
   RouteSteering two(true, 0.5, 4, 2);
   two.update({100, 1.0, 1200, 1.2, 1300, 0.0, 1.0, 1.2});
-  CHECK(two.share() == doctest::Approx(0.5 * 0.5 + 0.5 * RouteSteering::kMostShare));
+  CHECK(two.share() == 1.0);
   RouteSteering one(true, 0.5, 4, 1);  // the same 1.2 s on one GPU: busy
   one.update({100, 1.0, 1200, 1.2, 1300, 0.0, 1.0, 1.2});
   CHECK(one.share() < 0.7);
-  // Busy, but slower than before (the CPU route's decoding slows the engine
+  // Busy, but slower while the CPU route decodes (it slows the engine
   // thread): 1000 images in the second's calls after 1200.
   RouteSteering slow(true, 0.5, 4);
   slow.update({100, 1.0, 1200, 1.0, 1300, 0.0, 1.0, 1.0});
   CHECK(slow.share() == doctest::Approx(0.625));
   slow.update({200, 2.0, 2200, 2.0, 2300, 0.0, 2.0, 2.0});
-  CHECK(slow.share() == doctest::Approx(0.5 * 0.625 + 0.5 * RouteSteering::kMostShare));
-  slow.update({300, 3.0, 3360, 3.0, 3460, 0.0, 3.0, 3.0});  // 1160: within 5% of the best
-  const double balance = 1160 * 0.01 / (4 + 11.6);
-  CHECK(slow.share() == doctest::Approx(0.5 * (0.5 * 0.625 + 0.5 * RouteSteering::kMostShare) + 0.5 * balance));
+  CHECK(slow.share() == 1.0);
+  slow.update({300, 3.0, 3360, 3.0, 3460, 0.0, 3.0, 3.0});  // 1160: within 5% of the best, hold over
+  CHECK(slow.share() == doctest::Approx(0.5 * 1.0 + 0.5 * (1160 * 0.01 / (4 + 11.6))));
+  // From 1, the CPU route's cost unknown: a step down to measure it, no
+  // further until measured; slower engines then send everything back.
+  RouteSteering first(true, 1.0, 4);
+  first.update({0, 0.0, 1200, 1.0, 1200, 0.0, 1.0, 1.0});
+  CHECK(first.share() == doctest::Approx(1.0 - RouteSteering::kProbeStep));
+  first.update({5, 0.05, 2400, 2.0, 2405, 0.0, 2.0, 2.0});
+  CHECK(first.share() == doctest::Approx(1.0 - RouteSteering::kProbeStep));
+  first.update({60, 0.6, 3400, 3.0, 3460, 0.0, 3.0, 3.0});
+  CHECK(first.share() == 1.0);
 }
 
 TEST_CASE("probe: a meter counts the engine calls in progress") {
