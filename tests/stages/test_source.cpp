@@ -72,6 +72,15 @@ TEST_CASE("source: a folder gives its images in byte order, filtered by extensio
   // Byte order: '.' < 'B' < '_' < 'a'.
   CHECK(good(items, d.path()) == std::vector<std::string>{"B.JPG", "_.png", "a.Png", "b.jpg", "c.jpeg", "e.JPEG",
                                                           "f.bmp", "g.webp", "h.tif", "i.tiff"});
+  // As std::filesystem has extensions: a name that starts with its only dot
+  // has none; a hidden file with one is listed. A trailing slash changes nothing.
+  touch(d / ".jpg");
+  touch(d / ".hidden.jpg");
+  CHECK(good(discover_inputs(config_for({d.path().string() + "/"})), d.path()) ==
+        std::vector<std::string>{".hidden.jpg", "B.JPG", "_.png", "a.Png", "b.jpg", "c.jpeg", "e.JPEG", "f.bmp",
+                                 "g.webp", "h.tif", "i.tiff"});
+  fs::remove(d / ".jpg");
+  fs::remove(d / ".hidden.jpg");
   // A custom list, written in upper case, still matches lower-case files.
   InputConfig c = config_for({d.path().string()});
   c.extensions = {".JPG", ".Gif"};
