@@ -116,13 +116,12 @@ void GpuDecodeMeter::call_ends(std::int64_t t0_ns, std::int64_t t1_ns) {
   std::lock_guard lk(calls_m_);
   --in_call_;
   started_sum_ -= t0_ns;
-  done_ns_ += t1_ns - t0_ns;
   ns += t1_ns - t0_ns;
 }
 
 double GpuDecodeMeter::busy_s(std::int64_t now_ns) const {
   std::lock_guard lk(calls_m_);
-  return static_cast<double>(done_ns_ + in_call_ * now_ns - started_sum_) * 1e-9;
+  return static_cast<double>(ns.load() + in_call_ * now_ns - started_sum_) * 1e-9;
 }
 
 bool RouteSteering::take_gpu() {

@@ -137,8 +137,7 @@ struct GpuDecodeMeter {
   std::atomic<std::int64_t> input_wait_ns{0};
 
  private:
-  mutable std::mutex calls_m_;
-  std::int64_t done_ns_ = 0;      // the calls ended (= ns)
+  mutable std::mutex calls_m_;    // call_begins/call_ends/busy_s (ns is written only by call_ends)
   int in_call_ = 0;               // calls in progress
   std::int64_t started_sum_ = 0;  // their start times, summed
 };

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <string_view>
 #include <system_error>
 #include <unordered_set>
 #include <utility>
@@ -41,14 +42,8 @@ class ExtensionFilter {
   explicit ExtensionFilter(const std::vector<std::string>& extensions) {
     for (const auto& e : extensions) exts_.insert(lower(e));
   }
-  bool wanted(const fs::path& p) const { return exts_.count(lower(p.extension().string())) > 0; }
-  // The same for a file name (std::filesystem's extension: from the last
-  // dot, none for a name that starts with its only dot, or for . and ..).
-  bool wanted_name(const std::string& name) const {
-    const std::size_t dot = name.rfind('.');
-    if (dot == std::string::npos || dot == 0 || name == "..") return exts_.count(std::string()) > 0;
-    return exts_.count(lower(name.substr(dot))) > 0;
-  }
+  bool wanted(std::string_view path) const { return exts_.count(lower(std::string(file_extension(path)))) > 0; }
+  bool wanted(const fs::path& p) const { return wanted(std::string_view(p.native())); }
 
  private:
   std::set<std::string> exts_;
@@ -158,7 +153,7 @@ class Collector {
     if (!canonical_dir.empty() && canonical_dir.back() != '/') canonical_dir += '/';
     for (const Entry& en : entries) {
       if (en.type == DT_REG) {  // a file, not a link: no stat, no path walk
-        if (filter_.wanted_name(en.name)) add_listed_file(prefix + en.name, canonical_dir + en.name);
+        if (filter_.wanted(std::string_view(en.name))) add_listed_file(prefix + en.name, canonical_dir + en.name);
         continue;
       }
       if (en.type == DT_DIR) {

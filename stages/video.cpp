@@ -20,17 +20,18 @@
 
 namespace imgpipe::stages {
 
+std::string_view file_extension(std::string_view path) noexcept {
+  const std::size_t slash = path.rfind('/');
+  const std::string_view name = path.substr(slash == std::string_view::npos ? 0 : slash + 1);
+  const std::size_t dot = name.rfind('.');
+  if (dot == std::string_view::npos || dot == 0 || name == "..") return {};
+  return name.substr(dot);
+}
+
 bool is_video_path(const std::string& path) {
   static constexpr std::array<const char*, 13> exts = {".avi", ".mp4", ".mkv", ".mov", ".webm", ".m4v", ".mpg",
                                                        ".mpeg", ".wmv", ".flv", ".ts", ".3gp", ".ogv"};
-  // The file name's extension as std::filesystem has it (from the last dot;
-  // none for a name that starts with its only dot), without making a path:
-  // discovery asks this of every input.
-  const std::size_t slash = path.rfind('/');
-  const std::string_view name = std::string_view(path).substr(slash == std::string::npos ? 0 : slash + 1);
-  const std::size_t dot = name.rfind('.');
-  if (dot == std::string_view::npos || dot == 0 || name == "..") return false;
-  std::string e(name.substr(dot));
+  std::string e(file_extension(path));
   std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return std::tolower(c); });
   return std::find(exts.begin(), exts.end(), e) != exts.end();
 }

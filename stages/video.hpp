@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -35,6 +36,11 @@ struct VideoOptions {
 // True when the file name has one of the video extensions OpenCV's FFmpeg
 // backend reads (.avi .mp4 .mkv .mov .webm .m4v .mpg .mpeg .wmv .flv .ts .3gp .ogv), case-insensitive.
 bool is_video_path(const std::string& path);
+// The extension of the path's file name as std::filesystem::path::extension
+// has it (from the last dot; none for a name that starts with its only dot,
+// for . and .., or for a path ending in a slash), without making a path:
+// discovery asks it of every input.
+std::string_view file_extension(std::string_view path) noexcept;
 
 // Decodes one file, stream URL or camera (live_input.hpp) on a background
 // thread into a queue of at most `depth` frames (BGR u8). Frames keep their

@@ -87,6 +87,14 @@ TEST_CASE("source: a folder gives its images in byte order, filtered by extensio
   CHECK(good(discover_inputs(c), d.path()) == std::vector<std::string>{"B.JPG", "b.jpg", "j.gif"});
 }
 
+TEST_CASE("source: file_extension agrees with std::filesystem's extension") {
+  for (const char* p : {"a.jpg", "dir/b.JPEG", "dir.d/c", ".jpg", "dir/.hidden.png", "a.", "a..b", "..", ".", "dir/",
+                        "dir/..", "x/y.tar.gz", "", "/", "/abs/z.mp4", "noext"}) {
+    CAPTURE(p);
+    CHECK(imgpipe::stages::file_extension(p) == fs::path(p).extension().native());
+  }
+}
+
 TEST_CASE("source: recursion on and off, depth-first in name order") {
   TempDir d;
   touch(d / "a.jpg");
