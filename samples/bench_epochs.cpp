@@ -22,6 +22,13 @@ const auto t_main = std::chrono::steady_clock::now();
 
 double since_main() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_main).count(); }
 
+// Each stage's own work and its waits, in thread-seconds.
+nlohmann::json stages_json(const imgpipe::Report& r) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const imgpipe::StageReport& s : r.stages) j[s.name] = {{"work_s", s.work_s}, {"wait_s", s.wait_s}, {"idle_s", s.idle_s}};
+  return j;
+}
+
 nlohmann::json epoch_json(int epoch, const imgpipe::Report& r) {
   return {{"epoch", epoch},
           {"images", r.inputs.delivered},
@@ -41,7 +48,8 @@ nlohmann::json epoch_json(int epoch, const imgpipe::Report& r) {
           {"gpu_previous_wait_s", r.decode.gpu_previous_wait_s},
           {"gpu_input_wait_s", r.decode.gpu_input_wait_s},
           {"engines_ready_s", r.decode.engines_ready_s},
-          {"gpu_share_end", r.decode.gpu_share.empty() ? 0.0 : r.decode.gpu_share.back()}};
+          {"gpu_share_end", r.decode.gpu_share.empty() ? 0.0 : r.decode.gpu_share.back()},
+          {"stages", stages_json(r)}};
 }
 
 }  // namespace

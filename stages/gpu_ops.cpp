@@ -1,14 +1,20 @@
 #include "gpu_ops.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdio>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/logger.h>
 
+#include "core/host_threads.hpp"
 #include "decode.hpp"
+#include "imgpipe/log.hpp"
 #include "kernels/nvjpeg_api.hpp"
 #include "kernels/trap.hpp"
 #include "read.hpp"
@@ -41,6 +47,7 @@ struct GpuOps::Call {
   int max_w = 0, max_h = 0;
   std::shared_ptr<Use> use;  // the frames' range
   gpu::Event decoded;        // on the upload stream, after the call
+  std::int64_t queued_ns = 0;
   // By the worker:
   std::exception_ptr error;
   bool done = false;
@@ -55,8 +62,8 @@ struct GpuOps::Job {
 // other, so that the engines go from one group to the next while the
 // pipeline's threads go on.
 struct GpuOps::Worker {
-  Worker(DeviceContext& d, GpuDecodeMeter& gm, std::atomic<std::uint64_t>& calls)
-      : dev(&d), meter(&gm), call_count(&calls), thread([this] { loop(); }) {}
+  Worker(DeviceContext& d, GpuDecodeMeter& gm, std::atomic<std::uint64_t>& calls, int k, GpuOps::Trace* tr)
+      : dev(&d), meter(&gm), call_count(&calls), index(k), trace(tr), thread([this] { loop(); }) {}
   ~Worker() {
     {
       std::lock_guard lk(m);
@@ -80,7 +87,21 @@ struct GpuOps::Worker {
     std::unique_lock lk(m);
     cv.wait(lk, [&] { return c.done; });
   }
+  // The host-thread knobs (core/host_threads.hpp) that concern this thread.
+  void tune() const {
+    const host::ThreadTuning& t = host::thread_tuning();
+    if (t.reserve_engine_cpu) {
+      const std::vector<int> cpus = host::engine_cpus(index);
+      if (!host::bind_current_thread(cpus))
+        imgpipe::logger()->warn("engine thread {}: could not bind to its CPUs", index);
+      else
+        imgpipe::logger()->debug("engine thread {} on CPUs {}", index, fmt::join(cpus, ","));
+    }
+    if (t.cuda_schedule >= 0 && !gpu::set_schedule(dev->device, t.cuda_schedule))
+      imgpipe::logger()->warn("device {}: cudaSetDeviceFlags({}) refused", dev->device, t.cuda_schedule);
+  }
   void loop() {
+    tune();
     for (;;) {
       Call* c = nullptr;
       {
@@ -138,6 +159,10 @@ struct GpuOps::Worker {
       meter->previous_wait_ns += static_cast<std::int64_t>(after.previous_wait_ns - before.previous_wait_ns);
       meter->images += static_cast<std::uint64_t>(decoded);
       ++*call_count;
+      if (trace) {
+        std::lock_guard lk(trace->m);
+        trace->calls.push_back({c.queued_ns, ns_of(t0), ns_of(t1), n});
+      }
     } catch (...) {
       c.error = std::current_exception();
     }
@@ -146,6 +171,8 @@ struct GpuOps::Worker {
   DeviceContext* dev;
   GpuDecodeMeter* meter;
   std::atomic<std::uint64_t>* call_count;
+  int index;  // among the engine threads
+  GpuOps::Trace* trace;
   int prealloc_n = 0, prealloc_w = 0, prealloc_h = 0;
   std::mutex m;
   std::condition_variable cv;
@@ -156,16 +183,56 @@ struct GpuOps::Worker {
 
 GpuOps::GpuOps(const kernels::NormalizeParams& params, const kernels::ResizeBatch& resize, Op work)
     : Stage("gpu_ops", false), params_(params), resize_(resize), work_(work) {}
-GpuOps::~GpuOps() = default;
+GpuOps::~GpuOps() {
+  workers_.clear();  // joined: the trace is complete
+  if (trace_) write_trace();
+}
+
+namespace {
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void GpuOps::write_trace() const {
+  std::int64_t t0 = INT64_MAX;
+  for (const auto& a : trace_->arrivals) t0 = std::min(t0, a[0]);
+  for (const auto& c : trace_->calls) t0 = std::min(t0, c[0]);
+  if (t0 == INT64_MAX) return;
+  std::string line = "{\"calls\":[";
+  const auto us = [&](std::int64_t t) { return (t - t0) / 1000; };
+  for (std::size_t i = 0; i < trace_->calls.size(); ++i) {
+    const auto& c = trace_->calls[i];
+    line += fmt::format("{}[{},{},{},{}]", i ? "," : "", us(c[0]), us(c[1]), us(c[2]), c[3]);
+  }
+  line += "],\"arrivals\":[";
+  for (std::size_t i = 0; i < trace_->arrivals.size(); ++i) {
+    const auto& a = trace_->arrivals[i];
+    line += fmt::format("{}[{},{},{}]", i ? "," : "", us(a[0]), a[1], a[2]);
+  }
+  line += "]}\n";
+  if (FILE* f = std::fopen(host::thread_tuning().trace_calls.c_str(), "a")) {
+    std::fputs(line.c_str(), f);
+    std::fclose(f);
+  }
+}
+
+int GpuOps::calls_ahead() {
+  const int k = host::thread_tuning().calls_ahead;
+  return k > 0 ? k : kCallsAhead;
+}
 
 void GpuOps::enable_gpu_decode(GpuDecodeMeter& meter, const DecodeConfig& cpu_decode, OnError on_error, int group,
-                               int max_held) {
+                               int max_held, int cycle_batches) {
   meter_ = &meter;
   cpu_decode_ = cpu_decode;
   cpu_decode_.reduced = false;  // the frame must have the JPEG's own size
   on_error_ = on_error;
   group_ = std::max(0, group);
   max_held_ = static_cast<std::size_t>(std::max(1, max_held));
+  cycle_batches_ = std::max(0, cycle_batches);
+  if (!host::thread_tuning().trace_calls.empty()) trace_ = std::make_unique<Trace>();
 }
 
 GpuOps::Area& GpuOps::area_of(DeviceContext& dev) {
@@ -179,7 +246,8 @@ GpuOps::Area& GpuOps::area_of(DeviceContext& dev) {
 GpuOps::Worker& GpuOps::worker_of(DeviceContext& dev) {
   for (auto& w : workers_)
     if (w->dev == &dev) return *w;
-  workers_.push_back(std::make_unique<Worker>(dev, *meter_, engine_calls_));
+  workers_.push_back(
+      std::make_unique<Worker>(dev, *meter_, engine_calls_, static_cast<int>(workers_.size()), trace_.get()));
   return *workers_.back();
 }
 
@@ -271,7 +339,7 @@ bool GpuOps::fits_gathering(const BatchSlot& b) const {
 // among them, queued to that device's worker.
 void GpuOps::submit() {
   if (gathering_.empty()) return;
-  while (jobs_.size() >= static_cast<std::size_t>(kCallsAhead)) finish_front();
+  while (jobs_.size() >= static_cast<std::size_t>(calls_ahead())) finish_front();
   auto job = std::make_unique<Job>();
   job->batches = std::move(gathering_);
   gathering_.clear();
@@ -281,7 +349,10 @@ void GpuOps::submit() {
     const bool have = std::any_of(job->calls.begin(), job->calls.end(), [&](const auto& c) { return c->dev == b->dev; });
     if (!have) job->calls.push_back(make_call(*b->dev, job->batches));
   }
-  for (auto& c : job->calls) worker_of(*c->dev).enqueue(c.get());
+  for (auto& c : job->calls) {
+    c->queued_ns = now_ns();
+    worker_of(*c->dev).enqueue(c.get());
+  }
   jobs_.push_back(std::move(job));
 }
 
@@ -393,6 +464,11 @@ Tally GpuOps::run(Work& w) {
   out_bytes_ = 0;
   const bool end = w.kind == Work::Kind::flush || w.kind == Work::Kind::cut;
   if (arrived != nullptr) {
+    if (trace_) {
+      std::lock_guard lk(trace_->m);
+      trace_->arrivals.push_back({now_ns(), static_cast<std::int64_t>(arrived->jpegs.size()),
+                                  static_cast<std::int64_t>(arrived->count)});
+    }
     if (!fits_gathering(*arrived)) submit();  // its frames and the gathered ones' would not fit the frame area
     gathering_.push_back(arrived);
     gathering_jpegs_ += arrived->jpegs.size();
@@ -400,9 +476,10 @@ Tally GpuOps::run(Work& w) {
   // Gathered batches without a JPEG gain nothing by waiting (CPU-only
   // inputs, the engines not ready yet) unless groups before them wait for
   // their calls: then they go with the next group.
-  if (end || (gathering_jpegs_ == 0 && jobs_.empty()) || gathering_jpegs_ >= static_cast<std::size_t>(group_) ||
-      gathering_.size() >= max_held_)
-    submit();
+  const bool full = cycle_batches_ > 0
+                        ? arrived != nullptr && (arrived->index + 1) % static_cast<std::uint64_t>(cycle_batches_) == 0
+                        : gathering_jpegs_ >= static_cast<std::size_t>(group_);
+  if (end || (gathering_jpegs_ == 0 && jobs_.empty()) || full || gathering_.size() >= max_held_) submit();
   // What the engines are done with goes on, in order; at the end, everything.
   while (!jobs_.empty() && (end || front_done())) finish_front();
   for (std::size_t i = 0; i < out_.size(); ++i) out_[i]->then = i + 1 < out_.size() ? out_[i + 1] : nullptr;

@@ -23,7 +23,9 @@
 #pragma once
 
 #include <atomic>
+#include <array>
 #include <deque>
+#include <mutex>
 #include <memory>
 #include <vector>
 
@@ -54,8 +56,10 @@ class GpuOps : public Stage<GpuOps, Takes::batches_and_ends> {
   // (kCallsAhead + 1) x max_held batches (RunPlan gives the ring that many
   // more slots, or the packer would wait for a held one).
   static constexpr int kCallsAhead = 2;
+  // kCallsAhead, or IMGPIPE_CALLS_AHEAD (core/host_threads.hpp).
+  static int calls_ahead();
   void enable_gpu_decode(GpuDecodeMeter& meter, const DecodeConfig& cpu_decode, OnError on_error, int group = 0,
-                         int max_held = 1);
+                         int max_held = 1, int cycle_batches = 0);
   // Takes the token's batch (if any); passes on, chained from w.batch, the
   // batches whose kernels it enqueued.
   Tally run(Work& w);
@@ -90,6 +94,7 @@ class GpuOps : public Stage<GpuOps, Takes::batches_and_ends> {
   OnError on_error_ = OnError::skip;
   int group_ = 0;
   std::size_t max_held_ = 1;
+  int cycle_batches_ = 0;  // > 0: groups end at batch numbers cycle_batches_ - 1 modulo it
   std::vector<BatchSlot*> gathering_;  // in batch order
   std::size_t gathering_jpegs_ = 0;
   std::vector<BatchSlot*> out_;  // what run() passes on, reused
@@ -101,6 +106,14 @@ class GpuOps : public Stage<GpuOps, Takes::batches_and_ends> {
   std::atomic<std::uint64_t> engine_calls_{0};
   std::vector<unsigned char> bytes_;  // CPU fallback
   cv::Mat frame_;
+  // IMGPIPE_TRACE_CALLS (core/host_threads.hpp): steady_clock ns.
+  struct Trace {
+    std::mutex m;
+    std::vector<std::array<std::int64_t, 4>> calls;     // queued, begun, ended, JPEGs
+    std::vector<std::array<std::int64_t, 3>> arrivals;  // time, JPEGs, samples
+  };
+  std::unique_ptr<Trace> trace_;
+  void write_trace() const;
   std::vector<std::unique_ptr<Worker>> workers_;  // last: joined before the jobs they work on go
 };
 

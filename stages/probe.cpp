@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "decode.hpp"
 #include "geometry.hpp"
@@ -134,6 +135,29 @@ bool RouteSteering::take_gpu() {
   return false;
 }
 
+void RouteSteering::set_cycle(int cycle_batches, int batch_size, int free_batches) {
+  std::lock_guard lk(m_);
+  free_batches_ = std::max(0, free_batches);
+  cycle_batches_ = cycle_batches > 0 && batch_size > 0 ? cycle_batches : 0;
+  batch_size_ = batch_size;
+}
+
+bool RouteSteering::take_gpu(std::uint64_t seq) {
+  std::unique_lock lk(m_);
+  if (cycle_batches_ <= 0) {
+    lk.unlock();
+    return take_gpu();
+  }
+  if (share_ >= 1.0) return true;
+  const std::uint64_t cycle = static_cast<std::uint64_t>(cycle_batches_) * static_cast<std::uint64_t>(batch_size_);
+  const std::uint64_t window =
+      static_cast<std::uint64_t>(std::max(1, cycle_batches_ - free_batches_)) * static_cast<std::uint64_t>(batch_size_);
+  const auto q = std::min(window, static_cast<std::uint64_t>(std::llround(static_cast<double>(cycle) * (1.0 - share_))));
+  const std::uint64_t p = seq % cycle;
+  if (p >= window) return true;
+  return (p + 1) * q / window == p * q / window;  // error diffusion of q picks over the window
+}
+
 void RouteSteering::update(const SteeringSample& now) {
   std::lock_guard lk(m_);
   if (!adaptive_) return;
@@ -171,6 +195,12 @@ void RouteSteering::update(const SteeringSample& now) {
   }
   history_.push_back(share_);
   last_ = now;
+}
+
+void RouteSteering::fix(double share) {
+  std::lock_guard lk(m_);
+  adaptive_ = false;
+  share_ = std::clamp(share, 0.0, 1.0);
 }
 
 double RouteSteering::share() const {
@@ -237,7 +267,7 @@ Tally Probe::run(Work& w) {
   if (w.preloaded) return {1, 0};
   if (!gpu_able(w, width, height)) return {1, 0};
   ++gpu_able_;
-  if (!steering_.take_gpu()) return {1, 0};
+  if (!steering_.take_gpu(w.sample.seq)) return {1, 0};
   ++to_gpu_;
   w.route = Route::gpu_jpeg;
   w.pixels.out = {w.pixels.bytes.data(), w.pixels.bytes.size(), width, height};

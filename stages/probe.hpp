@@ -96,11 +96,19 @@ class RouteSteering {
   // Whether the next GPU-able JPEG goes to the GPU (a deterministic
   // error-diffusion sequence at the current share).
   bool take_gpu();
+  // The same for sample `seq` (its number in the run) when set_cycle() was
+  // called: the CPU route's JPEGs go to the first cycle_batches - free_batches batches
+  // of each cycle of cycle_batches batches (one engine call's), where
+  // decoding them delays no call: the call waits for its last batches.
+  bool take_gpu(std::uint64_t seq);
+  void set_cycle(int cycle_batches, int batch_size, int free_batches = 2);
   // Cumulative measurements of the window since the last update that judged
   // one (it needs 16 engine-decoded images and 20 ms): the share goes to 1
   // (held) or half-way to the model's balance, as above.
   void update(const SteeringSample& now);
   double share() const;
+  // Holds the share at `share` from now on (measurements of a fixed split).
+  void fix(double share);
   // The share after each update, in order (the report's split over time).
   std::vector<double> history() const;
 
@@ -114,6 +122,7 @@ class RouteSteering {
   double d_ = 0;            // the CPU route's thread-seconds an image, last measured (0: not yet)
   double hold_until_ = -1;  // wall_s until which every GPU-able JPEG goes to the engines
   double acc_ = 0;
+  int cycle_batches_ = 0, batch_size_ = 0, free_batches_ = 2;
   std::vector<double> history_;
   SteeringSample last_;
 };

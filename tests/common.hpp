@@ -83,6 +83,19 @@ std::filesystem::path opencv_data_dir();
 // started under srun or torchrun still sees the whole input.
 const std::vector<std::string>& launcher_variables();
 
+// Sets (value) or unsets (nullptr) an environment variable for the scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
 // Captures the warnings (and worse) of imgpipe's logger (imgpipe::logger())
 // while alive: its sinks are replaced, then restored.
 class LogCapture {

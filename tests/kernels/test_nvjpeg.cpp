@@ -37,6 +37,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "common.hpp"
 #include "kernels/jpeg_gpu.hpp"
 #include "kernels/nvjpeg_loader.hpp"
 
@@ -49,29 +50,7 @@ namespace kn = imgpipe::kernels;
 
 namespace {
 
-// Sets (or unsets, value == nullptr) an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = std::string(old);
-    if (value != nullptr)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using imgpipe::test::ScopedEnv;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

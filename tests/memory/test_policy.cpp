@@ -70,22 +70,7 @@ Calibration h200_like() {
 
 bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 
-// Sets an environment variable for the scope.
-class EnvVar {
- public:
-  EnvVar(const char* name, const std::string& value) : name_(name) {
-    if (const char* v = std::getenv(name)) old_ = v;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~EnvVar() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using imgpipe::test::ScopedEnv;
 }  // namespace
 
 TEST_CASE("policy: the rule table without a calibration") {
@@ -291,11 +276,11 @@ TEST_CASE("calibration cache: round trip, one entry per key, mismatch re-measure
 
 TEST_CASE("calibration: default path honours XDG_CACHE_HOME, else ~/.cache") {
   {
-    EnvVar x("XDG_CACHE_HOME", "/tmp/xdg-test");
+    ScopedEnv x("XDG_CACHE_HOME", "/tmp/xdg-test");
     CHECK(default_calibration_path() == std::filesystem::path("/tmp/xdg-test/imgpipe/calibration.json"));
   }
-  EnvVar x("XDG_CACHE_HOME", "");
-  EnvVar h("HOME", "/home/someone");
+  ScopedEnv x("XDG_CACHE_HOME", "");
+  ScopedEnv h("HOME", "/home/someone");
   CHECK(default_calibration_path() == std::filesystem::path("/home/someone/.cache/imgpipe/calibration.json"));
 }
 

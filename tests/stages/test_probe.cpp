@@ -270,3 +270,41 @@ TEST_CASE("probe: the JPEG engines are made in the background, or say why not") 
     CHECK_FALSE(e.error().empty());
   }
 }
+
+TEST_CASE("probe: with a cycle, the CPU route's JPEGs go to each engine call's first batches") {
+  RouteSteering s(true, 0.92, 4);
+  s.set_cycle(5, 32, 2);  // calls of 5 batches of 32, the last 2 without CPU-route JPEGs
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    int cpu = 0, late = 0;
+    for (std::uint64_t p = 0; p < 160; ++p) {
+      const bool gpu = s.take_gpu(static_cast<std::uint64_t>(cycle) * 160 + p);
+      cpu += !gpu;
+      late += !gpu && p >= 96;
+    }
+    CHECK(cpu == 13);  // round(160 x 0.08)
+    CHECK(late == 0);
+  }
+  // The same sample, the same answer, in any order (the probe is parallel).
+  CHECK(s.take_gpu(7) == s.take_gpu(7));
+  // Spread evenly over the window: no run of more than 96 / 13 + 1 samples without one.
+  int gap = 0, longest = 0;
+  for (std::uint64_t p = 0; p < 96; ++p) {
+    gap = s.take_gpu(p) ? gap + 1 : 0;
+    longest = std::max(longest, gap);
+  }
+  CHECK(longest <= 8);
+  // At most the window: share 0.2 asks for 128 of 160, the window holds 96.
+  RouteSteering low(true, 0.2, 4);
+  low.set_cycle(5, 32, 2);
+  int cpu = 0;
+  for (std::uint64_t p = 0; p < 160; ++p) cpu += !low.take_gpu(p);
+  CHECK(cpu == 96);
+  // Share 1: every JPEG to the engines; no cycle: the error diffusion.
+  RouteSteering all(true, 1.0, 4);
+  all.set_cycle(5, 32, 2);
+  for (std::uint64_t p = 0; p < 160; ++p) CHECK(all.take_gpu(p));
+  RouteSteering plain(true, 0.5, 4);
+  int g = 0;
+  for (std::uint64_t p = 0; p < 100; ++p) g += plain.take_gpu(p);
+  CHECK(g == 50);
+}
