@@ -111,6 +111,12 @@ void GpuDecodeMeter::call_begins(std::int64_t t0_ns) {
   std::lock_guard lk(calls_m_);
   ++in_call_;
   started_sum_ += t0_ns;
+  if (first_begin_ < 0) first_begin_ = t0_ns;
+}
+
+std::int64_t GpuDecodeMeter::first_begin_ns() const {
+  std::lock_guard lk(calls_m_);
+  return first_begin_;
 }
 
 void GpuDecodeMeter::call_ends(std::int64_t t0_ns, std::int64_t t1_ns) {
@@ -175,7 +181,10 @@ void RouteSteering::update(const SteeringSample& now) {
   // model sees neither their starving nor the CPU route slowing them.
   const double busy = now.busy_s >= 0 ? now.busy_s - std::max(0.0, was.busy_s) : dgs;
   best_g_ = std::max(best_g_, G);
-  const bool idle = busy < kEnginesBusy * dt * engine_devices_;
+  // Over the window, or from the engines' first call when that began in it
+  // (the first window starts at the steering's making).
+  const double span = now.engines_from_s >= 0 ? now.wall_s - std::max(was.wall_s, now.engines_from_s) : dt;
+  const bool idle = busy < kEnginesBusy * span * engine_devices_;
   const bool slowed = dc > 0 && G < kEnginesSlowed * best_g_;
   if (idle || slowed) {
     // The engines limit the run: every GPU-able JPEG goes to them, for a
@@ -256,6 +265,8 @@ void Probe::steer() {
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   m.wall_s = std::chrono::duration<double>(now).count();
   m.busy_s = gpu_.busy_s(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+  const std::int64_t first = gpu_.first_begin_ns();
+  m.engines_from_s = first >= 0 ? static_cast<double>(first) * 1e-9 : -1.0;
   steering_.update(m);
 }
 

@@ -81,6 +81,10 @@ struct SteeringSample {
   // The engine threads' time in calls, the calls in progress included (< 0:
   // gpu_s): against the window's wall time, how busy the engines were.
   double busy_s = -1;
+  // When the engines' first call began (wall_s's clock; < 0: not yet, or not
+  // known): a window's busy share counts from then (before it, the engines
+  // wait for their first group, which is no starving).
+  double engines_from_s = -1;
 };
 
 class RouteSteering {
@@ -138,6 +142,7 @@ struct GpuDecodeMeter {
   void call_begins(std::int64_t t0_ns);
   void call_ends(std::int64_t t0_ns, std::int64_t t1_ns);
   double busy_s(std::int64_t now_ns) const;
+  std::int64_t first_begin_ns() const;  // the first call's start; -1 before it
   // Of `ns`: inside nvjpegDecodeBatched, and waiting for the device's
   // previous call to finish on the GPU. Beside it: the engine threads'
   // waits for their bitstreams' copies.
@@ -149,6 +154,7 @@ struct GpuDecodeMeter {
   mutable std::mutex calls_m_;    // call_begins/call_ends/busy_s (ns is written only by call_ends)
   int in_call_ = 0;               // calls in progress
   std::int64_t started_sum_ = 0;  // their start times, summed
+  std::int64_t first_begin_ = -1;
 };
 
 struct ProbeLimits {

@@ -308,3 +308,22 @@ TEST_CASE("probe: with a cycle, the CPU route's JPEGs go to each engine call's f
   for (std::uint64_t p = 0; p < 100; ++p) g += plain.take_gpu(p);
   CHECK(g == 50);
 }
+
+TEST_CASE("probe: the first window's busy share counts from the engines' first call") {
+  using imgpipe::stages::SteeringSample;
+  // 40 ms after the first call began (the steering was made long before, at
+  // wall time 0 as far as its first window knows), in calls 38 ms of them.
+  SteeringSample m{0, 0.0, 200, 0.038, 300, 0.01, 100.04, 0.038};
+  RouteSteering unknown(true, 1.0, 15);
+  unknown.update(m);  // from when is not known: idle over the whole window, held
+  CHECK(unknown.share() == 1.0);
+  m.engines_from_s = 100.0;
+  RouteSteering known(true, 1.0, 15);
+  known.update(m);  // busy: the CPU route is tried, one step down
+  CHECK(known.share() == doctest::Approx(1.0 - RouteSteering::kProbeStep));
+  // Starving after their first call: held.
+  RouteSteering starved(true, 1.0, 15);
+  m.busy_s = 0.02;
+  starved.update(m);
+  CHECK(starved.share() == 1.0);
+}
