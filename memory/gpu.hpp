@@ -23,10 +23,6 @@ std::string device_description(int device);
 std::uint64_t device_memory(int device);
 // cudaSetDevice for the calling thread; no-op for device -1.
 void set_device(int device);
-// How the CUDA runtime waits for `device` (cudaDeviceSchedule*: 0 auto, 1
-// spin, 2 yield, 4 blocking), kept with its other flags. False when CUDA
-// refused; a no-op for device -1.
-bool set_schedule(int device, int schedule) noexcept;
 // True when this build has the CUDA backend.
 bool built_with_cuda() noexcept;
 

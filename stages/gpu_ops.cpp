@@ -9,12 +9,9 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <spdlog/logger.h>
 
-#include "core/host_threads.hpp"
+#include "core/tuning.hpp"
 #include "decode.hpp"
-#include "imgpipe/log.hpp"
 #include "kernels/nvjpeg_api.hpp"
 #include "kernels/trap.hpp"
 #include "read.hpp"
@@ -62,8 +59,8 @@ struct GpuOps::Job {
 // other, so that the engines go from one group to the next while the
 // pipeline's threads go on.
 struct GpuOps::Worker {
-  Worker(DeviceContext& d, GpuDecodeMeter& gm, std::atomic<std::uint64_t>& calls, int k, GpuOps::Trace* tr)
-      : dev(&d), meter(&gm), call_count(&calls), index(k), trace(tr), thread([this] { loop(); }) {}
+  Worker(DeviceContext& d, GpuDecodeMeter& gm, std::atomic<std::uint64_t>& calls, GpuOps::Trace* tr)
+      : dev(&d), meter(&gm), call_count(&calls), trace(tr), thread([this] { loop(); }) {}
   ~Worker() {
     {
       std::lock_guard lk(m);
@@ -87,21 +84,7 @@ struct GpuOps::Worker {
     std::unique_lock lk(m);
     cv.wait(lk, [&] { return c.done; });
   }
-  // The host-thread knobs (core/host_threads.hpp) that concern this thread.
-  void tune() const {
-    const host::ThreadTuning& t = host::thread_tuning();
-    if (t.reserve_engine_cpu) {
-      const std::vector<int> cpus = host::engine_cpus(index);
-      if (!host::bind_current_thread(cpus))
-        imgpipe::logger()->warn("engine thread {}: could not bind to its CPUs", index);
-      else
-        imgpipe::logger()->debug("engine thread {} on CPUs {}", index, fmt::join(cpus, ","));
-    }
-    if (t.cuda_schedule >= 0 && !gpu::set_schedule(dev->device, t.cuda_schedule))
-      imgpipe::logger()->warn("device {}: cudaSetDeviceFlags({}) refused", dev->device, t.cuda_schedule);
-  }
   void loop() {
-    tune();
     for (;;) {
       Call* c = nullptr;
       {
@@ -171,7 +154,6 @@ struct GpuOps::Worker {
   DeviceContext* dev;
   GpuDecodeMeter* meter;
   std::atomic<std::uint64_t>* call_count;
-  int index;  // among the engine threads
   GpuOps::Trace* trace;
   int prealloc_n = 0, prealloc_w = 0, prealloc_h = 0;
   std::mutex m;
@@ -212,16 +194,12 @@ void GpuOps::write_trace() const {
     line += fmt::format("{}[{},{},{}]", i ? "," : "", us(a[0]), a[1], a[2]);
   }
   line += "]}\n";
-  if (FILE* f = std::fopen(host::thread_tuning().trace_calls.c_str(), "a")) {
+  if (FILE* f = std::fopen(tuning::knobs().trace_calls.c_str(), "a")) {
     std::fputs(line.c_str(), f);
     std::fclose(f);
   }
 }
 
-int GpuOps::calls_ahead() {
-  const int k = host::thread_tuning().calls_ahead;
-  return k > 0 ? k : kCallsAhead;
-}
 
 void GpuOps::enable_gpu_decode(GpuDecodeMeter& meter, const DecodeConfig& cpu_decode, OnError on_error, int group,
                                int max_held, int cycle_batches) {
@@ -232,7 +210,7 @@ void GpuOps::enable_gpu_decode(GpuDecodeMeter& meter, const DecodeConfig& cpu_de
   group_ = std::max(0, group);
   max_held_ = static_cast<std::size_t>(std::max(1, max_held));
   cycle_batches_ = std::max(0, cycle_batches);
-  if (!host::thread_tuning().trace_calls.empty()) trace_ = std::make_unique<Trace>();
+  if (!tuning::knobs().trace_calls.empty()) trace_ = std::make_unique<Trace>();
 }
 
 GpuOps::Area& GpuOps::area_of(DeviceContext& dev) {
@@ -247,7 +225,7 @@ GpuOps::Worker& GpuOps::worker_of(DeviceContext& dev) {
   for (auto& w : workers_)
     if (w->dev == &dev) return *w;
   workers_.push_back(
-      std::make_unique<Worker>(dev, *meter_, engine_calls_, static_cast<int>(workers_.size()), trace_.get()));
+      std::make_unique<Worker>(dev, *meter_, engine_calls_, trace_.get()));
   return *workers_.back();
 }
 
@@ -339,7 +317,7 @@ bool GpuOps::fits_gathering(const BatchSlot& b) const {
 // among them, queued to that device's worker.
 void GpuOps::submit() {
   if (gathering_.empty()) return;
-  while (jobs_.size() >= static_cast<std::size_t>(calls_ahead())) finish_front();
+  while (jobs_.size() >= static_cast<std::size_t>(kCallsAhead)) finish_front();
   auto job = std::make_unique<Job>();
   job->batches = std::move(gathering_);
   gathering_.clear();

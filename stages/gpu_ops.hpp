@@ -56,8 +56,6 @@ class GpuOps : public Stage<GpuOps, Takes::batches_and_ends> {
   // (kCallsAhead + 1) x max_held batches (RunPlan gives the ring that many
   // more slots, or the packer would wait for a held one).
   static constexpr int kCallsAhead = 2;
-  // kCallsAhead, or IMGPIPE_CALLS_AHEAD (core/host_threads.hpp).
-  static int calls_ahead();
   void enable_gpu_decode(GpuDecodeMeter& meter, const DecodeConfig& cpu_decode, OnError on_error, int group = 0,
                          int max_held = 1, int cycle_batches = 0);
   // Takes the token's batch (if any); passes on, chained from w.batch, the
@@ -106,7 +104,7 @@ class GpuOps : public Stage<GpuOps, Takes::batches_and_ends> {
   std::atomic<std::uint64_t> engine_calls_{0};
   std::vector<unsigned char> bytes_;  // CPU fallback
   cv::Mat frame_;
-  // IMGPIPE_TRACE_CALLS (core/host_threads.hpp): steady_clock ns.
+  // IMGPIPE_TRACE_CALLS (core/tuning.hpp): steady_clock ns.
   struct Trace {
     std::mutex m;
     std::vector<std::array<std::int64_t, 4>> calls;     // queued, begun, ended, JPEGs

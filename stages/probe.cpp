@@ -184,13 +184,14 @@ void RouteSteering::update(const SteeringSample& now) {
   // Over the window, or from the engines' first call when that began in it
   // (the first window starts at the steering's making).
   const double span = now.engines_from_s >= 0 ? now.wall_s - std::max(was.wall_s, now.engines_from_s) : dt;
-  const bool idle = busy < kEnginesBusy * span * engine_devices_;
-  const bool slowed = dc > 0 && G < kEnginesSlowed * best_g_;
+  const bool cycle = cycle_batches_ > 0;
+  const bool idle = busy < (cycle ? kCycleEnginesBusy : kEnginesBusy) * span * engine_devices_;
+  const bool slowed = dc > 0 && G < (cycle ? kCycleEnginesSlowed : kEnginesSlowed) * best_g_;
   if (idle || slowed) {
     // The engines limit the run: every GPU-able JPEG goes to them, for a
     // while (their rate unslowed is what the next try is judged against).
     share_ = 1.0;
-    hold_until_ = now.wall_s + kHoldS;
+    hold_until_ = now.wall_s + (cycle ? kCycleHoldS : kHoldS);
   } else if (now.wall_s < hold_until_) {
     share_ = 1.0;
   } else if (d_ <= 0) {

@@ -68,30 +68,6 @@ void set_device(int device) {
 #endif
 }
 
-bool set_schedule(int device, int schedule) noexcept {
-#if IMGPIPE_HAS_CUDA
-  if (device < 0) return true;
-  int previous = -1;
-  unsigned flags = 0;
-  if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(device) != cudaSuccess ||
-      cudaGetDeviceFlags(&flags) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  // cudaGetDeviceFlags reports cudaDeviceMapHost and the like beside the
-  // schedule; cudaSetDeviceFlags takes only the settable ones.
-  const unsigned keep = flags & (cudaDeviceMapHost | cudaDeviceLmemResizeToMax);
-  const bool ok = cudaSetDeviceFlags(keep | (static_cast<unsigned>(schedule) & cudaDeviceScheduleMask)) == cudaSuccess;
-  if (!ok) cudaGetLastError();
-  if (previous != device) (void)cudaSetDevice(previous);
-  return ok;
-#else
-  (void)device;
-  (void)schedule;
-  return true;
-#endif
-}
-
 std::string device_description(int device) {
 #if IMGPIPE_HAS_CUDA
   cudaDeviceProp p{};

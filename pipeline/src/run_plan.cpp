@@ -1,6 +1,6 @@
 #include "run_plan.hpp"
 
-#include "core/host_threads.hpp"
+#include "core/tuning.hpp"
 
 #include <unistd.h>
 
@@ -136,13 +136,22 @@ void plan_group(RunPlan& p, const Config& cfg, bool pushed) {
   const int full = (g + cfg.batch.size - 1) / cfg.batch.size;
   p.gpu_group = g;
   p.gpu_group_held = std::min(kMostHeld, p.gpu_decode_adaptive ? full + (full + 1) / 2 : full);
-  if (p.gpu_decode_adaptive && host::thread_tuning().early_route > 0) {
+  // decode.where auto: each engine call takes the JPEGs of a cycle of
+  // full + 1 batches, and the CPU route's JPEGs go to the cycle's first
+  // batches, none to its last gpu_cycle_free: a call waits for its last
+  // batch anyway, so the CPU decodes ahead of it delay no call. Spread over
+  // every batch they did: a batch waits, in order, for its slowest image,
+  // and the engines starved (H200, W1-4096, kept Pipeline, share fixed at
+  // 0.92: 5454-5640 img/s spread, 5783-5849 early; at 0.84 early 6133,
+  // against 5586-5604 with every JPEG on the engines; samples/bench/RESULTS.md).
+  const int free_batches = tuning::knobs().free_batches;
+  if (p.gpu_decode_adaptive && free_batches > 0) {
     p.gpu_cycle = std::min(kMostHeld, full + 1);
-    p.gpu_cycle_free = host::thread_tuning().early_route;
+    p.gpu_cycle_free = free_batches;
     p.gpu_group_held = std::max(p.gpu_group_held, p.gpu_cycle);
   }
   // The group being gathered and those waiting for their engine calls.
-  p.slots += (stages::GpuOps::calls_ahead() + 1) * p.gpu_group_held;
+  p.slots += (stages::GpuOps::kCallsAhead + 1) * p.gpu_group_held;
 }
 
 // GPU JPEG decode: where it can run, and the device frame area it needs.
@@ -202,7 +211,7 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
   l.out_sample_bytes = out_sample;
   l.device_output = p.normalize_on_gpu;  // else the staged tensor is the output
   l.per_image_geometry = p.resize_on_gpu || p.gpu_decode;
-  l.held_batches = p.gpu_group > 0 ? (stages::GpuOps::calls_ahead() + 1) * p.gpu_group_held : 1;
+  l.held_batches = p.gpu_group > 0 ? (stages::GpuOps::kCallsAhead + 1) * p.gpu_group_held : 1;
   if (p.gpu_decode) {
     l.decode_bytes = checked_mul(p.max_decoded_frame + 256, static_cast<std::size_t>(cfg.batch.size), "batch.size");
     l.jpeg.backend = kernels::JpegBackend::hardware_device;

@@ -56,7 +56,7 @@ struct RunPlan {
   // need: the group gathered and those waiting for their calls).
   int gpu_group = 0;
   int gpu_group_held = 1;
-  int gpu_cycle = 0;  // IMGPIPE_ROUTE=early: batches per engine call, its CPU-route JPEGs early (RouteSteering)
+  int gpu_cycle = 0;  // decode.where auto: batches per engine call, its CPU-route JPEGs early (RouteSteering); 0: spread
   int gpu_cycle_free = 0;  // of those, the last ones without CPU-route JPEGs
   kernels::ResizeBatch resize;  // the GPU resize's target, fit, interpolation, padding
   stages::BatchLayout layout;   // what BatchResources allocates

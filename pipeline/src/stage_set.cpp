@@ -6,17 +6,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include <errno.h>
-#include <sched.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
-#include <tbb/task_scheduler_observer.h>
 
-#include "core/host_threads.hpp"
+#include "core/tuning.hpp"
 #include "handoff.hpp"
 
 namespace imgpipe::detail {
@@ -29,52 +22,6 @@ namespace {
 // engines more than it adds (W1, kept Pipeline: 5452-5559 img/s with every
 // JPEG on the engines, 4577-5122 steered near 0.85).
 constexpr double kInitialGpuShare = 1.0;
-// The host-thread knobs (core/host_threads.hpp) for the threads that work
-// in the pipeline's arena, undone as each leaves it (the nice value only
-// where the OS lets a thread raise its priority again).
-class ArenaThreads : public tbb::task_scheduler_observer {
- public:
-  ArenaThreads(tbb::task_arena& arena, int engines)
-      : tbb::task_scheduler_observer(arena), tuning_(host::thread_tuning()) {
-    if (tuning_.reserve_engine_cpu && engines > 0) cpus_ = host::worker_cpus(engines);
-    if (tuning_.worker_nice > 0 || !cpus_.empty()) observe(true);
-  }
-  ~ArenaThreads() override { observe(false); }
-  void on_scheduler_entry(bool worker) override {
-    Saved& s = saved();
-    if (!cpus_.empty()) {
-      CPU_ZERO(&s.cpus);
-      s.bound = sched_getaffinity(0, sizeof s.cpus, &s.cpus) == 0 && host::bind_current_thread(cpus_);
-    }
-    if (worker && tuning_.worker_nice > 0) {
-      const auto tid = static_cast<id_t>(syscall(SYS_gettid));
-      errno = 0;
-      s.nice = getpriority(PRIO_PROCESS, tid);
-      s.niced = errno == 0 && s.nice < tuning_.worker_nice && setpriority(PRIO_PROCESS, tid, tuning_.worker_nice) == 0;
-    }
-  }
-  void on_scheduler_exit(bool) override {
-    Saved& s = saved();
-    if (s.bound) (void)sched_setaffinity(0, sizeof s.cpus, &s.cpus);
-    if (s.niced) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), s.nice);
-    s = Saved{};
-  }
-
- private:
-  struct Saved {
-    cpu_set_t cpus{};
-    bool bound = false;
-    int nice = 0;
-    bool niced = false;
-  };
-  static Saved& saved() {
-    thread_local Saved s;
-    return s;
-  }
-  const host::ThreadTuning& tuning_;
-  std::vector<int> cpus_;
-};
-
 }  // namespace
 
 StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,
@@ -93,8 +40,7 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
   has_videos = videos > 0;
   if (has_videos) sample_unit = static_cast<std::size_t>(videos) == inputs.items.size() ? "frames" : "samples";
   if (!plan.gpu_decode) return;
-  if (plan.gpu_decode_adaptive && host::thread_tuning().fixed_share >= 0)
-    steering.fix(host::thread_tuning().fixed_share);
+  if (plan.gpu_decode_adaptive && tuning::knobs().fixed_share >= 0) steering.fix(tuning::knobs().fixed_share);
   stages::ProbeLimits limits;
   limits.wait_for_engines = !plan.gpu_decode_adaptive;
   limits.accept_truncated = cfg.decode.accept_truncated;
@@ -201,8 +147,6 @@ void run_filter_chain(const RunPlan& plan, StageSet& s) {
   // limit assumes, so the packer may wait for a slot that only the stages
   // after it release: never with a single thread.
   tbb::task_arena arena(s.live ? std::max(2, plan.threads) : plan.threads);
-  arena.initialize();
-  ArenaThreads tuned(arena, plan.gpu_decode ? static_cast<int>(plan.devices.size()) : 0);
   arena.execute([&] {
     tbb::parallel_pipeline(static_cast<std::size_t>(plan.tokens),
                            tbb::make_filter<void, Tok>(filter_mode::serial_in_order, over(next)) &

@@ -32,7 +32,7 @@ void check(const imgpipe::Config& c, const imgpipe::detail::RunPlan& p) {
   // their slots on top of the tokens' (GpuOps holds fewer than held_batches).
   if (p.gpu_group > 0) {
     if (!p.gpu_decode || p.gpu_group_held < 1 || p.gpu_group_held > 8) std::abort();
-    if (l.held_batches != (imgpipe::stages::GpuOps::calls_ahead() + 1) * p.gpu_group_held) std::abort();
+    if (l.held_batches != (imgpipe::stages::GpuOps::kCallsAhead + 1) * p.gpu_group_held) std::abort();
     if (p.slots < c.staging.slots + l.held_batches) std::abort();
   } else if (p.gpu_group_held != 1 || l.held_batches != 1) {
     std::abort();

@@ -327,3 +327,22 @@ TEST_CASE("probe: the first window's busy share counts from the engines' first c
   starved.update(m);
   CHECK(starved.share() == 1.0);
 }
+
+TEST_CASE("probe: with a cycle only a clear starving holds, and for a quarter second") {
+  // Balance 0.75 (the first case above); the engine thread in calls 85% of
+  // the window: no hold with a cycle, a hold without.
+  RouteSteering spread(true, 0.5, 4);
+  spread.update({100, 1.0, 1200, 1.0, 1300, 0.0, 1.0, 0.85});
+  CHECK(spread.share() == 1.0);
+  RouteSteering early(true, 0.5, 4);
+  early.set_cycle(5, 32, 2);
+  early.update({100, 1.0, 1200, 1.0, 1300, 0.0, 1.0, 0.85});
+  CHECK(early.share() == doctest::Approx(0.625));
+  // 70%: held, until 0.25 s later.
+  early.update({200, 2.0, 2400, 2.0, 2600, 0.0, 2.0, 1.55});
+  CHECK(early.share() == 1.0);
+  early.update({300, 2.2, 2640, 2.2, 2860, 0.0, 2.2, 1.75});
+  CHECK(early.share() == 1.0);
+  early.update({400, 3.2, 3840, 3.2, 4160, 0.0, 3.2, 2.75});
+  CHECK(early.share() < 1.0);
+}

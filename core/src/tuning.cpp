@@ -1,0 +1,47 @@
+#include "core/tuning.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+
+#include "imgpipe/error.hpp"
+
+namespace imgpipe::tuning {
+
+namespace {
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+}  // namespace
+
+Knobs read_knobs() {
+  Knobs k;
+  if (const char* v = env("IMGPIPE_GPU_SHARE")) {
+    char* end = nullptr;
+    k.fixed_share = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !(k.fixed_share >= 0 && k.fixed_share <= 1))
+      throw Error(std::string("IMGPIPE_GPU_SHARE='") + v + "': expected a share 0..1");
+  }
+  if (const char* v = env("IMGPIPE_ROUTE")) {
+    const std::string_view s(v);
+    if (s == "spread") {
+      k.free_batches = 0;
+    } else if (s.starts_with("early:")) {
+      const auto r = std::from_chars(s.data() + 6, s.data() + s.size(), k.free_batches);
+      if (r.ec != std::errc() || r.ptr != s.data() + s.size() || k.free_batches < 1 || k.free_batches > 6)
+        throw Error("IMGPIPE_ROUTE='" + std::string(s) + "': expected early:N with N 1..6");
+    } else if (s != "early") {
+      throw Error("IMGPIPE_ROUTE='" + std::string(s) + "': expected early, early:N or spread");
+    }
+  }
+  if (const char* v = env("IMGPIPE_TRACE_CALLS")) k.trace_calls = v;
+  return k;
+}
+
+const Knobs& knobs() {
+  static const Knobs k = read_knobs();
+  return k;
+}
+
+}  // namespace imgpipe::tuning

@@ -1,0 +1,31 @@
+// Knobs for benchmarks and diagnosis, not configuration: read once from the
+// environment.
+//   IMGPIPE_GPU_SHARE=S        decode.where auto at the fixed share S (0..1) of
+//                              the GPU-able JPEGs on the engines, unsteered
+//   IMGPIPE_ROUTE=early[:N]    decode.where auto: the CPU route's JPEGs go to
+//                              the first batches of each engine call, none to
+//                              its last N (default 2); the default
+//   IMGPIPE_ROUTE=spread       ... spread evenly over every batch instead
+//   IMGPIPE_TRACE_CALLS=FILE   each run with GPU decode appends a JSON line to
+//                              FILE: its engine calls (queued, begun, ended
+//                              in us, JPEGs) and the batches' arrivals at the
+//                              GPU ops stage (us, JPEGs, samples)
+#pragma once
+
+#include <string>
+
+namespace imgpipe::tuning {
+
+struct Knobs {
+  double fixed_share = -1;  // < 0: steered
+  int free_batches = 2;     // 0: spread; else early routing with this many batches free of CPU-route JPEGs
+  std::string trace_calls;  // empty: no trace
+};
+
+// From the environment, read now; a malformed value throws imgpipe::Error
+// naming the variable.
+Knobs read_knobs();
+// read_knobs() on the first call (a throw is repeated on each call).
+const Knobs& knobs();
+
+}  // namespace imgpipe::tuning
