@@ -1,10 +1,10 @@
 #include "gpu_ops.hpp"
 
 #include <algorithm>
-#include <climits>
-#include <cstdio>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -54,6 +54,13 @@ struct GpuOps::Job {
   std::vector<BatchSlot*> batches;
   std::vector<std::unique_ptr<Call>> calls;  // one per device with JPEGs in the group
 };
+
+namespace {
+std::int64_t ns_of(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+std::int64_t now_ns() { return ns_of(std::chrono::steady_clock::now()); }
+}  // namespace
 
 // A device's engine thread: makes the calls queued to it, one after the
 // other, so that the engines go from one group to the next while the
@@ -120,9 +127,6 @@ struct GpuOps::Worker {
       const auto tw = std::chrono::steady_clock::now();
       for (const gpu::Event* e : c.uploads) e->synchronize();
       const auto t0 = std::chrono::steady_clock::now();
-      const auto ns_of = [](std::chrono::steady_clock::time_point t) {
-        return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-      };
       const kernels::GpuJpegStats before = c.decoder->stats();
       meter->call_begins(ns_of(t0));
       int decoded = 0;
@@ -170,18 +174,12 @@ GpuOps::~GpuOps() {
   if (trace_) write_trace();
 }
 
-namespace {
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
-
 void GpuOps::write_trace() const {
-  std::int64_t t0 = INT64_MAX;
+  constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();
+  std::int64_t t0 = none;
   for (const auto& a : trace_->arrivals) t0 = std::min(t0, a[0]);
   for (const auto& c : trace_->calls) t0 = std::min(t0, c[0]);
-  if (t0 == INT64_MAX) return;
+  if (t0 == none) return;
   std::string line = "{\"calls\":[";
   const auto us = [&](std::int64_t t) { return (t - t0) / 1000; };
   for (std::size_t i = 0; i < trace_->calls.size(); ++i) {
@@ -199,7 +197,6 @@ void GpuOps::write_trace() const {
     std::fclose(f);
   }
 }
-
 
 void GpuOps::enable_gpu_decode(GpuDecodeMeter& meter, const DecodeConfig& cpu_decode, OnError on_error, int group,
                                int max_held, int cycle_batches) {
@@ -224,8 +221,7 @@ GpuOps::Area& GpuOps::area_of(DeviceContext& dev) {
 GpuOps::Worker& GpuOps::worker_of(DeviceContext& dev) {
   for (auto& w : workers_)
     if (w->dev == &dev) return *w;
-  workers_.push_back(
-      std::make_unique<Worker>(dev, *meter_, engine_calls_, trace_.get()));
+  workers_.push_back(std::make_unique<Worker>(dev, *meter_, engine_calls_, trace_.get()));
   return *workers_.back();
 }
 

@@ -22,11 +22,11 @@
 // reason) and leaves its batch.
 #pragma once
 
-#include <atomic>
 #include <array>
+#include <atomic>
 #include <deque>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "imgpipe/config.hpp"

@@ -1,7 +1,5 @@
 #include "run_plan.hpp"
 
-#include "core/tuning.hpp"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 
 #include <spdlog/logger.h>
 
+#include "core/tuning.hpp"
 #include "imgpipe/log.hpp"
 #include "kernels/jpeg_gpu.hpp"
 #include "kernels/nvjpeg_loader.hpp"
