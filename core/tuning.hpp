@@ -6,6 +6,9 @@
 //                              the first batches of each engine call, none to
 //                              its last N (default 2); the default
 //   IMGPIPE_ROUTE=spread       ... spread evenly over every batch instead
+//   IMGPIPE_CPU_UTIL=U         decode.where auto: the steering's target for the
+//                              CPU threads' load (0.3..1; 1: the balance where
+//                              both routes run out together)
 //   IMGPIPE_TRACE_CALLS=FILE   each run with GPU decode appends a JSON line to
 //                              FILE: its engine calls (queued, begun, ended
 //                              in us, JPEGs) and the batches' arrivals at the
@@ -19,6 +22,7 @@ namespace imgpipe::tuning {
 struct Knobs {
   double fixed_share = -1;  // < 0: steered
   int free_batches = 2;     // 0: spread; else early routing with this many batches free of CPU-route JPEGs
+  double cpu_util = -1;     // < 0: the steering's default
   std::string trace_calls;  // empty: no trace
 };
 

@@ -19,6 +19,16 @@
 // (--repeat K: each file K times per pass, for folders smaller than the
 // largest batch.)
 // (--no-pipeline: NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE on the hardware backends.)
+// (--mix BACKEND:BATCH,BACKEND:BATCH,...: one row of decoders of different
+// backends running at once, each on a thread, stream and copy of the
+// bitstreams of its own, each cycling over every accepted file for
+// --settle + --seconds seconds; an image counts when the GPU finished its
+// call inside the last --seconds (events on each call). A row gives each
+// decoder's img/s and its thread's CPU time per image, the sum, and the CPU
+// cores the process used (nvJPEG's own threads included). Repeatable; the
+// hardware decoders are pipelined, as in the pipeline. With --mix only the
+// mixes run. --mix-priority: the first decoder of each mix on a stream of the
+// device's greatest priority, the others on the lowest.)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -27,6 +37,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +47,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include "kernels/jpeg_gpu.hpp"
 #include "kernels/nvjpeg_loader.hpp"
@@ -61,6 +74,10 @@ struct Args {
   std::size_t limit = 0;
   int repeat = 1;
   std::string json;
+  std::vector<std::string> mixes;  // --mix specs, as given
+  double settle_s = 1.0;
+  double seconds = 3.0;
+  bool mix_priority = false;
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -68,7 +85,7 @@ struct Args {
                "imgpipe_bench_nvjpeg: %s\nusage: imgpipe_bench_nvjpeg --dir FOLDER [--device N] "
                "[--backends hardware_device,hardware,gpu_hybrid] [--batches 32,128,256] [--passes 7] "
                "[--warmup 2] [--no-pipeline on|off|both] [--plain on|off] [--limit N] [--repeat K] [--decoders 1,2] "
-               "[--json FILE]\n",
+               "[--mix BACKEND:BATCH,...]... [--mix-priority] [--settle 1] [--seconds 3] [--json FILE]\n",
                why.c_str());
   std::exit(2);
 }
@@ -140,6 +157,14 @@ Args parse_args(int argc, char** argv) {
       a.limit = static_cast<std::size_t>(to_int(value(), "limit"));
     } else if (k == "--json") {
       a.json = value();
+    } else if (k == "--mix") {
+      a.mixes.push_back(value());
+    } else if (k == "--mix-priority") {
+      a.mix_priority = true;
+    } else if (k == "--settle") {
+      a.settle_s = std::stod(value());
+    } else if (k == "--seconds") {
+      a.seconds = std::stod(value());
     } else {
       usage("unknown argument " + k);
     }
@@ -455,6 +480,211 @@ Result bench_plain(const Args& a, const std::vector<std::vector<std::uint8_t>>& 
   return r;
 }
 
+// --mix: decoders of different backends at once (see the header comment).
+struct MixLane {
+  kn::JpegBackend backend{};
+  int batch = 0;
+  std::string error;       // why it did not run
+  double img_per_s = 0;    // images whose call finished inside the window / window
+  double cpu_ms_per_img = 0;  // the lane's thread CPU time inside the window per image
+  int failed = 0;
+};
+struct MixResult {
+  std::string spec;
+  std::vector<MixLane> lanes;
+  double total_img_per_s = 0;
+  double process_cores = 0;  // process CPU seconds per second over the window
+  std::string error;
+};
+
+std::vector<MixLane> parse_mix(const std::string& spec) {
+  std::vector<MixLane> v;
+  for (const std::string& item : split(spec)) {
+    const auto colon = item.find(':');
+    if (colon == std::string::npos) usage("--mix takes BACKEND:BATCH items, not " + item);
+    MixLane l;
+    const auto b = kn::parse_jpeg_backend(item.substr(0, colon));
+    if (!b) usage("unknown backend in --mix: " + item);
+    l.backend = *b;
+    l.batch = to_int(item.substr(colon + 1), "mix batch");
+    if (l.batch < 1) usage("--mix batch sizes must be >= 1");
+    v.push_back(l);
+  }
+  if (v.empty()) usage("--mix needs at least one BACKEND:BATCH");
+  return v;
+}
+
+double cpu_seconds(clockid_t id) {
+  timespec t{};
+  clock_gettime(id, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+MixResult bench_mix(const Args& a, const std::string& spec, const std::vector<std::vector<std::uint8_t>>& files) {
+  MixResult res;
+  res.spec = spec;
+  res.lanes = parse_mix(spec);
+  const std::size_t k = res.lanes.size();
+  struct State {
+    std::unique_ptr<kn::GpuJpegDecoder> dec;
+    cudaStream_t stream = nullptr;
+    std::unique_ptr<Bitstreams> in;
+    std::unique_ptr<Outputs> out;
+    std::vector<const std::uint8_t*> ptrs;  // the accepted files, then the first `batch` again (wrap)
+    std::vector<std::size_t> sizes;
+    std::vector<kn::JpegInfo> infos;
+    std::vector<kn::DecodedFrame> frames;
+    std::vector<int> status;
+    std::vector<cudaEvent_t> events;  // one per call, recorded after it
+    std::vector<int> call_images;
+    std::vector<double> call_begun_s;  // host time the call began, from the row's start
+    double cpu0 = 0, cpu1 = 0;       // thread CPU time at the window's start and end
+    bool cpu0_set = false;
+    std::exception_ptr error;
+    ~State() {
+      for (cudaEvent_t e : events) (void)cudaEventDestroy(e);
+      if (stream != nullptr) (void)cudaStreamDestroy(stream);
+    }
+  };
+  std::vector<std::unique_ptr<State>> st;
+  for (std::size_t i = 0; i < k; ++i) {
+    MixLane& l = res.lanes[i];
+    auto s = std::make_unique<State>();
+    try {
+      kn::GpuJpegOptions o;
+      o.backend = l.backend;
+      o.allow_host_input_fallback = false;
+      o.hw_no_pipeline = false;
+      s->dec = std::make_unique<kn::GpuJpegDecoder>(a.device, o);
+    } catch (const std::exception& e) {
+      l.error = e.what();
+      res.error = std::string(kn::to_string(l.backend)) + ": " + e.what();
+      return res;
+    }
+    int least = 0, greatest = 0;
+    cuda_check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+    const int priority = !a.mix_priority ? 0 : (i == 0 ? greatest : least);
+    cuda_check(cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, priority), "cudaStreamCreate");
+    std::vector<const std::vector<std::uint8_t>*> used;
+    int max_w = 1, max_h = 1;
+    for (const auto& f : files) {
+      const kn::JpegInfo info = s->dec->parse(f.data(), f.size());
+      if (!info.valid || !info.batch_supported) continue;
+      used.push_back(&f);
+      s->infos.push_back(info);
+      max_w = std::max(max_w, info.width);
+      max_h = std::max(max_h, info.height);
+    }
+    if (used.empty()) {
+      res.error = std::string(kn::to_string(l.backend)) + ": no file is batch-supported";
+      return res;
+    }
+    s->in = std::make_unique<Bitstreams>(used, s->dec->input_on_device());
+    const std::size_t n = used.size();
+    const auto b = static_cast<std::size_t>(l.batch);
+    for (std::size_t j = 0; j < n + b; ++j) {
+      s->ptrs.push_back(s->in->ptrs[j % n]);
+      s->sizes.push_back(s->in->sizes[j % n]);
+    }
+    for (std::size_t j = 0; j < b; ++j) s->infos.push_back(s->infos[j % n]);
+    s->out = std::make_unique<Outputs>(l.batch, max_w, max_h);
+    s->frames.resize(b);
+    s->status.resize(b);
+    try {
+      (void)s->dec->preallocate(l.batch, max_w, max_h);
+    } catch (const std::exception& e) {
+      std::printf("%s: preallocate failed: %s\n", spec.c_str(), e.what());
+    }
+    st.push_back(std::move(s));
+  }
+  // Each lane starts at another place in the file list.
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> ready{0};
+  std::atomic<bool> go{false};
+  cudaEvent_t origin = nullptr;
+  cuda_check(cudaEventCreate(&origin), "cudaEventCreate");
+  const double window_begin = a.settle_s, window_end = a.settle_s + a.seconds;
+  Clock::time_point t0{};
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < k; ++i)
+    threads.emplace_back([&, i] {
+      State& s = *st[i];
+      const int b = res.lanes[i].batch;
+      const std::size_t n = s.ptrs.size() - static_cast<std::size_t>(b);
+      std::size_t first = i * n / k;
+      try {
+        ++ready;
+        while (!go.load()) std::this_thread::yield();
+        for (;;) {
+          const double now = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (!s.cpu0_set && now >= window_begin) {
+            s.cpu0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+            s.cpu0_set = true;
+          }
+          if (now >= window_end || stop.load()) break;
+          for (int j = 0; j < b; ++j)
+            s.frames[static_cast<std::size_t>(j)] = {s.out->slot(j), s.out->pitch, s.infos[first + j].width,
+                                                     s.infos[first + j].height};
+          const int ok = s.dec->decode_batch(s.ptrs.data() + first, s.sizes.data() + first, b, s.frames.data(),
+                                             s.status.data(), s.stream);
+          res.lanes[i].failed += b - ok;
+          cudaEvent_t e = nullptr;
+          cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+          cuda_check(cudaEventRecord(e, s.stream), "cudaEventRecord");
+          s.events.push_back(e);
+          s.call_images.push_back(b);
+          s.call_begun_s.push_back(now);
+          first = (first + static_cast<std::size_t>(b)) % n;
+        }
+        s.cpu1 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+        cuda_check(cudaStreamSynchronize(s.stream), "stream synchronise");
+      } catch (...) {
+        s.error = std::current_exception();
+        stop = true;
+      }
+    });
+  while (ready.load() < k) std::this_thread::yield();
+  cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  cuda_check(cudaEventRecord(origin, nullptr), "cudaEventRecord");
+  cuda_check(cudaEventSynchronize(origin), "cudaEventSynchronize");
+  t0 = Clock::now();
+  go = true;
+  // The process's CPU time over the window (the main thread only sleeps).
+  std::this_thread::sleep_for(std::chrono::duration<double>(window_begin));
+  const double proc0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+  const auto w0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(a.seconds));
+  const double proc1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+  const double wall = std::chrono::duration<double>(Clock::now() - w0).count();
+  for (auto& t : threads) t.join();
+  res.process_cores = (proc1 - proc0) / wall;
+  for (std::size_t i = 0; i < k; ++i) {
+    State& s = *st[i];
+    if (s.error) {
+      try {
+        std::rethrow_exception(s.error);
+      } catch (const std::exception& e) {
+        res.error = e.what();
+      }
+      break;
+    }
+    // GPU completion time of each call, in seconds from `origin` (the GPU
+    // time line starts with the host's t0 up to the launch latency).
+    long images = 0;
+    for (std::size_t c = 0; c < s.events.size(); ++c) {
+      float ms = 0;
+      cuda_check(cudaEventElapsedTime(&ms, origin, s.events[c]), "cudaEventElapsedTime");
+      const double done = ms / 1000.0;
+      if (done >= window_begin && done < window_end) images += s.call_images[c];
+    }
+    res.lanes[i].img_per_s = static_cast<double>(images) / a.seconds;
+    res.lanes[i].cpu_ms_per_img = images > 0 ? (s.cpu1 - s.cpu0) * 1000.0 / static_cast<double>(images) : 0;
+    res.total_img_per_s += res.lanes[i].img_per_s;
+  }
+  (void)cudaEventDestroy(origin);
+  return res;
+}
+
 std::string json_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -501,6 +731,25 @@ int main(int argc, char** argv) {
 
   cudaStream_t stream = nullptr;
   cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  if (!a.mixes.empty()) {
+    std::printf("\nmixes: each decoder on a thread of its own, %.1f s settle, %.1f s measured%s\n", a.settle_s,
+                a.seconds, a.mix_priority ? "; the first on the greatest stream priority" : "");
+    std::printf("%-48s %-16s %6s %9s %12s %7s\n", "mix", "decoder", "batch", "img/s", "cpu ms/img", "failed");
+    for (const std::string& spec : a.mixes) {
+      const MixResult m = bench_mix(a, spec, files);
+      if (!m.error.empty()) {
+        std::printf("%-48s unavailable: %s\n", spec.c_str(), m.error.c_str());
+        continue;
+      }
+      for (const MixLane& l : m.lanes)
+        std::printf("%-48s %-16s %6d %9.0f %12.3f %7d\n", spec.c_str(), std::string(kn::to_string(l.backend)).c_str(),
+                    l.batch, l.img_per_s, l.cpu_ms_per_img, l.failed);
+      std::printf("%-48s %-16s %6s %9.0f   process %.2f cores\n", spec.c_str(), "total", "", m.total_img_per_s,
+                  m.process_cores);
+    }
+    cuda_check(cudaStreamDestroy(stream), "cudaStreamDestroy");
+    return 0;
+  }
   std::vector<Result> results;
   for (kn::JpegBackend b : a.backends)
     for (bool np : a.no_pipeline) {

@@ -148,6 +148,11 @@ void RouteSteering::set_cycle(int cycle_batches, int batch_size, int free_batche
   batch_size_ = batch_size;
 }
 
+void RouteSteering::set_cpu_util(double u) {
+  std::lock_guard lk(m_);
+  cpu_util_ = std::clamp(u, 0.05, 1.0);
+}
+
 bool RouteSteering::take_gpu(std::uint64_t seq) {
   std::unique_lock lk(m_);
   if (cycle_batches_ <= 0) {
@@ -174,7 +179,11 @@ void RouteSteering::update(const SteeringSample& now) {
   const double dt = now.wall_s - was.wall_s;
   // Too little in this window to judge the engines (16 of their images, 20 ms).
   if (dg < 16 || dgs <= 0 || dt < 0.02) return;
-  if (dc >= 16 && dcs > 0) d_ = dcs / dc;  // the CPU route's cost, when it ran enough
+  // The CPU route's cost: this window's when it ran enough, else the run's.
+  if (dc >= 16 && dcs > 0)
+    d_ = dcs / dc;
+  else if (now.cpu_images >= 16 && now.cpu_s > 0)
+    d_ = now.cpu_s / static_cast<double>(now.cpu_images);
   const double G = dg / dgs;
   const double o = dn > 0 && dos > 0 ? dos / dn : 0.0;
   // How busy the engine threads were, and how fast the engines went: the
@@ -200,7 +209,7 @@ void RouteSteering::update(const SteeringSample& now) {
   } else {
     // Damped: half-way to the model's balance each window, and never quite 0
     // or 1, so that both rates keep being measured.
-    const double balance = G * (o + d_) / (cpu_threads_ + G * d_);
+    const double balance = G * (o + d_) / (cpu_util_ * cpu_threads_ + G * d_);
     share_ = std::clamp(0.5 * share_ + 0.5 * balance, kLeastShare, kMostShare);
   }
   history_.push_back(share_);

@@ -69,6 +69,11 @@ std::string gpu_route_refusal(const JpegLayout& j);
 // kEnginesSlowed of the best window's rate while the CPU route decoded, every
 // GPU-able JPEG goes to the engines for kHoldS; then the CPU route is tried
 // again (kProbeStep below 1 until its cost is measured, then the model).
+// The model aims the threads at a load u below 1 (kCpuUtil):
+//   s = G (o + d) / (u N + G d).
+// d is the last window's when it decoded 16 CPU-route images, else the
+// run's so far: near the top a window holds only a few (at 0.95, ~6), and
+// the share then stayed at the first try all run (H200, W1).
 // Thread-safe.
 struct SteeringSample {
   std::uint64_t cpu_images = 0;  // decoded by the CPU route
@@ -105,6 +110,10 @@ class RouteSteering {
   static constexpr double kCycleEnginesSlowed = 0.9;
   static constexpr double kCycleHoldS = 0.25;
   static constexpr double kMostShare = 0.98, kLeastShare = 0.02;
+  // The CPU threads' load the balance aims at (1: both routes run out
+  // together). Below 1 the CPU route keeps slack for the engines' next call:
+  // a CPU-route image late by a few ms holds its batch and the call.
+  static constexpr double kCpuUtil = 0.85;
   // Whether the next GPU-able JPEG goes to the GPU (a deterministic
   // error-diffusion sequence at the current share).
   bool take_gpu();
@@ -114,6 +123,8 @@ class RouteSteering {
   // decoding them delays no call: the call waits for its last batches.
   bool take_gpu(std::uint64_t seq);
   void set_cycle(int cycle_batches, int batch_size, int free_batches = 2);
+  // The CPU threads' load to aim at (0 < u <= 1; default kCpuUtil).
+  void set_cpu_util(double u);
   // Cumulative measurements of the window since the last update that judged
   // one (it needs 16 engine-decoded images and 20 ms): the share goes to 1
   // (held) or half-way to the model's balance, as above.
@@ -132,6 +143,7 @@ class RouteSteering {
   double share_;
   double best_g_ = 0;       // the engines' fastest rate in a window so far
   double d_ = 0;            // the CPU route's thread-seconds an image, last measured (0: not yet)
+  double cpu_util_ = kCpuUtil;
   double hold_until_ = -1;  // wall_s until which every GPU-able JPEG goes to the engines
   double acc_ = 0;
   int cycle_batches_ = 0, batch_size_ = 0, free_batches_ = 2;

@@ -35,6 +35,12 @@ Knobs read_knobs() {
       throw Error("IMGPIPE_ROUTE='" + std::string(s) + "': expected early, early:N or spread");
     }
   }
+  if (const char* v = env("IMGPIPE_CPU_UTIL")) {
+    char* end = nullptr;
+    k.cpu_util = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !(k.cpu_util >= 0.3 && k.cpu_util <= 1))
+      throw Error(std::string("IMGPIPE_CPU_UTIL='") + v + "': expected a load 0.3..1");
+  }
   if (const char* v = env("IMGPIPE_TRACE_CALLS")) k.trace_calls = v;
   return k;
 }

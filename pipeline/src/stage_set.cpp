@@ -41,6 +41,7 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
   if (has_videos) sample_unit = static_cast<std::size_t>(videos) == inputs.items.size() ? "frames" : "samples";
   if (!plan.gpu_decode) return;
   if (plan.gpu_decode_adaptive && tuning::knobs().fixed_share >= 0) steering.fix(tuning::knobs().fixed_share);
+  if (tuning::knobs().cpu_util > 0) steering.set_cpu_util(tuning::knobs().cpu_util);
   stages::ProbeLimits limits;
   limits.wait_for_engines = !plan.gpu_decode_adaptive;
   limits.accept_truncated = cfg.decode.accept_truncated;

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -148,6 +149,7 @@ TEST_CASE("probe: the steering sends its share to the GPU and moves it toward th
   CHECK(gpu == 100);  // not adaptive: every GPU-able JPEG
 
   RouteSteering s(true, 0.5, 4);
+  s.set_cpu_util(1.0);  // the plain balance, both routes running out together
   gpu = 0;
   for (int i = 0; i < 100; ++i) gpu += s.take_gpu();
   CHECK(gpu == 50);
@@ -179,6 +181,7 @@ TEST_CASE("probe: engines that starve or slow down get every JPEG for a while, t
   // The rates of the first case above (balance 0.75), but the engine thread
   // was in calls 0.6 s of the second: the engines waited for their batches.
   RouteSteering s(true, 0.5, 4);
+  s.set_cpu_util(1.0);
   s.update({100, 1.0, 1200, 1.0, 1300, 0.0, 1.0, 0.6});
   CHECK(s.share() == 1.0);
   // Busy again half a second later: still held (kHoldS).
@@ -198,6 +201,7 @@ TEST_CASE("probe: engines that starve or slow down get every JPEG for a while, t
   // Busy, but slower while the CPU route decodes (it slows the engine
   // thread): 1000 images in the second's calls after 1200.
   RouteSteering slow(true, 0.5, 4);
+  slow.set_cpu_util(1.0);
   slow.update({100, 1.0, 1200, 1.0, 1300, 0.0, 1.0, 1.0});
   CHECK(slow.share() == doctest::Approx(0.625));
   slow.update({200, 2.0, 2200, 2.0, 2300, 0.0, 2.0, 2.0});
@@ -213,6 +217,35 @@ TEST_CASE("probe: engines that starve or slow down get every JPEG for a while, t
   CHECK(first.share() == doctest::Approx(1.0 - RouteSteering::kProbeStep));
   first.update({60, 0.6, 3400, 3.0, 3460, 0.0, 3.0, 3.0});
   CHECK(first.share() == 1.0);
+}
+
+TEST_CASE("probe: the steering aims the CPU threads at a load below full, from the run's cost when windows are short") {
+  using imgpipe::stages::SteeringSample;
+  // H200-like rates: engines 5750 img/s in calls, 15 threads, a CPU-route
+  // image 11 ms, 0.2 ms of other work a sample. Windows of 25 ms (one call)
+  // at share 0.95 hold ~7 CPU-route images: fewer than a window's 16.
+  const double G = 5750, N = 15, o = 0.0002, d = 0.011;
+  for (const double u : {1.0, RouteSteering::kCpuUtil, 0.6}) {
+    CAPTURE(u);
+    RouteSteering st(true, 1.0, static_cast<int>(N));
+    if (u != RouteSteering::kCpuUtil) st.set_cpu_util(u);
+    double t = 0, cpu = 0, gpu = 0, samples = 0;
+    for (int k = 0; k < 200; ++k) {
+      const double s = st.share();
+      const double T = G / s;  // the engines limit; the threads keep up
+      t += 0.025;
+      gpu += G * 0.025;
+      cpu += T * (1 - s) * 0.025;
+      samples += T * 0.025;
+      // Whole images only, as the counters hold.
+      st.update({static_cast<std::uint64_t>(cpu), std::floor(cpu) * d, static_cast<std::uint64_t>(gpu), gpu / G,
+                 static_cast<std::uint64_t>(samples), std::floor(samples) * o, t, gpu / G});
+    }
+    const double s = st.share();
+    // Settled where the threads' load is u: T (o + (1 - s) d) = u N.
+    CHECK(G / s * (o + (1 - s) * d) == doctest::Approx(u * N).epsilon(0.02));
+    CHECK(s < 1.0 - RouteSteering::kProbeStep);  // it left the first try
+  }
 }
 
 TEST_CASE("probe: a meter counts the engine calls in progress") {
@@ -243,6 +276,7 @@ TEST_CASE("probe: the steered balance is the share that gives the most throughpu
       if (throughput(s) > best_t) best_t = throughput(s), best = s;
     // One window of steady state from these rates, repeated until settled.
     RouteSteering st(true, 0.5, static_cast<int>(r.N));
+    st.set_cpu_util(1.0);
     for (int k = 1; k <= 40; ++k) {
       const double t = k;  // seconds
       const double cpu = 1000.0 * k, gpu = r.G * t;
