@@ -137,6 +137,8 @@ TEST_CASE("nvjpeg: status names") {
   CHECK(std::string(nvj::status_name(1234)) == "NVJPEG_STATUS_<unknown>");
   CHECK(kn::parse_jpeg_backend("hardware_device") == kn::JpegBackend::hardware_device);
   CHECK(kn::parse_jpeg_backend("gpu_hybrid") == kn::JpegBackend::gpu_hybrid);
+  CHECK(kn::parse_jpeg_backend("gpu_hybrid_device") == kn::JpegBackend::gpu_hybrid_device);
+  CHECK(kn::to_string(kn::JpegBackend::gpu_hybrid_device) == "gpu_hybrid_device");
   CHECK_FALSE(kn::parse_jpeg_backend("hybrid").has_value());
 }
 
@@ -173,7 +175,8 @@ TEST_CASE("nvjpeg decoder: without a GPU or libnvjpeg it reports why and does no
   std::string why;
   CHECK_FALSE(kn::GpuJpegDecoder::probe(0, &why).has_value());
   CHECK_FALSE(why.empty());
-  for (kn::JpegBackend b : {kn::JpegBackend::hardware_device, kn::JpegBackend::hardware, kn::JpegBackend::gpu_hybrid}) {
+  for (kn::JpegBackend b : {kn::JpegBackend::hardware_device, kn::JpegBackend::hardware, kn::JpegBackend::gpu_hybrid,
+                            kn::JpegBackend::gpu_hybrid_device}) {
     kn::GpuJpegOptions o;
     o.backend = b;
     try {
@@ -468,7 +471,10 @@ Inputs inputs_for(const kn::GpuJpegDecoder& dec, const std::vector<const std::ve
   return in;
 }
 
-// The backends to run: gpu_hybrid always; the hardware ones where probe()
+// The JPEG engines' backends (the others decode on the SMs).
+bool engines(kn::JpegBackend b) { return b == kn::JpegBackend::hardware_device || b == kn::JpegBackend::hardware; }
+
+// The backends to run: the SMs' always; the hardware ones where probe()
 // finds engines (or fail, under IMGPIPE_TEST_REQUIRE_NVJPEG_HW=1).
 std::vector<kn::JpegBackend> test_backends() {
   std::vector<kn::JpegBackend> v;
@@ -484,6 +490,7 @@ std::vector<kn::JpegBackend> test_backends() {
     MESSAGE("hardware backends not tested: " << why);
   }
   v.push_back(kn::JpegBackend::gpu_hybrid);
+  v.push_back(kn::JpegBackend::gpu_hybrid_device);
   return v;
 }
 
@@ -512,7 +519,7 @@ struct CountingAllocator {
 
 std::string label(const kn::GpuJpegDecoder& d, const kn::GpuJpegOptions& o) {
   std::string s(kn::to_string(d.backend()));
-  if (d.backend() != kn::JpegBackend::gpu_hybrid) s += o.hw_no_pipeline ? " (no pipeline)" : " (pipelined)";
+  if (engines(d.backend())) s += o.hw_no_pipeline ? " (no pipeline)" : " (pipelined)";
   return s;
 }
 
@@ -570,12 +577,12 @@ TEST_CASE("nvjpeg decoder: parse reads headers, from many threads at once") {
       CHECK(info.components == s.components);
       CHECK(info.subsampling == s.css);
       CHECK(info.progressive == s.progressive);
-      if (dec.backend() != kn::JpegBackend::gpu_hybrid) {
+      if (engines(dec.backend())) {
         const bool hw_takes = !s.progressive && s.css != kn::ChromaSubsampling::css411;
         CHECK_MESSAGE(info.batch_supported == hw_takes,
                       s.name << ": nvjpegDecodeBatchedSupported says " << info.batch_supported);
       } else {
-        MESSAGE("gpu_hybrid batch_supported for " << s.name << ": " << info.batch_supported);
+        MESSAGE(kn::to_string(dec.backend()) << " batch_supported for " << s.name << ": " << info.batch_supported);
       }
     }
     // Damaged headers are reported, not thrown.
@@ -620,7 +627,7 @@ TEST_CASE("nvjpeg decoder: a batch of baseline JPEGs matches OpenCV's decode") {
   Stream stream;
   for (kn::JpegBackend b : test_backends()) {
     for (bool no_pipeline : {true, false}) {
-      if (b == kn::JpegBackend::gpu_hybrid && !no_pipeline) continue;  // a flag of the engines only
+      if (!engines(b) && !no_pipeline) continue;  // a flag of the engines only
       const std::string asked(kn::to_string(b));
       CAPTURE(asked);
       CAPTURE(no_pipeline);
@@ -651,7 +658,7 @@ TEST_CASE("nvjpeg decoder: a batch of baseline JPEGs matches OpenCV's decode") {
           max_w = std::max(max_w, s.width);
           max_h = std::max(max_h, s.height);
         }
-        if (dec.backend() != kn::JpegBackend::gpu_hybrid) CHECK(batch.size() == samples.size());
+        if (engines(dec.backend())) CHECK(batch.size() == samples.size());
         REQUIRE(batch.size() >= 2);
         try {
           const bool pre = dec.preallocate(static_cast<int>(batch.size()), max_w, max_h);
@@ -703,7 +710,7 @@ TEST_CASE("nvjpeg decoder: a batch of baseline JPEGs matches OpenCV's decode") {
                      << pinned_alloc.allocations.load() << " pinned buffers through the given allocators");
         // GPU_HYBRID's buffers are device memory; the engines' may not pass
         // through the allocators at all (printed above).
-        if (dec.backend() == kn::JpegBackend::gpu_hybrid) CHECK(dev_alloc.allocations.load() > 0);
+        if (!engines(dec.backend())) CHECK(dev_alloc.allocations.load() > 0);
       }
       // The decoder gave back everything it took.
       CHECK(dev_alloc.live.load() == 0);
@@ -735,7 +742,7 @@ TEST_CASE("nvjpeg decoder: a damaged JPEG inside a batch fails alone, the next b
   std::vector<std::pair<kn::JpegBackend, bool>> decoders;
   for (kn::JpegBackend b : test_backends()) {
     decoders.emplace_back(b, true);
-    if (b != kn::JpegBackend::gpu_hybrid) decoders.emplace_back(b, false);
+    if (engines(b)) decoders.emplace_back(b, false);
   }
   for (const auto& [b, no_pipeline] : decoders) {
     const std::string asked(kn::to_string(b));
@@ -746,7 +753,7 @@ TEST_CASE("nvjpeg decoder: a damaged JPEG inside a batch fails alone, the next b
     o.hw_no_pipeline = no_pipeline;
     kn::GpuJpegDecoder dec(0, o);
     const std::string name = label(dec, o);
-    const bool hw = dec.backend() != kn::JpegBackend::gpu_hybrid;
+    const bool hw = engines(dec.backend());
 
     struct Bad {
       const char* what;

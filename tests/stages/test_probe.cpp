@@ -370,6 +370,7 @@ TEST_CASE("probe: with a cycle only a clear starving holds, and for a quarter se
   CHECK(spread.share() == 1.0);
   RouteSteering early(true, 0.5, 4);
   early.set_cycle(5, 32, 2);
+  early.set_cpu_util(1.0);
   early.update({100, 1.0, 1200, 1.0, 1300, 0.0, 1.0, 0.85});
   CHECK(early.share() == doctest::Approx(0.625));
   // 70%: held, until 0.25 s later.
