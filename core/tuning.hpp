@@ -9,9 +9,6 @@
 //   IMGPIPE_CPU_UTIL=U         decode.where auto: the steering's target for the
 //                              CPU threads' load (0.3..1; 1: the balance where
 //                              both routes run out together)
-//   IMGPIPE_JPEG_BACKEND=B     GPU decode with nvJPEG backend B: hardware_device
-//                              (the JPEG engines, the default) or
-//                              gpu_hybrid_device (Huffman on the SMs)
 //   IMGPIPE_TRACE_CALLS=FILE   each run with GPU decode appends a JSON line to
 //                              FILE: its engine calls (queued, begun, ended
 //                              in us, JPEGs) and the batches' arrivals at the
@@ -26,7 +23,6 @@ struct Knobs {
   double fixed_share = -1;  // < 0: steered
   int free_batches = 2;     // 0: spread; else early routing with this many batches free of CPU-route JPEGs
   double cpu_util = -1;     // < 0: the steering's default
-  std::string jpeg_backend;  // empty: hardware_device
   std::string trace_calls;  // empty: no trace
 };
 

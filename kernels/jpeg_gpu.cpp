@@ -10,14 +10,12 @@ std::string_view to_string(JpegBackend b) noexcept {
     case JpegBackend::hardware_device: return "hardware_device";
     case JpegBackend::hardware: return "hardware";
     case JpegBackend::gpu_hybrid: return "gpu_hybrid";
-    case JpegBackend::gpu_hybrid_device: return "gpu_hybrid_device";
   }
   return "?";
 }
 
 std::optional<JpegBackend> parse_jpeg_backend(std::string_view s) noexcept {
-  for (JpegBackend b : {JpegBackend::hardware_device, JpegBackend::hardware, JpegBackend::gpu_hybrid,
-                        JpegBackend::gpu_hybrid_device})
+  for (JpegBackend b : {JpegBackend::hardware_device, JpegBackend::hardware, JpegBackend::gpu_hybrid})
     if (s == to_string(b)) return b;
   return std::nullopt;
 }
@@ -193,7 +191,7 @@ struct GpuJpegDecoder::Impl {
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
   }
 
-  bool hardware() const { return backend == JpegBackend::hardware_device || backend == JpegBackend::hardware; }
+  bool hardware() const { return backend != JpegBackend::gpu_hybrid; }
 
   ~Impl() {
     // Never throws: a destructor. The device must be current for nvJPEG to
@@ -362,7 +360,6 @@ GpuJpegDecoder::GpuJpegDecoder(int device, const GpuJpegOptions& options) : impl
       break;
     case JpegBackend::hardware: s = create(nvj::NVJPEG_BACKEND_HARDWARE); break;
     case JpegBackend::gpu_hybrid: s = create(nvj::NVJPEG_BACKEND_GPU_HYBRID); break;
-    case JpegBackend::gpu_hybrid_device: s = create(nvj::NVJPEG_BACKEND_GPU_HYBRID_DEVICE); break;
   }
   if (s != nvj::NVJPEG_STATUS_SUCCESS) {
     m.handle = nullptr;
@@ -380,8 +377,8 @@ GpuJpegDecoder::GpuJpegDecoder(int device, const GpuJpegOptions& options) : impl
   // What probe() reports, from this decoder's own handle (no second handle).
   m.info.library = api.library;
   for (int i = 0; i < 3; ++i) m.info.version[i] = api.version[i];
-  m.info.device_input = m.backend == JpegBackend::hardware_device || m.backend == JpegBackend::gpu_hybrid_device;
-  if (m.hardware() &&
+  m.info.device_input = m.backend == JpegBackend::hardware_device;
+  if (m.backend != JpegBackend::gpu_hybrid &&
       api.nvjpegGetHardwareDecoderInfo(m.handle, &m.info.engines, &m.info.cores_per_engine) != nvj::NVJPEG_STATUS_SUCCESS)
     m.info.engines = m.info.cores_per_engine = 0;
 }
@@ -392,9 +389,7 @@ const JpegHardwareInfo& GpuJpegDecoder::hardware_info() const noexcept { return 
 
 int GpuJpegDecoder::device() const noexcept { return impl_->device; }
 JpegBackend GpuJpegDecoder::backend() const noexcept { return impl_->backend; }
-bool GpuJpegDecoder::input_on_device() const noexcept {
-  return impl_->backend == JpegBackend::hardware_device || impl_->backend == JpegBackend::gpu_hybrid_device;
-}
+bool GpuJpegDecoder::input_on_device() const noexcept { return impl_->backend == JpegBackend::hardware_device; }
 
 void GpuJpegDecoder::release_stream() noexcept {
   Impl& m = *impl_;

@@ -29,10 +29,9 @@ enum class JpegBackend : std::uint8_t {
   hardware_device,  // JPEG engines, bitstreams in device memory (NVJPEG_BACKEND_HARDWARE_DEVICE)
   hardware,         // JPEG engines, bitstreams in host memory (NVJPEG_BACKEND_HARDWARE)
   gpu_hybrid,       // Huffman on the SMs, bitstreams in host memory (NVJPEG_BACKEND_GPU_HYBRID)
-  gpu_hybrid_device,  // Huffman on the SMs, bitstreams in device memory (NVJPEG_BACKEND_GPU_HYBRID_DEVICE)
 };
 std::string_view to_string(JpegBackend b) noexcept;
-// "hardware_device" | "hardware" | "gpu_hybrid" | "gpu_hybrid_device"; nullopt otherwise.
+// "hardware_device" | "hardware" | "gpu_hybrid"; nullopt otherwise.
 std::optional<JpegBackend> parse_jpeg_backend(std::string_view s) noexcept;
 
 // The JPEG's chroma subsampling, as nvJPEG classifies it.

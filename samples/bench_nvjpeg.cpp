@@ -10,7 +10,7 @@
 // after --warmup untimed ones. img/s = files per pass / median pass time.
 //
 // Usage: imgpipe_bench_nvjpeg --dir FOLDER [--device 0]
-//        [--backends hardware_device,hardware,gpu_hybrid,gpu_hybrid_device] [--batches 32,128,256]
+//        [--backends hardware_device,hardware,gpu_hybrid] [--batches 32,128,256]
 //        [--passes 7] [--warmup 2] [--no-pipeline on|off|both] [--plain on|off]
 //        [--limit N] [--repeat K] [--decoders 1,2] [--json FILE]
 // (--decoders K: K decoders, each with its own nvJPEG state, stream and

@@ -41,12 +41,6 @@ Knobs read_knobs() {
     if (end == v || *end != '\0' || !(k.cpu_util >= 0.3 && k.cpu_util <= 1))
       throw Error(std::string("IMGPIPE_CPU_UTIL='") + v + "': expected a load 0.3..1");
   }
-  if (const char* v = env("IMGPIPE_JPEG_BACKEND")) {
-    const std::string_view b(v);
-    if (b != "hardware_device" && b != "gpu_hybrid_device")
-      throw Error("IMGPIPE_JPEG_BACKEND='" + std::string(b) + "': expected hardware_device or gpu_hybrid_device");
-    k.jpeg_backend = b;
-  }
   if (const char* v = env("IMGPIPE_TRACE_CALLS")) k.trace_calls = v;
   return k;
 }

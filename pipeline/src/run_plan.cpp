@@ -131,11 +131,7 @@ void plan_group(RunPlan& p, const Config& cfg, bool pushed) {
   // (~0.87 on the H200): room for 1.5 times the batches a full share needs,
   // at most 8 (small batches make smaller calls rather than dozens more
   // slots: each is pinned and device memory made at start-up).
-  // Huffman on the SMs (IMGPIPE_JPEG_BACKEND=gpu_hybrid_device, a
-  // measurement) needs calls of thousands: an explicit decode.gpu_batch is
-  // then held whole, up to 128 batches.
-  const bool sms = tuning::knobs().jpeg_backend == "gpu_hybrid_device";
-  const int kMostHeld = sms && cfg.decode.gpu_batch > 0 ? 128 : 8;
+  constexpr int kMostHeld = 8;
   const int full = (g + cfg.batch.size - 1) / cfg.batch.size;
   p.gpu_group = g;
   p.gpu_group_held = std::min(kMostHeld, p.gpu_decode_adaptive ? full + (full + 1) / 2 : full);
@@ -217,9 +213,7 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
   l.held_batches = p.gpu_group > 0 ? (stages::GpuOps::kCallsAhead + 1) * p.gpu_group_held : 1;
   if (p.gpu_decode) {
     l.decode_bytes = checked_mul(p.max_decoded_frame + 256, static_cast<std::size_t>(cfg.batch.size), "batch.size");
-    l.jpeg.backend = tuning::knobs().jpeg_backend.empty()
-                         ? kernels::JpegBackend::hardware_device
-                         : kernels::parse_jpeg_backend(tuning::knobs().jpeg_backend).value();
+    l.jpeg.backend = kernels::JpegBackend::hardware_device;
     l.jpeg.allow_host_input_fallback = false;  // the bitstreams are in device memory
     l.jpeg.bgr = true;                         // as the CPU route's frames
     // The engines pipelined: 5362 against 5175 img/s at batch 32 on the H200

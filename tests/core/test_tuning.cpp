@@ -15,20 +15,18 @@ using imgpipe::test::ScopedEnv;
 TEST_CASE("tuning: the knobs from the environment") {
   {
     ScopedEnv a("IMGPIPE_GPU_SHARE", nullptr), b("IMGPIPE_ROUTE", nullptr), c("IMGPIPE_TRACE_CALLS", nullptr),
-        d("IMGPIPE_CPU_UTIL", nullptr), e("IMGPIPE_JPEG_BACKEND", nullptr);
+        d("IMGPIPE_CPU_UTIL", nullptr);
     const imgpipe::tuning::Knobs k = imgpipe::tuning::read_knobs();
     CHECK(k.fixed_share < 0);
     CHECK(k.cpu_util < 0);
-    CHECK(k.jpeg_backend.empty());
     CHECK(k.free_batches == 2);  // early routing by default
     CHECK(k.trace_calls.empty());
   }
   {
     ScopedEnv a("IMGPIPE_GPU_SHARE", "0.9"), b("IMGPIPE_ROUTE", "early:3"), c("IMGPIPE_TRACE_CALLS", "/tmp/t.jsonl"),
-        d("IMGPIPE_CPU_UTIL", "0.75"), e("IMGPIPE_JPEG_BACKEND", "gpu_hybrid_device");
+        d("IMGPIPE_CPU_UTIL", "0.75");
     const imgpipe::tuning::Knobs k = imgpipe::tuning::read_knobs();
     CHECK(k.fixed_share == doctest::Approx(0.9));
-    CHECK(k.jpeg_backend == "gpu_hybrid_device");
     CHECK(k.cpu_util == doctest::Approx(0.75));
     CHECK(k.free_batches == 3);
     CHECK(k.trace_calls == "/tmp/t.jsonl");
@@ -44,9 +42,7 @@ TEST_CASE("tuning: the knobs from the environment") {
                                                                                    {"IMGPIPE_ROUTE", "early:2x"},
                                                                                    {"IMGPIPE_CPU_UTIL", "0.2"},
                                                                                    {"IMGPIPE_CPU_UTIL", "1.1"},
-                                                                                   {"IMGPIPE_CPU_UTIL", "x"},
-                                                                                   {"IMGPIPE_JPEG_BACKEND", "hardware"},
-                                                                                   {"IMGPIPE_JPEG_BACKEND", "sms"}}) {
+                                                                                   {"IMGPIPE_CPU_UTIL", "x"}}) {
     CAPTURE(name);
     CAPTURE(value);
     ScopedEnv e(name, value);

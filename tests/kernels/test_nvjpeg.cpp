@@ -137,8 +137,6 @@ TEST_CASE("nvjpeg: status names") {
   CHECK(std::string(nvj::status_name(1234)) == "NVJPEG_STATUS_<unknown>");
   CHECK(kn::parse_jpeg_backend("hardware_device") == kn::JpegBackend::hardware_device);
   CHECK(kn::parse_jpeg_backend("gpu_hybrid") == kn::JpegBackend::gpu_hybrid);
-  CHECK(kn::parse_jpeg_backend("gpu_hybrid_device") == kn::JpegBackend::gpu_hybrid_device);
-  CHECK(kn::to_string(kn::JpegBackend::gpu_hybrid_device) == "gpu_hybrid_device");
   CHECK_FALSE(kn::parse_jpeg_backend("hybrid").has_value());
 }
 
@@ -175,8 +173,7 @@ TEST_CASE("nvjpeg decoder: without a GPU or libnvjpeg it reports why and does no
   std::string why;
   CHECK_FALSE(kn::GpuJpegDecoder::probe(0, &why).has_value());
   CHECK_FALSE(why.empty());
-  for (kn::JpegBackend b : {kn::JpegBackend::hardware_device, kn::JpegBackend::hardware, kn::JpegBackend::gpu_hybrid,
-                            kn::JpegBackend::gpu_hybrid_device}) {
+  for (kn::JpegBackend b : {kn::JpegBackend::hardware_device, kn::JpegBackend::hardware, kn::JpegBackend::gpu_hybrid}) {
     kn::GpuJpegOptions o;
     o.backend = b;
     try {
@@ -471,10 +468,7 @@ Inputs inputs_for(const kn::GpuJpegDecoder& dec, const std::vector<const std::ve
   return in;
 }
 
-// The JPEG engines' backends (the others decode on the SMs).
-bool engines(kn::JpegBackend b) { return b == kn::JpegBackend::hardware_device || b == kn::JpegBackend::hardware; }
-
-// The backends to run: the SMs' always; the hardware ones where probe()
+// The backends to run: gpu_hybrid always; the hardware ones where probe()
 // finds engines (or fail, under IMGPIPE_TEST_REQUIRE_NVJPEG_HW=1).
 std::vector<kn::JpegBackend> test_backends() {
   std::vector<kn::JpegBackend> v;
@@ -490,7 +484,6 @@ std::vector<kn::JpegBackend> test_backends() {
     MESSAGE("hardware backends not tested: " << why);
   }
   v.push_back(kn::JpegBackend::gpu_hybrid);
-  v.push_back(kn::JpegBackend::gpu_hybrid_device);
   return v;
 }
 
@@ -519,7 +512,7 @@ struct CountingAllocator {
 
 std::string label(const kn::GpuJpegDecoder& d, const kn::GpuJpegOptions& o) {
   std::string s(kn::to_string(d.backend()));
-  if (engines(d.backend())) s += o.hw_no_pipeline ? " (no pipeline)" : " (pipelined)";
+  if (d.backend() != kn::JpegBackend::gpu_hybrid) s += o.hw_no_pipeline ? " (no pipeline)" : " (pipelined)";
   return s;
 }
 
@@ -577,12 +570,12 @@ TEST_CASE("nvjpeg decoder: parse reads headers, from many threads at once") {
       CHECK(info.components == s.components);
       CHECK(info.subsampling == s.css);
       CHECK(info.progressive == s.progressive);
-      if (engines(dec.backend())) {
+      if (dec.backend() != kn::JpegBackend::gpu_hybrid) {
         const bool hw_takes = !s.progressive && s.css != kn::ChromaSubsampling::css411;
         CHECK_MESSAGE(info.batch_supported == hw_takes,
                       s.name << ": nvjpegDecodeBatchedSupported says " << info.batch_supported);
       } else {
-        MESSAGE(kn::to_string(dec.backend()) << " batch_supported for " << s.name << ": " << info.batch_supported);
+        MESSAGE("gpu_hybrid batch_supported for " << s.name << ": " << info.batch_supported);
       }
     }
     // Damaged headers are reported, not thrown.
@@ -627,7 +620,7 @@ TEST_CASE("nvjpeg decoder: a batch of baseline JPEGs matches OpenCV's decode") {
   Stream stream;
   for (kn::JpegBackend b : test_backends()) {
     for (bool no_pipeline : {true, false}) {
-      if (!engines(b) && !no_pipeline) continue;  // a flag of the engines only
+      if (b == kn::JpegBackend::gpu_hybrid && !no_pipeline) continue;  // a flag of the engines only
       const std::string asked(kn::to_string(b));
       CAPTURE(asked);
       CAPTURE(no_pipeline);
@@ -658,7 +651,7 @@ TEST_CASE("nvjpeg decoder: a batch of baseline JPEGs matches OpenCV's decode") {
           max_w = std::max(max_w, s.width);
           max_h = std::max(max_h, s.height);
         }
-        if (engines(dec.backend())) CHECK(batch.size() == samples.size());
+        if (dec.backend() != kn::JpegBackend::gpu_hybrid) CHECK(batch.size() == samples.size());
         REQUIRE(batch.size() >= 2);
         try {
           const bool pre = dec.preallocate(static_cast<int>(batch.size()), max_w, max_h);
@@ -710,7 +703,7 @@ TEST_CASE("nvjpeg decoder: a batch of baseline JPEGs matches OpenCV's decode") {
                      << pinned_alloc.allocations.load() << " pinned buffers through the given allocators");
         // GPU_HYBRID's buffers are device memory; the engines' may not pass
         // through the allocators at all (printed above).
-        if (!engines(dec.backend())) CHECK(dev_alloc.allocations.load() > 0);
+        if (dec.backend() == kn::JpegBackend::gpu_hybrid) CHECK(dev_alloc.allocations.load() > 0);
       }
       // The decoder gave back everything it took.
       CHECK(dev_alloc.live.load() == 0);
@@ -742,7 +735,7 @@ TEST_CASE("nvjpeg decoder: a damaged JPEG inside a batch fails alone, the next b
   std::vector<std::pair<kn::JpegBackend, bool>> decoders;
   for (kn::JpegBackend b : test_backends()) {
     decoders.emplace_back(b, true);
-    if (engines(b)) decoders.emplace_back(b, false);
+    if (b != kn::JpegBackend::gpu_hybrid) decoders.emplace_back(b, false);
   }
   for (const auto& [b, no_pipeline] : decoders) {
     const std::string asked(kn::to_string(b));
@@ -753,7 +746,7 @@ TEST_CASE("nvjpeg decoder: a damaged JPEG inside a batch fails alone, the next b
     o.hw_no_pipeline = no_pipeline;
     kn::GpuJpegDecoder dec(0, o);
     const std::string name = label(dec, o);
-    const bool hw = engines(dec.backend());
+    const bool hw = dec.backend() != kn::JpegBackend::gpu_hybrid;
 
     struct Bad {
       const char* what;
