@@ -537,7 +537,6 @@ MixResult bench_mix(const Args& a, const std::string& spec, const std::vector<st
     std::vector<int> status;
     std::vector<cudaEvent_t> events;  // one per call, recorded after it
     std::vector<int> call_images;
-    std::vector<double> call_begun_s;  // host time the call began, from the row's start
     double cpu0 = 0, cpu1 = 0;       // thread CPU time at the window's start and end
     bool cpu0_set = false;
     std::exception_ptr error;
@@ -633,7 +632,6 @@ MixResult bench_mix(const Args& a, const std::string& spec, const std::vector<st
           cuda_check(cudaEventRecord(e, s.stream), "cudaEventRecord");
           s.events.push_back(e);
           s.call_images.push_back(b);
-          s.call_begun_s.push_back(now);
           first = (first + static_cast<std::size_t>(b)) % n;
         }
         s.cpu1 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
