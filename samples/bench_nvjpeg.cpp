@@ -48,8 +48,6 @@
 #include <thread>
 #include <vector>
 
-#include <sys/resource.h>
-
 #include "kernels/jpeg_gpu.hpp"
 #include "kernels/nvjpeg_loader.hpp"
 
@@ -285,6 +283,27 @@ struct Lane {
   }
 };
 
+// The files `dec` parses (and takes in a batched call, when batched), their
+// headers and the largest frame among them.
+struct Accepted {
+  std::vector<const std::vector<std::uint8_t>*> files;
+  std::vector<kn::JpegInfo> infos;
+  int max_w = 1, max_h = 1;
+};
+Accepted accepted_files(const kn::GpuJpegDecoder& dec, const std::vector<std::vector<std::uint8_t>>& files,
+                        bool batched) {
+  Accepted acc;
+  for (const auto& f : files) {
+    const kn::JpegInfo info = dec.parse(f.data(), f.size());
+    if (!info.valid || (batched && !info.batch_supported)) continue;
+    acc.files.push_back(&f);
+    acc.infos.push_back(info);
+    acc.max_w = std::max(acc.max_w, info.width);
+    acc.max_h = std::max(acc.max_h, info.height);
+  }
+  return acc;
+}
+
 std::vector<Result> bench_backend(const Args& a, kn::JpegBackend backend, bool no_pipeline,
                                   const std::vector<std::vector<std::uint8_t>>& files) {
   std::vector<Result> results;
@@ -310,17 +329,7 @@ std::vector<Result> bench_backend(const Args& a, kn::JpegBackend backend, bool n
     return results;
   }
   kn::GpuJpegDecoder& first_dec = *lanes.front()->dec;
-  std::vector<const std::vector<std::uint8_t>*> used;
-  std::vector<kn::JpegInfo> infos;
-  int max_w = 1, max_h = 1;
-  for (const auto& f : files) {
-    const kn::JpegInfo info = first_dec.parse(f.data(), f.size());
-    if (!info.valid || !info.batch_supported) continue;
-    used.push_back(&f);
-    infos.push_back(info);
-    max_w = std::max(max_w, info.width);
-    max_h = std::max(max_h, info.height);
-  }
+  const auto [used, infos, max_w, max_h] = accepted_files(first_dec, files, true);
   if (used.empty()) {
     Result r;
     r.label = label;
@@ -437,22 +446,10 @@ Result bench_plain(const Args& a, const std::vector<std::vector<std::uint8_t>>& 
     return r;
   }
   // Dimensions from the batched decoder's parser (any backend).
-  std::vector<const std::vector<std::uint8_t>*> used;
-  std::vector<kn::JpegInfo> infos;
-  int max_w = 1, max_h = 1;
-  {
-    kn::GpuJpegOptions o;
-    o.backend = kn::JpegBackend::gpu_hybrid;
-    const kn::GpuJpegDecoder parser(a.device, o);
-    for (const auto& f : files) {
-      const kn::JpegInfo info = parser.parse(f.data(), f.size());
-      if (!info.valid) continue;
-      used.push_back(&f);
-      infos.push_back(info);
-      max_w = std::max(max_w, info.width);
-      max_h = std::max(max_h, info.height);
-    }
-  }
+  kn::GpuJpegOptions parser_options;
+  parser_options.backend = kn::JpegBackend::gpu_hybrid;
+  const auto [used, infos, max_w, max_h] =
+      accepted_files(kn::GpuJpegDecoder(a.device, parser_options), files, false);
   const int n = static_cast<int>(used.size());
   r.images = n;
   const Bitstreams in(used, false);
@@ -484,7 +481,6 @@ Result bench_plain(const Args& a, const std::vector<std::vector<std::uint8_t>>& 
 struct MixLane {
   kn::JpegBackend backend{};
   int batch = 0;
-  std::string error;       // why it did not run
   double img_per_s = 0;    // images whose call finished inside the window / window
   double cpu_ms_per_img = 0;  // the lane's thread CPU time inside the window per image
   int failed = 0;
@@ -556,7 +552,6 @@ MixResult bench_mix(const Args& a, const std::string& spec, const std::vector<st
       o.hw_no_pipeline = false;
       s->dec = std::make_unique<kn::GpuJpegDecoder>(a.device, o);
     } catch (const std::exception& e) {
-      l.error = e.what();
       res.error = std::string(kn::to_string(l.backend)) + ": " + e.what();
       return res;
     }
@@ -564,16 +559,10 @@ MixResult bench_mix(const Args& a, const std::string& spec, const std::vector<st
     cuda_check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
     const int priority = !a.mix_priority ? 0 : (i == 0 ? greatest : least);
     cuda_check(cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, priority), "cudaStreamCreate");
-    std::vector<const std::vector<std::uint8_t>*> used;
-    int max_w = 1, max_h = 1;
-    for (const auto& f : files) {
-      const kn::JpegInfo info = s->dec->parse(f.data(), f.size());
-      if (!info.valid || !info.batch_supported) continue;
-      used.push_back(&f);
-      s->infos.push_back(info);
-      max_w = std::max(max_w, info.width);
-      max_h = std::max(max_h, info.height);
-    }
+    const Accepted acc = accepted_files(*s->dec, files, true);
+    const auto& used = acc.files;
+    const int max_w = acc.max_w, max_h = acc.max_h;
+    s->infos = acc.infos;
     if (used.empty()) {
       res.error = std::string(kn::to_string(l.backend)) + ": no file is batch-supported";
       return res;

@@ -13,16 +13,21 @@ const char* env(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
+
+// `v`, the value of `name`, as a number in lo..hi; else an Error that names
+// the variable and what it expects.
+double number_in(const char* name, const char* v, double lo, double hi, const char* expected) {
+  char* end = nullptr;
+  const double x = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(x >= lo && x <= hi))
+    throw Error(std::string(name) + "='" + v + "': expected " + expected);
+  return x;
+}
 }  // namespace
 
 Knobs read_knobs() {
   Knobs k;
-  if (const char* v = env("IMGPIPE_GPU_SHARE")) {
-    char* end = nullptr;
-    k.fixed_share = std::strtod(v, &end);
-    if (end == v || *end != '\0' || !(k.fixed_share >= 0 && k.fixed_share <= 1))
-      throw Error(std::string("IMGPIPE_GPU_SHARE='") + v + "': expected a share 0..1");
-  }
+  if (const char* v = env("IMGPIPE_GPU_SHARE")) k.fixed_share = number_in("IMGPIPE_GPU_SHARE", v, 0, 1, "a share 0..1");
   if (const char* v = env("IMGPIPE_ROUTE")) {
     const std::string_view s(v);
     if (s == "spread") {
@@ -35,12 +40,7 @@ Knobs read_knobs() {
       throw Error("IMGPIPE_ROUTE='" + std::string(s) + "': expected early, early:N or spread");
     }
   }
-  if (const char* v = env("IMGPIPE_CPU_UTIL")) {
-    char* end = nullptr;
-    k.cpu_util = std::strtod(v, &end);
-    if (end == v || *end != '\0' || !(k.cpu_util >= 0.3 && k.cpu_util <= 1))
-      throw Error(std::string("IMGPIPE_CPU_UTIL='") + v + "': expected a load 0.3..1");
-  }
+  if (const char* v = env("IMGPIPE_CPU_UTIL")) k.cpu_util = number_in("IMGPIPE_CPU_UTIL", v, 0.3, 1, "a load 0.3..1");
   if (const char* v = env("IMGPIPE_TRACE_CALLS")) k.trace_calls = v;
   return k;
 }
