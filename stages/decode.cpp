@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstring>
 #include <limits>
+#include <mutex>
 
 #include <opencv2/imgcodecs.hpp>
 
@@ -390,6 +391,29 @@ std::string Decode::decode_with_opencv(std::span<const unsigned char> bytes, con
     return "decode produced an unexpected pixel format";
   }
   return {};
+}
+
+namespace {
+// OpenCV builds its list of image decoders on the first cv::imdecode, as a
+// function-local static. Threads that come later see it built through the
+// guard's inline check, in OpenCV's own (uninstrumented) code, which
+// ThreadSanitizer cannot see: it reported the decode threads' reads of the
+// decoders' signatures as racing with the thread that built them (CI, TSan,
+// the dump test's mpirun ranks). Building it here, in the thread that sets a
+// run up, orders it before every stage call (pipeline/src/handoff.hpp); it
+// costs one call a process.
+void build_opencv_decoders() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const unsigned char byte = 0;  // no decoder's signature: nothing is decoded
+    (void)cv::imdecode(cv::Mat(1, 1, CV_8UC1, const_cast<unsigned char*>(&byte)), cv::IMREAD_COLOR);
+  });
+}
+}  // namespace
+
+Decode::Decode(const DecodeConfig& cfg, const TransformConfig& transform)
+    : Stage("decode", true), cfg_(cfg), resize_(transform.resize) {
+  build_opencv_decoders();
 }
 
 SampleGeometry Decode::opencv_geometry(const ImageHeader& h, const cv::Mat& out) const {

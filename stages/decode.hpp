@@ -77,8 +77,9 @@ bool png_has_iend(std::span<const unsigned char> bytes) noexcept;
 class Decode : public Stage<Decode, Takes::encoded_samples> {
  public:
   // `transform` gives the resize target that reduced decode must cover.
-  Decode(const DecodeConfig& cfg, const TransformConfig& transform)
-      : Stage("decode", true), cfg_(cfg), resize_(transform.resize) {}
+  // Builds OpenCV's decoder registry in this thread, before any run's
+  // threads use it (see decode.cpp).
+  Decode(const DecodeConfig& cfg, const TransformConfig& transform);
   // Decodes w.pixels.bytes into w.pixels.decoded, or sets w.sample.error.
   Tally run(Work& w) const;
   // Decodes `bytes` into `out` (BGR u8); returns the reason on failure.

@@ -105,7 +105,7 @@ std::string gpu_route_refusal(const JpegLayout& j) {
 
 RouteSteering::RouteSteering(bool adaptive, double initial_share, int cpu_threads, int engine_devices)
     : adaptive_(adaptive), cpu_threads_(std::max(1, cpu_threads)), engine_devices_(std::max(1, engine_devices)),
-      share_(adaptive ? std::clamp(initial_share, 0.0, 1.0) : 1.0) {}
+      share_(adaptive ? std::clamp(initial_share, 0.0, 1.0) : 1.0), start_share_(share_) {}
 
 void GpuDecodeMeter::call_begins(std::int64_t t0_ns) {
   std::lock_guard lk(calls_m_);
@@ -195,7 +195,8 @@ void RouteSteering::update(const SteeringSample& now) {
   const double span = now.engines_from_s >= 0 ? now.wall_s - std::max(was.wall_s, now.engines_from_s) : dt;
   const bool cycle = cycle_batches_ > 0;
   const bool idle = busy < (cycle ? kCycleEnginesBusy : kEnginesBusy) * span * engine_devices_;
-  const bool slowed = dc > 0 && G < (cycle ? kCycleEnginesSlowed : kEnginesSlowed) * best_g_;
+  const bool slowed =
+      hold_when_slowed_ && dc > 0 && G < (cycle ? kCycleEnginesSlowed : kEnginesSlowed) * best_g_;
   if (idle || slowed) {
     // The engines limit the run: every GPU-able JPEG goes to them, for a
     // while (their rate unslowed is what the next try is judged against).
@@ -206,11 +207,13 @@ void RouteSteering::update(const SteeringSample& now) {
   } else if (d_ <= 0) {
     // The CPU route's cost not known yet: a little of it, to measure.
     if (share_ >= 1.0) share_ = 1.0 - kProbeStep;
+    balance_share_ = share_;
   } else {
     // Damped: half-way to the model's balance each window, and never quite 0
     // or 1, so that both rates keep being measured.
     const double balance = G * (o + d_) / (cpu_util_ * cpu_threads_ + G * d_);
     share_ = std::clamp(0.5 * share_ + 0.5 * balance, kLeastShare, kMostShare);
+    balance_share_ = share_;
   }
   history_.push_back(share_);
   last_ = now;
@@ -219,12 +222,35 @@ void RouteSteering::update(const SteeringSample& now) {
 void RouteSteering::fix(double share) {
   std::lock_guard lk(m_);
   adaptive_ = false;
-  share_ = std::clamp(share, 0.0, 1.0);
+  share_ = start_share_ = std::clamp(share, 0.0, 1.0);
+}
+
+SteeringMemory RouteSteering::memory() const {
+  std::lock_guard lk(m_);
+  return {balance_share_, d_, best_g_};
+}
+
+void RouteSteering::recall(const SteeringMemory& m) {
+  std::lock_guard lk(m_);
+  if (!adaptive_ || m.share < 0) return;
+  share_ = start_share_ = balance_share_ = std::clamp(m.share, kLeastShare, 1.0);
+  d_ = m.d;
+  best_g_ = m.best_g;
+}
+
+void RouteSteering::set_hold_when_slowed(bool on) {
+  std::lock_guard lk(m_);
+  hold_when_slowed_ = on;
 }
 
 double RouteSteering::share() const {
   std::lock_guard lk(m_);
   return share_;
+}
+
+double RouteSteering::started_at() const {
+  std::lock_guard lk(m_);
+  return start_share_;
 }
 
 std::vector<double> RouteSteering::history() const {

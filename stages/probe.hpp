@@ -92,6 +92,16 @@ struct SteeringSample {
   double engines_from_s = -1;
 };
 
+// What a run's steering learned, for the next run of the same Pipeline to
+// start from: a kept Pipeline's runs are short (W1's 4096 images take 0.7 s
+// on the H200), and each began at share 1 and spent its first windows, a
+// third of the run, finding the balance again.
+struct SteeringMemory {
+  double share = -1;  // the last share the balance gave (not a hold's 1); < 0: none
+  double d = 0;       // the CPU route's thread-seconds an image (0: not measured)
+  double best_g = 0;  // the engines' fastest window
+};
+
 class RouteSteering {
  public:
   // `adaptive` false: every GPU-able JPEG goes to the GPU. `engine_devices`:
@@ -134,8 +144,19 @@ class RouteSteering {
   double share() const;
   // Holds the share at `share` from now on (measurements of a fixed split).
   void fix(double share);
+  // What this run learned (SteeringMemory), and a new run's start from it:
+  // the share, the CPU route's cost and the engines' best rate (no hold is
+  // carried over). recall() does nothing when not adaptive, or when `m`
+  // holds no share.
+  SteeringMemory memory() const;
+  void recall(const SteeringMemory& m);
+  // Whether engines that slowed while the CPU route decoded get every JPEG
+  // for a while (default true; starving engines always do).
+  void set_hold_when_slowed(bool on);
   // The share after each update, in order (the report's split over time).
   std::vector<double> history() const;
+  // The share the run began with: the constructor's, or recall()'s.
+  double started_at() const;
 
  private:
   bool adaptive_;
@@ -143,6 +164,9 @@ class RouteSteering {
   int engine_devices_;
   mutable std::mutex m_;
   double share_;
+  double start_share_;
+  double balance_share_ = -1;  // the last share the balance (or the first try) gave
+  bool hold_when_slowed_ = true;
   double best_g_ = 0;       // the engines' fastest rate in a window so far
   double d_ = 0;            // the CPU route's thread-seconds an image, last measured (0: not yet)
   double cpu_util_ = kCpuUtil;

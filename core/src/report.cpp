@@ -81,7 +81,7 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
                       d.where, d.jpeg_engines, count(d.gpu, "images"), count(d.gpu_calls, "calls"),
                       d.gpu_images_per_s, count(d.cpu, "images"), d.cpu_images_per_s,
                       count(d.gpu_able, "GPU-able JPEGs"), d.gpu_fallbacks);
-    if (!d.gpu_share.empty())
+    if (d.gpu_share.size() > 1)
       os << fmt::format(" | GPU share {:.2f} -> {:.2f}", d.gpu_share.front(), d.gpu_share.back());
     if (d.engines_ready_s > 0) os << fmt::format(" | engines ready {:.2f} s into the run", d.engines_ready_s);
     if (d.gpu_call_s > 0)

@@ -41,6 +41,22 @@ Knobs read_knobs() {
     }
   }
   if (const char* v = env("IMGPIPE_CPU_UTIL")) k.cpu_util = number_in("IMGPIPE_CPU_UTIL", v, 0.3, 1, "a load 0.3..1");
+  if (const char* v = env("IMGPIPE_STEER")) {
+    std::string_view rest(v);
+    while (true) {
+      const std::size_t comma = rest.find(',');
+      const std::string_view w = rest.substr(0, comma);
+      if (w == "fresh") {
+        k.steer_memory = false;
+      } else if (w == "unslowed") {
+        k.hold_when_slowed = false;
+      } else {
+        throw Error("IMGPIPE_STEER='" + std::string(v) + "': expected fresh, unslowed or both, comma-separated");
+      }
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  }
   if (const char* v = env("IMGPIPE_TRACE_CALLS")) k.trace_calls = v;
   return k;
 }

@@ -4,6 +4,7 @@
 
 #include <spdlog/logger.h>
 
+#include "core/tuning.hpp"
 #include "engine_cache.hpp"
 #include "pull_run.hpp"
 #include "imgpipe/log.hpp"
@@ -27,6 +28,9 @@ struct Pipeline::Impl {
   Config config;
   std::atomic<bool> stop{false};
   detail::EngineCache engines;  // GPU JPEG decoders, kept from run to run
+  // Where the last run's route steering ended (decode.where auto): the next
+  // run starts there (stages/probe.hpp, SteeringMemory).
+  stages::SteeringMemory steering;
   // The last run's staging ring, device buffers and streams, when it ended
   // normally: the next run with the same layout takes them, unless batches
   // of the pull API still hold some of it.
@@ -138,6 +142,7 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
 
   hooks.live = {options.source, std::chrono::milliseconds(cfg.batch.timeout_ms), cfg.batch.size};
   detail::StageSet stages(cfg, plan, inputs, resources, callback, stop, hooks);
+  if (tuning::knobs().steer_memory) stages.steering.recall(steering);
   times.pipeline = detail::RunTimes::clock::now();
   Timeline timeline;
   {
@@ -154,6 +159,7 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   report.timeline = std::move(timeline);
   report.latency = stages.sink.latency().summary();
   kept = std::move(kept_or_new);  // a run that threw leaves nothing to keep
+  steering = stages.steering.memory();
   return report;
 }
 

@@ -42,6 +42,7 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
   if (!plan.gpu_decode) return;
   if (plan.gpu_decode_adaptive && tuning::knobs().fixed_share >= 0) steering.fix(tuning::knobs().fixed_share);
   if (tuning::knobs().cpu_util > 0) steering.set_cpu_util(tuning::knobs().cpu_util);
+  steering.set_hold_when_slowed(tuning::knobs().hold_when_slowed);
   stages::ProbeLimits limits;
   limits.wait_for_engines = !plan.gpu_decode_adaptive;
   limits.accept_truncated = cfg.decode.accept_truncated;

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -15,9 +16,11 @@ using imgpipe::test::ScopedEnv;
 TEST_CASE("tuning: the knobs from the environment") {
   {
     ScopedEnv a("IMGPIPE_GPU_SHARE", nullptr), b("IMGPIPE_ROUTE", nullptr), c("IMGPIPE_TRACE_CALLS", nullptr),
-        d("IMGPIPE_CPU_UTIL", nullptr);
+        d("IMGPIPE_CPU_UTIL", nullptr), e("IMGPIPE_STEER", nullptr);
     const imgpipe::tuning::Knobs k = imgpipe::tuning::read_knobs();
     CHECK(k.fixed_share < 0);
+    CHECK(k.steer_memory);
+    CHECK(k.hold_when_slowed);
     CHECK(k.cpu_util < 0);
     CHECK(k.free_batches == 2);  // early routing by default
     CHECK(k.trace_calls.empty());
@@ -35,6 +38,14 @@ TEST_CASE("tuning: the knobs from the environment") {
     ScopedEnv b("IMGPIPE_ROUTE", "spread");
     CHECK(imgpipe::tuning::read_knobs().free_batches == 0);
   }
+  for (const auto& [value, memory, slowed] : std::vector<std::tuple<const char*, bool, bool>>{
+           {"fresh", false, true}, {"unslowed", true, false}, {"unslowed,fresh", false, false}}) {
+    CAPTURE(value);
+    ScopedEnv e("IMGPIPE_STEER", value);
+    const imgpipe::tuning::Knobs k = imgpipe::tuning::read_knobs();
+    CHECK(k.steer_memory == memory);
+    CHECK(k.hold_when_slowed == slowed);
+  }
   for (const auto& [name, value] : std::vector<std::pair<const char*, const char*>>{{"IMGPIPE_GPU_SHARE", "1.5"},
                                                                                    {"IMGPIPE_GPU_SHARE", "0.5x"},
                                                                                    {"IMGPIPE_ROUTE", "late"},
@@ -42,7 +53,10 @@ TEST_CASE("tuning: the knobs from the environment") {
                                                                                    {"IMGPIPE_ROUTE", "early:2x"},
                                                                                    {"IMGPIPE_CPU_UTIL", "0.2"},
                                                                                    {"IMGPIPE_CPU_UTIL", "1.1"},
-                                                                                   {"IMGPIPE_CPU_UTIL", "x"}}) {
+                                                                                   {"IMGPIPE_CPU_UTIL", "x"},
+                                                                                   {"IMGPIPE_STEER", "stale"},
+                                                                                   {"IMGPIPE_STEER", "fresh,"},
+                                                                                   {"IMGPIPE_STEER", "fresh;unslowed"}}) {
     CAPTURE(name);
     CAPTURE(value);
     ScopedEnv e(name, value);

@@ -257,6 +257,46 @@ TEST_CASE("gpu decode: a Pipeline keeps its decoder from run to run, the runs ag
     if (route == "gpu") CHECK(runs.back().route.at(name) == "gpu");
 }
 
+TEST_CASE("gpu decode: with decode.where auto, each run of a Pipeline starts its steering where the last run's balance ended") {
+  std::string why;
+  if (!have_engines(&why)) {
+    MESSAGE("route steering not exercised here: " << why);
+    return;
+  }
+  // Enough JPEGs for the steering's windows (64 samples apart, 16 engine
+  // images each).
+  test::TempDir dir;
+  for (int i = 0; i < 1500; ++i)
+    REQUIRE(cv::imwrite((dir.path() / fmt::format("{:04}.jpg", i)).string(), photo(320, 240, i)));
+  Config c = config_for(dir.path(), "0", Where::automatic);
+  c.batch.size = 32;
+  c.decode.threads = 4;
+  Pipeline p(c);
+  // The share a run's steering ended on, holds left out: its last below 1.
+  auto balance_end = [](const std::vector<double>& h, double start) {
+    double last = start;
+    for (std::size_t i = 1; i < h.size(); ++i)
+      if (h[i] < 1.0) last = h[i];
+    return last;
+  };
+  std::vector<double> previous;
+  int judged = 0;
+  for (int run = 0; run < 5; ++run) {
+    CAPTURE(run);
+    const Outcome o = run_once(p);
+    const std::vector<double>& h = o.report.decode.gpu_share;
+    REQUIRE(!h.empty());
+    MESSAGE("run " << run << ": " << h.size() - 1 << " steering updates, share " << h.front() << " -> " << h.back()
+                   << ", " << o.report.decode.cpu << " CPU-route JPEGs");
+    CHECK(o.report.inputs.delivered == 1500);
+    if (run == 0) CHECK(h.front() == 1.0);  // nothing learned yet: every JPEG to the engines
+    if (run > 0) CHECK(h.front() == doctest::Approx(balance_end(previous, previous.front())));
+    for (std::size_t i = 1; i < h.size(); ++i) judged += h[i] < 1.0;
+    previous = h;
+  }
+  CHECK(judged > 0);  // some window found a balance to carry over
+}
+
 namespace {
 
 // What a run delivered, batch by batch, in the order the batches came.

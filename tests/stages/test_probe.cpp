@@ -219,6 +219,59 @@ TEST_CASE("probe: engines that starve or slow down get every JPEG for a while, t
   CHECK(first.share() == 1.0);
 }
 
+TEST_CASE("probe: a run's steering starts where the last one's balance ended, not at a hold's 1") {
+  using imgpipe::stages::SteeringMemory;
+  RouteSteering s(true, 0.5, 4);
+  s.set_cpu_util(1.0);
+  CHECK(s.memory().share < 0);  // nothing judged yet
+  // The first case's second: half-way to 0.75, d = 10 ms, engines at 1200 img/s.
+  s.update({100, 1.0, 1200, 1.0, 1300, 0.0, 1.0, 1.0});
+  REQUIRE(s.share() == doctest::Approx(0.625));
+  // Then the engines starve: every JPEG to them, held; the memory keeps the balance's share.
+  s.update({200, 2.0, 2400, 2.0, 2600, 0.0, 2.0, 1.5});
+  REQUIRE(s.share() == 1.0);
+  const SteeringMemory m = s.memory();
+  CHECK(m.share == doctest::Approx(0.625));
+  CHECK(m.d == doctest::Approx(0.01));
+  CHECK(m.best_g == doctest::Approx(1200));
+
+  RouteSteering next(true, 1.0, 4);
+  next.set_cpu_util(1.0);
+  next.recall(m);
+  CHECK(next.share() == doctest::Approx(0.625));
+  int gpu = 0;
+  for (int i = 0; i < 800; ++i) gpu += next.take_gpu();
+  CHECK(gpu == 500);
+  // The engines' best rate came along: 1000 img/s while the CPU route
+  // decodes is slowed (below 95% of 1200), a hold.
+  next.update({100, 1.0, 1000, 1.0, 1100, 0.0, 1.0, 1.0});
+  CHECK(next.share() == 1.0);
+  // Without holds for slowed engines the same window goes half-way to its
+  // balance, 1000 * 0.01 / (4 + 10).
+  RouteSteering unslowed(true, 1.0, 4);
+  unslowed.set_cpu_util(1.0);
+  unslowed.set_hold_when_slowed(false);
+  unslowed.recall(m);
+  unslowed.update({100, 1.0, 1000, 1.0, 1100, 0.0, 1.0, 1.0});
+  CHECK(unslowed.share() == doctest::Approx(0.5 * 0.625 + 0.5 * (10.0 / 14.0)));
+  // ... but starving engines still get every JPEG.
+  unslowed.update({200, 2.0, 2000, 2.0, 2200, 0.0, 2.0, 1.5});
+  CHECK(unslowed.share() == 1.0);
+
+  // A fixed split, or an empty memory, is not moved.
+  RouteSteering fixed(false, 1.0, 4);
+  fixed.recall(m);
+  CHECK(fixed.share() == 1.0);
+  RouteSteering fresh(true, 1.0, 4);
+  fresh.recall(SteeringMemory{});
+  CHECK(fresh.share() == 1.0);
+  // From 1 with the CPU route's cost unknown, the first try is what is remembered.
+  RouteSteering first(true, 1.0, 4);
+  first.update({0, 0.0, 1200, 1.0, 1200, 0.0, 1.0, 1.0});
+  CHECK(first.memory().share == doctest::Approx(1.0 - RouteSteering::kProbeStep));
+  CHECK(first.memory().d == 0.0);
+}
+
 TEST_CASE("probe: the steering aims the CPU threads at a load below full, from the run's cost when windows are short") {
   using imgpipe::stages::SteeringSample;
   // H200-like rates: engines 5750 img/s in calls, 15 threads, a CPU-route

@@ -168,7 +168,10 @@ struct Report {
     // to finish on the GPU, and beside them waiting for the bitstreams' copies.
     double gpu_call_s = 0, gpu_submit_s = 0, gpu_previous_wait_s = 0, gpu_input_wait_s = 0;
     double cpu_images_per_s = 0;    // the CPU route's rate with all its threads (decode + transform)
-    std::vector<double> gpu_share;  // the steered share of GPU-able JPEGs sent to the engines, over time
+    // The steered share of GPU-able JPEGs sent to the engines: the run's
+    // first (1, or where the Pipeline's last run ended), then after each
+    // steering update. Empty without GPU decode.
+    std::vector<double> gpu_share;
   } decode;
 
   // Per-sample latency: from the moment the source handed the sample out (a
