@@ -10,10 +10,12 @@
 //                              CPU threads' load (0.3..1; 1: the balance where
 //                              both routes run out together)
 //   IMGPIPE_STEER=W[,W]        decode.where auto, the steering's ways, W of:
-//                              fresh: each run of a Pipeline starts at share
-//                              1 (not where the last run's steering ended);
+//                              memory: each run of a Pipeline starts where the
+//                              last run's balance ended, not at share 1;
 //                              unslowed: engines slowed by the CPU route get
-//                              no hold of every JPEG (starving ones still do)
+//                              no hold of every JPEG (starving ones still do).
+//                              Both ran slower on the H200 (RESULTS.md,
+//                              eleventh session)
 //   IMGPIPE_TRACE_CALLS=FILE   each run with GPU decode appends a JSON line to
 //                              FILE: its engine calls (queued, begun, ended
 //                              in us, JPEGs) and the batches' arrivals at the
@@ -28,8 +30,8 @@ struct Knobs {
   double fixed_share = -1;  // < 0: steered
   int free_batches = 2;     // 0: spread; else early routing with this many batches free of CPU-route JPEGs
   double cpu_util = -1;     // < 0: the steering's default
-  bool steer_memory = true;       // IMGPIPE_STEER without fresh
-  bool hold_when_slowed = true;   // IMGPIPE_STEER without unslowed
+  bool steer_memory = false;     // IMGPIPE_STEER with memory
+  bool hold_when_slowed = true;  // IMGPIPE_STEER without unslowed
   std::string trace_calls;  // empty: no trace
 };
 

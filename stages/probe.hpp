@@ -93,9 +93,12 @@ struct SteeringSample {
 };
 
 // What a run's steering learned, for the next run of the same Pipeline to
-// start from: a kept Pipeline's runs are short (W1's 4096 images take 0.7 s
-// on the H200), and each began at share 1 and spent its first windows, a
-// third of the run, finding the balance again.
+// start from (IMGPIPE_STEER=memory; off by default). A kept Pipeline's runs
+// are short (W1's 4096 images take 0.7 s on the H200) and each begins at
+// share 1, so this was to spare them finding the balance again; but started
+// near 0.9 the engines ran slower from the first call (5580-5740 img/s in
+// calls against 5820-5930) and the runs too (H200, W1, one call: 5349 and
+// 5406 img/s against 5882 and 5842 from share 1).
 struct SteeringMemory {
   double share = -1;  // the last share the balance gave (not a hold's 1); < 0: none
   double d = 0;       // the CPU route's thread-seconds an image (0: not measured)

@@ -46,12 +46,12 @@ Knobs read_knobs() {
     while (true) {
       const std::size_t comma = rest.find(',');
       const std::string_view w = rest.substr(0, comma);
-      if (w == "fresh") {
-        k.steer_memory = false;
+      if (w == "memory") {
+        k.steer_memory = true;
       } else if (w == "unslowed") {
         k.hold_when_slowed = false;
       } else {
-        throw Error("IMGPIPE_STEER='" + std::string(v) + "': expected fresh, unslowed or both, comma-separated");
+        throw Error("IMGPIPE_STEER='" + std::string(v) + "': expected memory, unslowed or both, comma-separated");
       }
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);

@@ -28,8 +28,9 @@ struct Pipeline::Impl {
   Config config;
   std::atomic<bool> stop{false};
   detail::EngineCache engines;  // GPU JPEG decoders, kept from run to run
-  // Where the last run's route steering ended (decode.where auto): the next
-  // run starts there (stages/probe.hpp, SteeringMemory).
+  // Where the last run's route steering ended (decode.where auto): with
+  // IMGPIPE_STEER=memory the next run starts there (stages/probe.hpp,
+  // SteeringMemory).
   stages::SteeringMemory steering;
   // The last run's staging ring, device buffers and streams, when it ended
   // normally: the next run with the same layout takes them, unless batches

@@ -19,7 +19,7 @@ TEST_CASE("tuning: the knobs from the environment") {
         d("IMGPIPE_CPU_UTIL", nullptr), e("IMGPIPE_STEER", nullptr);
     const imgpipe::tuning::Knobs k = imgpipe::tuning::read_knobs();
     CHECK(k.fixed_share < 0);
-    CHECK(k.steer_memory);
+    CHECK_FALSE(k.steer_memory);
     CHECK(k.hold_when_slowed);
     CHECK(k.cpu_util < 0);
     CHECK(k.free_batches == 2);  // early routing by default
@@ -39,7 +39,7 @@ TEST_CASE("tuning: the knobs from the environment") {
     CHECK(imgpipe::tuning::read_knobs().free_batches == 0);
   }
   for (const auto& [value, memory, slowed] : std::vector<std::tuple<const char*, bool, bool>>{
-           {"fresh", false, true}, {"unslowed", true, false}, {"unslowed,fresh", false, false}}) {
+           {"memory", true, true}, {"unslowed", false, false}, {"unslowed,memory", true, false}}) {
     CAPTURE(value);
     ScopedEnv e("IMGPIPE_STEER", value);
     const imgpipe::tuning::Knobs k = imgpipe::tuning::read_knobs();
@@ -55,8 +55,8 @@ TEST_CASE("tuning: the knobs from the environment") {
                                                                                    {"IMGPIPE_CPU_UTIL", "1.1"},
                                                                                    {"IMGPIPE_CPU_UTIL", "x"},
                                                                                    {"IMGPIPE_STEER", "stale"},
-                                                                                   {"IMGPIPE_STEER", "fresh,"},
-                                                                                   {"IMGPIPE_STEER", "fresh;unslowed"}}) {
+                                                                                   {"IMGPIPE_STEER", "memory,"},
+                                                                                   {"IMGPIPE_STEER", "memory;unslowed"}}) {
     CAPTURE(name);
     CAPTURE(value);
     ScopedEnv e(name, value);

@@ -258,7 +258,7 @@ TEST_CASE("gpu decode: a Pipeline keeps its decoder from run to run, the runs ag
     if (route == "gpu") CHECK(runs.back().route.at(name) == "gpu");
 }
 
-TEST_CASE("gpu decode: with decode.where auto, each run of a Pipeline starts its steering where the last run's balance ended") {
+TEST_CASE("gpu decode: with decode.where auto, each run of a Pipeline starts its steering at share 1, or (IMGPIPE_STEER=memory) where the last run's balance ended") {
   std::string why;
   if (!have_engines(&why)) {
     MESSAGE("route steering not exercised here: " << why);
@@ -291,7 +291,7 @@ TEST_CASE("gpu decode: with decode.where auto, each run of a Pipeline starts its
                    << ", " << o.report.decode.cpu << " CPU-route JPEGs");
     CHECK(o.report.inputs.delivered == 1500);
     if (run == 0 || !tuning::knobs().steer_memory)
-      CHECK(h.front() == 1.0);  // nothing learned yet (or IMGPIPE_STEER=fresh): every JPEG to the engines
+      CHECK(h.front() == 1.0);  // nothing learned yet, or not carried over: every JPEG to the engines
     else
       CHECK(h.front() == doctest::Approx(balance_end(previous, previous.front())));
     for (std::size_t i = 1; i < h.size(); ++i) judged += h[i] < 1.0;
