@@ -123,8 +123,8 @@ void add_decode(Report& r, const RunPlan& plan, const StageSet& s, const stages:
   d.gpu_images_per_s = gpu_s > 0 ? d.gpu / gpu_s : 0;
   const double cpu_s = (s.decode.stats().busy_ns.load() + s.transform.stats().busy_ns.load()) * 1e-9;
   d.cpu_images_per_s = cpu_s > 0 ? plan.threads * s.decode.stats().items.load() / cpu_s : 0;
-  if (s.probe) d.gpu_able = s.probe->gpu_able();
   if (s.probe) {
+    d.gpu_able = s.probe->gpu_able();
     d.gpu_share = s.steering.history();
     d.gpu_share.insert(d.gpu_share.begin(), s.steering.started_at());
   }
