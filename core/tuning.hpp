@@ -12,14 +12,19 @@
 //   IMGPIPE_STEER=W[,W]        decode.where auto, the steering's ways, W of:
 //                              memory: each run of a Pipeline starts where the
 //                              last run's balance ended, not at share 1;
-//                              unslowed: engines slowed by the CPU route get
-//                              no hold of every JPEG (starving ones still do).
-//                              Both ran slower on the H200 (RESULTS.md,
-//                              eleventh session)
+//                              slowed: engines slowed by the CPU route get a
+//                              hold of every JPEG for a while, as starving
+//                              ones do; unslowed: they do not (the default).
+//                              Memory ran slower on the H200 (RESULTS.md,
+//                              eleventh session), slowed too (thirteenth:
+//                              5777-5841 img/s against 5956 unslowed, and
+//                              5704-5872 against 5875-5908 in the twelfth)
 //   IMGPIPE_TRACE_CALLS=FILE   each run with GPU decode appends a JSON line to
 //                              FILE: its engine calls (queued, begun, ended
-//                              in us, JPEGs) and the batches' arrivals at the
-//                              GPU ops stage (us, JPEGs, samples)
+//                              in us, JPEGs), the batches' arrivals at the
+//                              GPU ops stage (us, JPEGs, samples) and when it
+//                              was done with the end of the input (us; times
+//                              from the first token it saw)
 #pragma once
 
 #include <string>
@@ -31,7 +36,7 @@ struct Knobs {
   int free_batches = 2;     // 0: spread; else early routing with this many batches free of CPU-route JPEGs
   double cpu_util = -1;     // < 0: the steering's default
   bool steer_memory = false;     // IMGPIPE_STEER with memory
-  bool hold_when_slowed = true;  // IMGPIPE_STEER without unslowed
+  bool hold_when_slowed = false;  // IMGPIPE_STEER with slowed
   std::string trace_calls;  // empty: no trace
 };
 

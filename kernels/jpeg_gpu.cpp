@@ -173,6 +173,10 @@ struct GpuJpegDecoder::Impl {
   // decode_batch and preallocate, one at a time.
   std::mutex decode_mutex;
   int initialized_n = 0;  // the batch size nvJPEG was initialised for; 0: must initialise
+  // What the buffers were pre-allocated for (they only grow): asking again
+  // for no more costs nothing (it cost 8-10 ms on the H200, each run of a
+  // kept Pipeline, before its first engine call).
+  int prealloc_n = 0, prealloc_w = 0, prealloc_h = 0;
   CUstream_st* last_stream = nullptr;
   bool last_stream_used = false;
   // Recorded on the stream after each nvjpegDecodeBatched: the previous
@@ -184,8 +188,8 @@ struct GpuJpegDecoder::Impl {
   mutable std::mutex streams_mutex;
   mutable std::vector<nvj::nvjpegJpegStream_t> idle_streams;
 
-  std::atomic<std::uint64_t> batches{0}, image_count{0}, failed{0}, batch_failures{0}, initializations{0};
-  std::atomic<std::uint64_t> submit_ns{0}, previous_wait_ns{0};
+  std::atomic<std::uint64_t> batches{0}, image_count{0}, failed{0}, batch_failures{0}, initializations{0}, preallocations{0};
+  std::atomic<std::uint64_t> submit_ns{0}, previous_wait_ns{0}, initialize_ns{0};
   static std::uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
@@ -225,7 +229,9 @@ struct GpuJpegDecoder::Impl {
     if (initialized_n == n) return;
     finish_previous_batch();
     ++initializations;
+    const auto t0 = std::chrono::steady_clock::now();
     const nvj::nvjpegStatus_t s = api->nvjpegDecodeBatchedInitialize(handle, state, n, 1, output);
+    initialize_ns += ns_since(t0);
     if (s != nvj::NVJPEG_STATUS_SUCCESS) {
       initialized_n = 0;
       throw NvjpegError("nvjpegDecodeBatchedInitialize(batch " + std::to_string(n) + ") failed: " + nvj::status_name(s),
@@ -415,6 +421,8 @@ GpuJpegStats GpuJpegDecoder::stats() const noexcept {
   s.initializations = impl_->initializations.load();
   s.submit_ns = impl_->submit_ns.load();
   s.previous_wait_ns = impl_->previous_wait_ns.load();
+  s.initialize_ns = impl_->initialize_ns.load();
+  s.preallocations = impl_->preallocations.load();
   return s;
 }
 
@@ -469,14 +477,22 @@ bool GpuJpegDecoder::preallocate(int max_batch, int max_width, int max_height) {
   Impl& m = *impl_;
   if (!m.hardware()) return false;
   std::lock_guard<std::mutex> lock(m.decode_mutex);
+  if (max_batch <= m.prealloc_n && max_width <= m.prealloc_w && max_height <= m.prealloc_h) return true;
   DeviceGuard guard(m.device);
   m.finish_previous_batch();
+  // For this and everything asked before: the buffers never shrink.
+  const int n = std::max(max_batch, m.prealloc_n), w = std::max(max_width, m.prealloc_w),
+            h = std::max(max_height, m.prealloc_h);
   // Mixed subsamplings: 4:4:4 sizes the buffers for all of them.
-  const nvj::nvjpegStatus_t s = m.api->nvjpegDecodeBatchedPreAllocate(
-      m.handle, m.state, max_batch, max_width, max_height, nvj::NVJPEG_CSS_444, m.output);
+  const nvj::nvjpegStatus_t s =
+      m.api->nvjpegDecodeBatchedPreAllocate(m.handle, m.state, n, w, h, nvj::NVJPEG_CSS_444, m.output);
   if (s == nvj::NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED) return false;
   if (s != nvj::NVJPEG_STATUS_SUCCESS)
     throw NvjpegError(std::string("nvjpegDecodeBatchedPreAllocate failed: ") + nvj::status_name(s), s);
+  m.prealloc_n = n;
+  m.prealloc_w = w;
+  m.prealloc_h = h;
+  ++m.preallocations;
   return true;
 }
 

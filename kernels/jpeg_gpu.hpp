@@ -115,6 +115,8 @@ struct GpuJpegStats {
   std::uint64_t failed = 0;           // images reported failed
   std::uint64_t batch_failures = 0;   // nvjpegDecodeBatched calls that failed (bisection included)
   std::uint64_t initializations = 0;  // nvjpegDecodeBatchedInitialize calls
+  std::uint64_t initialize_ns = 0;    // host time inside them (a call of another size than the last needs one)
+  std::uint64_t preallocations = 0;   // nvjpegDecodeBatchedPreAllocate calls (preallocate() asking for more)
   // Host time: inside nvjpegDecodeBatched (the library's parsing and the
   // engines' submission), and waiting in decode_batch for the previous
   // batch to finish on the GPU.
@@ -170,7 +172,9 @@ class GpuJpegDecoder {
   // of up to max_width x max_height (any subsampling), so that decoding
   // such batches allocates nothing. Returns false where the backend has no
   // pre-allocation (gpu_hybrid; a library answering IMPLEMENTATION_NOT_
-  // SUPPORTED). Waits for the previous batch. Throws std::invalid_argument,
+  // SUPPORTED). Asking for no more than an earlier call did does nothing
+  // (true); asking for more sizes the buffers for both and waits for the
+  // previous batch. Throws std::invalid_argument,
   // NvjpegError, imgpipe::Error (a CUDA call failed).
   bool preallocate(int max_batch, int max_width, int max_height);
 

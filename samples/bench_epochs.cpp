@@ -47,6 +47,8 @@ nlohmann::json epoch_json(int epoch, const imgpipe::Report& r) {
           {"gpu_submit_s", r.decode.gpu_submit_s},
           {"gpu_previous_wait_s", r.decode.gpu_previous_wait_s},
           {"gpu_input_wait_s", r.decode.gpu_input_wait_s},
+          {"gpu_initializations", r.decode.gpu_initializations},
+          {"gpu_initialize_s", r.decode.gpu_initialize_s},
           {"engines_ready_s", r.decode.engines_ready_s},
           {"gpu_share_start", r.decode.gpu_share.empty() ? 0.0 : r.decode.gpu_share.front()},
           {"gpu_share_end", r.decode.gpu_share.empty() ? 0.0 : r.decode.gpu_share.back()},

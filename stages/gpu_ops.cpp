@@ -144,6 +144,8 @@ struct GpuOps::Worker {
       meter->input_wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - tw).count();
       meter->submit_ns += static_cast<std::int64_t>(after.submit_ns - before.submit_ns);
       meter->previous_wait_ns += static_cast<std::int64_t>(after.previous_wait_ns - before.previous_wait_ns);
+      meter->initializations += after.initializations - before.initializations;
+      meter->initialize_ns += static_cast<std::int64_t>(after.initialize_ns - before.initialize_ns);
       meter->images += static_cast<std::uint64_t>(decoded);
       ++*call_count;
       if (trace) {
@@ -176,7 +178,7 @@ GpuOps::~GpuOps() {
 
 void GpuOps::write_trace() const {
   constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();
-  std::int64_t t0 = none;
+  std::int64_t t0 = trace_->first_token > 0 ? trace_->first_token : none;
   for (const auto& a : trace_->arrivals) t0 = std::min(t0, a[0]);
   for (const auto& c : trace_->calls) t0 = std::min(t0, c[0]);
   if (t0 == none) return;
@@ -191,7 +193,7 @@ void GpuOps::write_trace() const {
     const auto& a = trace_->arrivals[i];
     line += fmt::format("{}[{},{},{}]", i ? "," : "", us(a[0]), a[1], a[2]);
   }
-  line += "]}\n";
+  line += fmt::format("],\"end\":{}}}\n", trace_->end_token > 0 ? us(trace_->end_token) : -1);
   if (FILE* f = std::fopen(tuning::knobs().trace_calls.c_str(), "a")) {
     std::fputs(line.c_str(), f);
     std::fclose(f);
@@ -437,6 +439,7 @@ Tally GpuOps::run(Work& w) {
   out_.clear();
   out_bytes_ = 0;
   const bool end = w.kind == Work::Kind::flush || w.kind == Work::Kind::cut;
+  if (trace_ && trace_->first_token == 0) trace_->first_token = now_ns();
   if (arrived != nullptr) {
     if (trace_) {
       std::lock_guard lk(trace_->m);
@@ -456,6 +459,7 @@ Tally GpuOps::run(Work& w) {
   if (end || (gathering_jpegs_ == 0 && jobs_.empty()) || full || gathering_.size() >= max_held_) submit();
   // What the engines are done with goes on, in order; at the end, everything.
   while (!jobs_.empty() && (end || front_done())) finish_front();
+  if (trace_ && end) trace_->end_token = now_ns();
   for (std::size_t i = 0; i < out_.size(); ++i) out_[i]->then = i + 1 < out_.size() ? out_[i + 1] : nullptr;
   w.batch = out_.empty() ? nullptr : out_.front();
   return {out_.size(), out_bytes_};

@@ -109,6 +109,7 @@ class GpuOps : public Stage<GpuOps, Takes::batches_and_ends> {
     std::mutex m;
     std::vector<std::array<std::int64_t, 4>> calls;     // queued, begun, ended, JPEGs
     std::vector<std::array<std::int64_t, 3>> arrivals;  // time, JPEGs, samples
+    std::int64_t first_token = 0, end_token = 0;        // the first token seen; the end's, done with
   };
   std::unique_ptr<Trace> trace_;
   void write_trace() const;

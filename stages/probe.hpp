@@ -65,9 +65,9 @@ std::string gpu_route_refusal(const JpegLayout& j);
 // decoding slow the engine threads' own host work (H200, W1: engine calls
 // at 5240-5410 img/s with 6-8% of the JPEGs on the CPU, 5750 with none; the
 // run 4874 against 5452 img/s). So when the engine threads were in calls
-// less than kEnginesBusy of a window, or the engines ran below
-// kEnginesSlowed of the best window's rate while the CPU route decoded, every
-// GPU-able JPEG goes to the engines for kHoldS; then the CPU route is tried
+// less than kEnginesBusy of a window, or (set_hold_when_slowed) the engines
+// ran below kEnginesSlowed of the best window's rate while the CPU route
+// decoded, every GPU-able JPEG goes to the engines for kHoldS; then the CPU route is tried
 // again (kProbeStep below 1 until its cost is measured, then the model).
 // The model aims the threads at a load u below 1 (kCpuUtil):
 //   s = G (o + d) / (u N + G d).
@@ -154,7 +154,9 @@ class RouteSteering {
   SteeringMemory memory() const;
   void recall(const SteeringMemory& m);
   // Whether engines that slowed while the CPU route decoded get every JPEG
-  // for a while (default true; starving engines always do).
+  // for a while (default true; starving engines always do). The pipeline
+  // turns it off unless IMGPIPE_STEER asks for it (core/tuning.hpp): on the
+  // H200 the hold kept the CPUs ~75% idle while the engines bounded the run.
   void set_hold_when_slowed(bool on);
   // The share after each update, in order (the report's split over time).
   std::vector<double> history() const;
@@ -198,6 +200,10 @@ struct GpuDecodeMeter {
   std::atomic<std::int64_t> submit_ns{0};
   std::atomic<std::int64_t> previous_wait_ns{0};
   std::atomic<std::int64_t> input_wait_ns{0};
+  // Of `ns`: nvjpegDecodeBatchedInitialize, needed by each call whose size
+  // differs from the device's last one.
+  std::atomic<std::uint64_t> initializations{0};
+  std::atomic<std::int64_t> initialize_ns{0};
 
  private:
   mutable std::mutex calls_m_;    // call_begins/call_ends/busy_s (ns is written only by call_ends)

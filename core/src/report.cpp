@@ -85,9 +85,10 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
       os << fmt::format(" | GPU share {:.2f} -> {:.2f}", d.gpu_share.front(), d.gpu_share.back());
     if (d.engines_ready_s > 0) os << fmt::format(" | engines ready {:.2f} s into the run", d.engines_ready_s);
     if (d.gpu_call_s > 0)
-      os << fmt::format(" | engine threads: {:.3f} s in calls ({:.3f} s submitting, {:.3f} s for the previous call),"
-                        " {:.3f} s waiting for copies",
-                        d.gpu_call_s, d.gpu_submit_s, d.gpu_previous_wait_s, d.gpu_input_wait_s);
+      os << fmt::format(" | engine threads: {:.3f} s in calls ({:.3f} s submitting, {:.3f} s for the previous call,"
+                        " {:.3f} s in {} re-initialising), {:.3f} s waiting for copies",
+                        d.gpu_call_s, d.gpu_submit_s, d.gpu_previous_wait_s, d.gpu_initialize_s,
+                        count(d.gpu_initializations, "calls"), d.gpu_input_wait_s);
     os << "\n";
   }
   if (r.latency.samples)
@@ -197,6 +198,8 @@ std::string Report::to_json(int indent) const {
                  {"gpu_submit_s", decode.gpu_submit_s},
                  {"gpu_previous_wait_s", decode.gpu_previous_wait_s},
                  {"gpu_input_wait_s", decode.gpu_input_wait_s},
+                 {"gpu_initializations", decode.gpu_initializations},
+                 {"gpu_initialize_s", decode.gpu_initialize_s},
                  {"cpu_images_per_s", decode.cpu_images_per_s},
                  {"gpu_share", decode.gpu_share}};
   j["latency"] = {{"samples", latency.samples}, {"p50_ms", latency.p50_ms}, {"p95_ms", latency.p95_ms},

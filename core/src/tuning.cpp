@@ -50,8 +50,11 @@ Knobs read_knobs() {
         k.steer_memory = true;
       } else if (w == "unslowed") {
         k.hold_when_slowed = false;
+      } else if (w == "slowed") {
+        k.hold_when_slowed = true;
       } else {
-        throw Error("IMGPIPE_STEER='" + std::string(v) + "': expected memory, unslowed or both, comma-separated");
+        throw Error("IMGPIPE_STEER='" + std::string(v) +
+                    "': expected memory, slowed or unslowed (the default), comma-separated");
       }
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);

@@ -120,6 +120,8 @@ void add_decode(Report& r, const RunPlan& plan, const StageSet& s, const stages:
   d.gpu_submit_s = s.gpu_decode.submit_ns.load() * 1e-9;
   d.gpu_previous_wait_s = s.gpu_decode.previous_wait_ns.load() * 1e-9;
   d.gpu_input_wait_s = s.gpu_decode.input_wait_ns.load() * 1e-9;
+  d.gpu_initializations = s.gpu_decode.initializations.load();
+  d.gpu_initialize_s = s.gpu_decode.initialize_ns.load() * 1e-9;
   d.gpu_images_per_s = gpu_s > 0 ? d.gpu / gpu_s : 0;
   const double cpu_s = (s.decode.stats().busy_ns.load() + s.transform.stats().busy_ns.load()) * 1e-9;
   d.cpu_images_per_s = cpu_s > 0 ? plan.threads * s.decode.stats().items.load() / cpu_s : 0;

@@ -20,7 +20,7 @@ TEST_CASE("tuning: the knobs from the environment") {
     const imgpipe::tuning::Knobs k = imgpipe::tuning::read_knobs();
     CHECK(k.fixed_share < 0);
     CHECK_FALSE(k.steer_memory);
-    CHECK(k.hold_when_slowed);
+    CHECK_FALSE(k.hold_when_slowed);  // unslowed by default
     CHECK(k.cpu_util < 0);
     CHECK(k.free_batches == 2);  // early routing by default
     CHECK(k.trace_calls.empty());
@@ -39,7 +39,8 @@ TEST_CASE("tuning: the knobs from the environment") {
     CHECK(imgpipe::tuning::read_knobs().free_batches == 0);
   }
   for (const auto& [value, memory, slowed] : std::vector<std::tuple<const char*, bool, bool>>{
-           {"memory", true, true}, {"unslowed", false, false}, {"unslowed,memory", true, false}}) {
+           {"memory", true, false}, {"unslowed", false, false}, {"unslowed,memory", true, false},
+           {"slowed", false, true}, {"memory,slowed", true, true}}) {
     CAPTURE(value);
     ScopedEnv e("IMGPIPE_STEER", value);
     const imgpipe::tuning::Knobs k = imgpipe::tuning::read_knobs();

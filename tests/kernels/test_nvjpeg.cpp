@@ -692,6 +692,22 @@ TEST_CASE("nvjpeg decoder: a batch of baseline JPEGs matches OpenCV's decode") {
         CHECK(st.failed == 0);
         CHECK(st.batch_failures == 0);
 
+        // Pre-allocation asked again for no more does nothing (a kept
+        // Pipeline asks each run); for more, the buffers grow once, and the
+        // batches still decode.
+        if (st.preallocations > 0) {
+          CHECK(dec.preallocate(n, max_w, max_h));
+          CHECK(dec.preallocate(n - 1, std::max(1, max_w / 2), max_h));
+          CHECK(dec.stats().preallocations == st.preallocations);
+          CHECK(dec.preallocate(n + 1, max_w, max_h + 16));
+          CHECK(dec.stats().preallocations == st.preallocations + 1);
+          std::fill(status.begin(), status.end(), -1);
+          CHECK(dec.decode_batch(in.ptrs.data(), in.sizes.data(), n, frames.data(), status.data(), stream.s) == n);
+          for (int i = 0; i < n; ++i) check_against_opencv(*batch[i], frames[i], stream.s, name);
+        } else {
+          MESSAGE(name << ": no pre-allocation on this backend");
+        }
+
         CHECK_THROWS_AS(dec.decode_batch(in.ptrs.data(), in.sizes.data(), -1, frames.data(), status.data(), stream.s),
                         std::invalid_argument);
         kn::DecodedFrame narrow = frames[0];

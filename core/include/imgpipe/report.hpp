@@ -167,6 +167,9 @@ struct Report {
     // of which inside nvJPEG's submission and waiting for the previous call
     // to finish on the GPU, and beside them waiting for the bitstreams' copies.
     double gpu_call_s = 0, gpu_submit_s = 0, gpu_previous_wait_s = 0, gpu_input_wait_s = 0;
+    // Of gpu_call_s: re-initialising nvJPEG for a call of another size.
+    std::uint64_t gpu_initializations = 0;
+    double gpu_initialize_s = 0;
     double cpu_images_per_s = 0;    // the CPU route's rate with all its threads (decode + transform)
     // The steered share of GPU-able JPEGs sent to the engines: the run's
     // first (1, or where the Pipeline's last run ended), then after each
