@@ -16,9 +16,9 @@
 //                              hold of every JPEG for a while, as starving
 //                              ones do; unslowed: they do not (the default).
 //                              Memory ran slower on the H200 (RESULTS.md,
-//                              eleventh session), slowed too (thirteenth:
-//                              5777-5841 img/s against 5956 unslowed, and
-//                              5704-5872 against 5875-5908 in the twelfth)
+//                              eleventh session), slowed too (thirteenth,
+//                              one call: 5935-5938 img/s against 6043-6290
+//                              unslowed)
 //   IMGPIPE_TRACE_CALLS=FILE   each run with GPU decode appends a JSON line to
 //                              FILE: its engine calls (queued, begun, ended
 //                              in us, JPEGs), the batches' arrivals at the

@@ -114,12 +114,9 @@ struct GpuOps::Worker {
       gpu::set_device(dev->device);
       const nvtx::Range range("jpeg decode", call_count->load());
       const int n = static_cast<int>(c.data.size());
-      if (n > prealloc_n || c.max_w > prealloc_w || c.max_h > prealloc_h) {  // for the largest call so far
-        prealloc_n = std::max(prealloc_n, n);
-        prealloc_w = std::max(prealloc_w, c.max_w);
-        prealloc_h = std::max(prealloc_h, c.max_h);
-        c.decoder->preallocate(prealloc_n, prealloc_w, prealloc_h);
-      }
+      // The decoder keeps the largest size asked so far (across runs) and
+      // allocates only when a call needs more.
+      c.decoder->preallocate(n, c.max_w, c.max_h);
       // The engines read the bitstreams when called: their copies must be
       // done. Only those: the upload stream holds later batches' copies too.
       // (Nothing pending writes the frames: the ring waited for their last
@@ -161,7 +158,6 @@ struct GpuOps::Worker {
   GpuDecodeMeter* meter;
   std::atomic<std::uint64_t>* call_count;
   GpuOps::Trace* trace;
-  int prealloc_n = 0, prealloc_w = 0, prealloc_h = 0;
   std::mutex m;
   std::condition_variable cv;
   std::deque<Call*> queue;

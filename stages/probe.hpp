@@ -67,8 +67,9 @@ std::string gpu_route_refusal(const JpegLayout& j);
 // run 4874 against 5452 img/s). So when the engine threads were in calls
 // less than kEnginesBusy of a window, or (set_hold_when_slowed) the engines
 // ran below kEnginesSlowed of the best window's rate while the CPU route
-// decoded, every GPU-able JPEG goes to the engines for kHoldS; then the CPU route is tried
-// again (kProbeStep below 1 until its cost is measured, then the model).
+// decoded, every GPU-able JPEG goes to the engines for kHoldS; then the CPU
+// route is tried again (kProbeStep below 1 until its cost is measured, then
+// the model).
 // The model aims the threads at a load u below 1 (kCpuUtil):
 //   s = G (o + d) / (u N + G d).
 // d is the last window's when it decoded 16 CPU-route images, else the
@@ -156,7 +157,7 @@ class RouteSteering {
   // Whether engines that slowed while the CPU route decoded get every JPEG
   // for a while (default true; starving engines always do). The pipeline
   // turns it off unless IMGPIPE_STEER asks for it (core/tuning.hpp): on the
-  // H200 the hold kept the CPUs ~75% idle while the engines bounded the run.
+  // H200 the hold kept the CPUs ~80% idle while the engines bounded the run.
   void set_hold_when_slowed(bool on);
   // The share after each update, in order (the report's split over time).
   std::vector<double> history() const;
