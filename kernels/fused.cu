@@ -62,9 +62,9 @@ constexpr int kPix = 4;             // consecutive columns per lane
 constexpr int kTileW = 32 * kPix;   // 128 columns per strip
 constexpr int kMaxImages = 32;      // images per launch (kernel-argument array)
 constexpr int kMaxSmem = 48 * 1024;  // dynamic shared memory per block (no opt-in needed)
-// 47-56 registers, no spills (ptxas -v), 32 warps per SM. On the H200 benchmark
-// (32 x 1920x1080 -> 640x640) 4 blocks per SM ran faster than 6 or 8 (which
-// also spill): the kernel is issue-bound, not latency-bound.
+// 4 blocks of 8 warps per SM: the kernel is issue-bound, not latency-bound, so
+// more resident blocks do not help, and 6 or 8 make it spill
+// (samples/bench/RESULTS.md#fused-kernel-occupancy).
 constexpr int kMinBlocks = 4;
 
 struct Args {

@@ -75,8 +75,8 @@ constexpr int kQuadMinBlocks = 8;
 // NHWC: a full warp's 32 quads are one contiguous run of 32 x 4C outputs;
 // they go through shared memory so that each store instruction of the warp
 // writes 32 consecutive 4-element chunks (512 bytes for float32). Storing
-// each lane's 4C outputs directly (C strided chunks per instruction) ran at
-// half the speed on the H200.
+// each lane's 4C outputs directly (C strided chunks per instruction) is far
+// slower (samples/bench/RESULTS.md#nhwc-stores-through-shared-memory).
 template <typename T, int C, bool NCHW>
 __global__ void __launch_bounds__(kQuadThreads, kQuadMinBlocks) normalize_quad_kernel(const unsigned char* __restrict__ src,
                                                                      size_t pitch, size_t stride,

@@ -113,8 +113,9 @@ struct BatchLayout {
 };
 
 // Where a device's GPU JPEG decoder comes from: a decoder may outlive the
-// run (making one costs about 0.6 s on the H200; a Pipeline keeps its own
-// across runs). Empty: each run makes its own.
+// run (making one is slow next to a short run, so a Pipeline keeps its own
+// across runs: samples/bench/RESULTS.md#decoder-creation). Empty: each run
+// makes its own.
 using EngineSource = std::function<std::shared_ptr<JpegEngines>(int device, const kernels::GpuJpegOptions&)>;
 
 // Owns the staging ring, the batch slots and the per-device streams and

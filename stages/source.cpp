@@ -118,8 +118,9 @@ class Collector {
   // `class_dir`: a class folder, listed even when input.recursive is false.
   // Listed with readdir(): the names and the types the file system reports,
   // sorted by name; a std::filesystem path is made only for what needs one
-  // (a 4096-file folder took 10-12 ms to list through directory_iterator,
-  // which builds and parses a path per entry, and as long again to take).
+  // (directory_iterator builds and parses a path per entry, which made
+  // listing most of a kept Pipeline's set-up:
+  // samples/bench/RESULTS.md#folder-listing).
   void add_dir(const fs::path& dir, bool top, bool class_dir = false) {
     if (!top && !class_dir && !cfg_.recursive) return;
     DIR* d = ::opendir(dir.c_str());

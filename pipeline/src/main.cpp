@@ -43,15 +43,14 @@ std::atomic<int> g_signals{0};
 // thread started later inherits the mask and only the watcher receives them.
 // A thread that a library started before main() (or that unblocked the
 // signals itself) would still be picked by the kernel, and the default action
-// would kill the process with no report (on the H200: 16 threads, one per
-// core, have every signal unblocked when the run starts, and SIGINT killed
-// imgpipe until this handler came): a handler is installed for that case,
-// and it only passes the signal on to the watcher (pthread_kill is
-// async-signal-safe), where it stays pending until sigwait() takes it. The
-// first signal asks the run to stop (the in-flight frames finish, the report
-// is printed); the second leaves at once, and so does the first while no
-// pipeline runs (validate, bench-memory). SIGUSR2 from the destructor ends
-// the watcher.
+// would kill the process with no report (some machines do start such
+// threads: samples/bench/RESULTS.md#signals-on-library-threads): a handler is
+// installed for that case, and it only passes the signal on to the watcher
+// (pthread_kill is async-signal-safe), where it stays pending until sigwait()
+// takes it. The first signal asks the run to stop (the in-flight frames
+// finish, the report is printed); the second leaves at once, and so does the
+// first while no pipeline runs (validate, bench-memory). SIGUSR2 from the
+// destructor ends the watcher.
 std::atomic<bool> g_stoppable{false};  // run(): a signal asks the Pipeline to stop
 pthread_t g_watcher{};
 

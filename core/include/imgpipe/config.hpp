@@ -116,8 +116,9 @@ struct ResizeConfig {
   Interpolation interpolation = Interpolation::linear;
   int pad_value = 114;  // letterbox padding, 0..255
   // cpu: resize in the transform stage; gpu: stage the decoded frames and
-  // resize (fused with normalise) on the GPU; auto: cpu (measured faster on
-  // the H200 machine; see configs/pipeline.yaml).
+  // resize (fused with normalise) on the GPU; auto: cpu, because staging whole
+  // frames costs the decode threads more memory bandwidth than the resize
+  // saves (samples/bench/RESULTS.md#resize-on-the-cpu-by-default).
   Where where = Where::automatic;
   bool operator==(const ResizeConfig&) const = default;
 };
