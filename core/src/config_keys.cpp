@@ -243,7 +243,7 @@ constexpr KeySpec kKeys[] = {
       "interpolation and staging.transfer copy."),
   field<&C::decode, &Dec::gpu_batch>("decode.gpu_batch", between(0, 4096),
       "JPEGs per call of the GPU's JPEG engines (decode.where auto or gpu), which decode large calls faster "
-      "(on the H200 5364 img/s at 32 a call, 5902 at 128): output batches are gathered until they carry that "
+      "(samples/bench/RESULTS.md#engine-call-size): output batches are gathered until they carry that "
       "many between them (at most 8 batches, and as many as fit memory.gpu_frames_mb), decoded in one call on "
       "an engine thread while the pipeline goes on, then passed on together, in order. The staging ring gets "
       "3 x that many batches' slots more (the group gathered and two waiting for their calls). The end of the "
@@ -267,9 +267,9 @@ constexpr KeySpec kKeys[] = {
       "cpu: resize in the transform stage; gpu: stage the decoded frames (each up to its share of the "
       "staging allowance: memory.pinned_budget_mb, else 1/64 of the host's memory up to 512 MiB, over "
       "slots x batch.size; larger ones are resized on the CPU) and resize fused with normalisation on the "
-      "GPU (linear or nearest; needs normalize.where gpu or auto); auto: cpu, which measured faster on the "
-      "H200 machine (samples/bench/RESULTS.md) because staging whole frames costs the decode threads more "
-      "memory bandwidth than the resize saves."),
+      "GPU (linear or nearest; needs normalize.where gpu or auto); auto: cpu, because staging whole frames "
+      "costs the decode threads more memory bandwidth than the resize saves "
+      "(samples/bench/RESULTS.md#resize-on-the-cpu-by-default)."),
   field<&C::transform, &Tr::normalize, &Nm::mean>("transform.normalize.mean", any_value(),
       "out = (pixel * scale - mean[c]) / std[c], per output channel (R, G, B when color is rgb). Ignored "
       "for dtype uint8."),
