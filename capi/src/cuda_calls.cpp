@@ -1,4 +1,4 @@
-#include "capi/src/cuda_calls.hpp"
+#include "cuda_calls.hpp"
 
 #if IMGPIPE_HAS_CUDA
 #include <cuda_runtime_api.h>

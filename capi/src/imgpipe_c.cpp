@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "capi/src/cuda_calls.hpp"
+#include "cuda_calls.hpp"
 #include "imgpipe/error.hpp"
 #include "imgpipe/log.hpp"
 #include "imgpipe/pipeline.hpp"
