@@ -164,7 +164,7 @@ bool GpuOps::fits_gathering(const BatchSlot& b) const {
 }
 
 // The gathered batches become a job: one engine call per device with JPEGs
-// among them, queued to that device's worker.
+// among them, handed to the engine scheduler.
 void GpuOps::submit() {
   if (gathering_.empty()) return;
   while (jobs_.size() >= static_cast<std::size_t>(kCallsAhead)) finish_front();
