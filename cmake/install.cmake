@@ -2,7 +2,7 @@
 # `cpack -G DEB` (in the build folder) makes of it:
 #   bin/imgpipe
 #   include/imgpipe/...                      the public headers
-#   lib/libimgpipe_{core,kernels,memory,stages,pipeline}.a
+#   lib/libimgpipe_{core,kernels,memory,codecs,stages,pipeline}.a
 #   lib/cmake/imgpipe/                       find_package(imgpipe): imgpipe::imgpipe, imgpipe::core, ...
 #   lib/pkgconfig/imgpipe.pc                 pkg-config --cflags --libs imgpipe
 #   share/imgpipe/pipeline.yaml              the default config, reading ...
@@ -11,7 +11,7 @@
 include(CMakePackageConfigHelpers)
 
 set(IMGPIPE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/imgpipe)
-install(TARGETS imgpipe_core imgpipe_kernels imgpipe_memory imgpipe_stages imgpipe_pipeline
+install(TARGETS imgpipe_core imgpipe_kernels imgpipe_memory imgpipe_codecs imgpipe_stages imgpipe_pipeline
         EXPORT imgpipeTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

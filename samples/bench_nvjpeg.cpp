@@ -2,7 +2,7 @@
 // decode is compared with. JPEGs from a folder are loaded into memory once
 // (device memory for the hardware_device backend, pinned host memory for the
 // others), then decoded again and again into device RGB buffers:
-//   - kernels::GpuJpegDecoder::decode_batch for each backend and batch size;
+//   - codecs::GpuJpegDecoder::decode_batch for each backend and batch size;
 //   - for comparison, the plain loop: nvjpegDecode image by image (the
 //     library's single-image API, DEFAULT backend) on one stream.
 // A pass decodes every file the backend's parse() accepts once and ends with
@@ -48,12 +48,12 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/jpeg_gpu.hpp"
-#include "kernels/nvjpeg_loader.hpp"
+#include "codecs/jpeg_gpu.hpp"
+#include "codecs/nvjpeg_loader.hpp"
 
 namespace fs = std::filesystem;
-namespace kn = imgpipe::kernels;
-namespace nvj = imgpipe::nvj;
+namespace kn = imgpipe::codecs;
+namespace nvj = imgpipe::codecs::nvj;
 using Clock = std::chrono::steady_clock;
 
 namespace {

@@ -15,9 +15,9 @@
 #include <string>
 #include <thread>
 
-#include "kernels/nvjpeg_loader.hpp"
+#include "codecs/nvjpeg_loader.hpp"
 
-namespace nvj = imgpipe::nvj;
+namespace nvj = imgpipe::codecs::nvj;
 using Clock = std::chrono::steady_clock;
 
 namespace {

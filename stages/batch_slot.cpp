@@ -60,14 +60,14 @@ void BatchSlot::remove(int i) {
   --count;
 }
 
-BatchResources::BatchResources(const BatchLayout& layout, const EngineSource& source) : layout_(layout) {
+BatchResources::BatchResources(const BatchLayout& layout, const codecs::EngineSource& source) : layout_(layout) {
   // The JPEG decoders first: they are made on their own threads meanwhile.
-  std::vector<std::shared_ptr<JpegEngines>> engines;
+  std::vector<std::shared_ptr<codecs::JpegEngines>> engines;
   for (int d : layout.devices) {
     if (layout.decode_bytes == 0 || d < 0)
       engines.push_back(nullptr);
     else
-      engines.push_back(source ? source(d, layout.jpeg) : std::make_shared<JpegEngines>(d, layout.jpeg));
+      engines.push_back(source ? source(d, layout.jpeg) : std::make_shared<codecs::JpegEngines>(d, layout.jpeg));
   }
   gpu::set_device(layout.staging.device);
   ring_ = std::make_unique<memory::StagingRing>(layout.staging);
@@ -94,11 +94,11 @@ bool BatchResources::fits(const BatchLayout& l) const {
   return l.devices == m.devices && same_staging(l.staging, m.staging) && l.batch_size == m.batch_size &&
          l.out_sample_bytes == m.out_sample_bytes && l.device_output == m.device_output &&
          l.per_image_geometry == m.per_image_geometry && l.decode_bytes == m.decode_bytes &&
-         (l.decode_bytes == 0 || same_decoder(l.jpeg, m.jpeg)) && l.shape == m.shape && l.dtype == m.dtype &&
+         (l.decode_bytes == 0 || codecs::same_decoder(l.jpeg, m.jpeg)) && l.shape == m.shape && l.dtype == m.dtype &&
          l.layout == m.layout;
 }
 
-void BatchResources::begin_run(const EngineSource& source) {
+void BatchResources::begin_run(const codecs::EngineSource& source) {
   ring_base_ = ring_->stats();
   ring_wait_base_ = ring_->wait_seconds();
   for (const auto& d : devices_) {
@@ -106,9 +106,9 @@ void BatchResources::begin_run(const EngineSource& source) {
     d->transfer = {};
     for (DeviceBuffers& b : d->buffers) b.copy_timed = false;
     if (d->jpeg && source) {
-      std::shared_ptr<JpegEngines> now = source(d->device, layout_.jpeg);
+      std::shared_ptr<codecs::JpegEngines> now = source(d->device, layout_.jpeg);
       if (now != d->jpeg)
-        if (kernels::GpuJpegDecoder* old = d->jpeg->ready()) old->release_stream();
+        if (codecs::GpuJpegDecoder* old = d->jpeg->ready()) old->release_stream();
       d->jpeg = std::move(now);
     }
   }
@@ -133,7 +133,7 @@ BatchResources::~BatchResources() {
     }
     // A decoder that outlives this run must not wait on its streams later.
     if (d->jpeg)
-      if (kernels::GpuJpegDecoder* dec = d->jpeg->ready()) dec->release_stream();
+      if (codecs::GpuJpegDecoder* dec = d->jpeg->ready()) dec->release_stream();
   }
 }
 

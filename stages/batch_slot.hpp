@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "imgpipe/batch.hpp"
-#include "jpeg_engines.hpp"
+#include "codecs/jpeg_engines.hpp"
 #include "kernels/resize.hpp"
 #include "memory/gpu.hpp"
 #include "memory/staging_ring.hpp"
@@ -44,7 +44,7 @@ struct DeviceContext {
   std::vector<DeviceBuffers> buffers;  // one per staging slot
   std::atomic<int> in_flight{0};       // batches dispatched, not yet through the sink
   DeviceTransferStats transfer;        // written by the transfer stage only
-  std::shared_ptr<JpegEngines> jpeg;   // GPU JPEG decode (made in the background); null when off
+  std::shared_ptr<codecs::JpegEngines> jpeg;   // GPU JPEG decode (made in the background); null when off
   // The staging copies (H2D) and the JPEG engines' work; the batch's
   // kernels, the sink and the consumer use `stream`, which waits for this
   // one's events. Apart, so that the decoder's host barrier waits only for
@@ -101,7 +101,7 @@ struct BatchLayout {
   bool device_output = true;        // kernels write d_output (else the staged tensor is the output)
   bool per_image_geometry = false;  // GPU resize: each batch records where its frames are
   std::size_t decode_bytes = 0;     // GPU decode: the device frame area (at least one batch's frames), per device
-  kernels::GpuJpegOptions jpeg;     // GPU decode: the decoder made for each device
+  codecs::GpuJpegOptions jpeg;     // GPU decode: the decoder made for each device
   // The most batches the GPU ops stage holds to gather an engine call's
   // JPEGs (RunPlan::gpu_group_held; 1: none held). The ring has that many
   // slots more than the tokens need: a consumer that keeps batches may keep
@@ -112,12 +112,6 @@ struct BatchLayout {
   Layout layout = Layout::nchw;
 };
 
-// Where a device's GPU JPEG decoder comes from: a decoder may outlive the
-// run (making one is slow next to a short run, so a Pipeline keeps its own
-// across runs: samples/bench/RESULTS.md#decoder-creation). Empty: each run
-// makes its own.
-using EngineSource = std::function<std::shared_ptr<JpegEngines>(int device, const kernels::GpuJpegOptions&)>;
-
 // Owns the staging ring, the batch slots and the per-device streams and
 // buffers of one run. Everything is allocated by the constructor (never on
 // the hot path); the destructor waits for every device's stream before
@@ -126,7 +120,7 @@ using EngineSource = std::function<std::shared_ptr<JpegEngines>(int device, cons
 // AllocationError, std::bad_alloc).
 class BatchResources {
  public:
-  explicit BatchResources(const BatchLayout& layout, const EngineSource& engines = {});
+  explicit BatchResources(const BatchLayout& layout, const codecs::EngineSource& engines = {});
 
   // Whether these resources serve `layout` as they are (a Pipeline keeps them
   // from run to run: allocating the ring and the device buffers is most of
@@ -135,7 +129,7 @@ class BatchResources {
   // Before another run, after one that ended normally (finish() done):
   // per-run figures start from zero, each device's decoder is asked of
   // `engines` again (it may have been remade).
-  void begin_run(const EngineSource& engines);
+  void begin_run(const codecs::EngineSource& engines);
   // The ring's figures for this run (since construction or begin_run).
   memory::StagingStats ring_stats() const;
   double ring_wait_seconds() const;

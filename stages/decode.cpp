@@ -1,5 +1,6 @@
 #include "decode.hpp"
 
+#include "codecs/jpeg_markers.hpp"
 #include "geometry.hpp"
 #include "jpeg_decode.hpp"
 
@@ -17,7 +18,6 @@ namespace imgpipe::stages {
 
 namespace {
 std::uint32_t be32(const unsigned char* p) { return (p[0] << 24) | (p[1] << 16) | (p[2] << 8) | p[3]; }
-std::uint16_t be16(const unsigned char* p) { return static_cast<std::uint16_t>((p[0] << 8) | p[1]); }
 std::string upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
@@ -25,8 +25,6 @@ std::string upper(std::string s) {
 }  // namespace
 
 namespace {
-// The Orientation tag (0x0112) of IFD0 of an APP1 Exif payload ("Exif\0\0"
-// then a TIFF structure); 1 when absent or malformed.
 // The Orientation tag (0x0112) of IFD0 of a classic TIFF structure (byte
 // order, 42, offset of IFD0): an EXIF payload, or a TIFF file itself; 1 when
 // absent or malformed.
@@ -56,6 +54,8 @@ int tiff_orientation(const unsigned char* t, std::size_t tn) noexcept {
   return 1;
 }
 
+// The Orientation tag of an APP1 Exif payload ("Exif\0\0" then a TIFF
+// structure); 1 when absent or malformed.
 int exif_orientation(const unsigned char* p, std::size_t n) noexcept {
   if (n < 6 + 8 || std::memcmp(p, "Exif\0\0", 6) != 0) return 1;
   return tiff_orientation(p + 6, n - 6);
@@ -75,42 +75,16 @@ int png_orientation(std::span<const unsigned char> b) noexcept {
   return 1;
 }
 
-// Walks JPEG marker segments from SOI. Fills the frame size, the SOF type and
-// the sample precision from the first SOFn and the orientation from the first
-// APP1 Exif segment, and returns the offset of the first start-of-scan (0 if
-// none found).
-std::size_t walk_jpeg(std::span<const unsigned char> b, ImageHeader* h) noexcept {
-  bool exif_seen = false;
-  const std::size_t n = b.size();
-  std::size_t i = 2;
-  while (i + 4 <= n) {
-    if (b[i] != 0xFF) return 0;
-    const unsigned char m = b[i + 1];
-    if (m == 0xFF) {  // fill byte
-      ++i;
-      continue;
-    }
-    if (m == 0xD8 || (m >= 0xD0 && m <= 0xD7) || m == 0x01) {
-      i += 2;
-      continue;
-    }
-    if (m == 0xDA) return i;
-    const std::size_t len = be16(&b[i + 2]);
-    if (len < 2) return 0;
-    const bool sof = (m >= 0xC0 && m <= 0xCF) && m != 0xC4 && m != 0xC8 && m != 0xCC;
-    if (sof && h && h->jpeg_sof == 0 && i + 9 <= n) {
-      h->jpeg_sof = m;
-      h->precision = b[i + 4];
-      h->height = be16(&b[i + 5]);
-      h->width = be16(&b[i + 7]);
-    }
-    if (m == 0xE1 && h && !exif_seen && i + 2 + len <= n && len >= 8 && std::memcmp(&b[i + 4], "Exif", 4) == 0) {
-      exif_seen = true;
-      h->orientation = exif_orientation(&b[i + 4], len - 2);
-    }
-    i += 2 + len;
+// The frame size, coding process and sample precision of the first frame
+// header, and the orientation of the first APP1 Exif segment.
+void jpeg_fields(std::span<const unsigned char> b, const codecs::JpegMarkers& m, ImageHeader& h) noexcept {
+  if (m.sof_marker != 0 && m.frame_at + 5 <= b.size()) {
+    h.jpeg_sof = m.sof_marker;
+    h.precision = b[m.frame_at];
+    h.height = codecs::be16(&b[m.frame_at + 1]);
+    h.width = codecs::be16(&b[m.frame_at + 3]);
   }
-  return 0;
+  if (m.exif_size != 0) h.orientation = exif_orientation(&b[m.exif_at], m.exif_size);
 }
 }  // namespace
 
@@ -194,7 +168,7 @@ ImageHeader sniff_header(std::span<const unsigned char> b) noexcept {
   const std::size_t n = b.size();
   if (n >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) {
     h.format = "jpeg";
-    walk_jpeg(b, &h);
+    jpeg_fields(b, codecs::read_jpeg_markers(b), h);
   } else if (n >= 8 && std::memcmp(b.data(), png_sig, 8) == 0) {
     h.format = "png";
     if (n >= 24 && std::memcmp(&b[12], "IHDR", 4) == 0) {
@@ -228,7 +202,7 @@ bool jpeg_has_eoi(std::span<const unsigned char> b) noexcept {
   // an EOI anywhere after the first scan starts means the stream was closed;
   // data some cameras append after EOI does not matter. An EOI before the
   // first scan (an EXIF thumbnail's) does not count.
-  const std::size_t sos = walk_jpeg(b, nullptr);
+  const std::size_t sos = codecs::read_jpeg_markers(b).sos;
   if (sos == 0) return false;
   for (std::size_t i = b.size() - 1; i > sos + 1; --i)
     if (b[i] == 0xD9 && b[i - 1] == 0xFF) return true;

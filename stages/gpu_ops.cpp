@@ -2,17 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <cstdio>
-#include <limits>
 #include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 
-#include "core/tuning.hpp"
 #include "decode.hpp"
-#include "kernels/nvjpeg_api.hpp"
+#include "codecs/nvjpeg_api.hpp"
 #include "kernels/trap.hpp"
 #include "read.hpp"
 
@@ -29,25 +24,13 @@ struct GpuOps::Area {
   FrameRing<std::shared_ptr<Use>> ring;  // each engine call's frames
 };
 
-// One engine call: the JPEGs of a group's batches on one device. Made and
-// read by the GPU ops stage; run by the device's worker, which writes the
-// results and then `done` (under the worker's mutex).
+// One engine call (codecs::EngineCall) and what the stage knows of it: the
+// batches its images belong to and the frames' range.
 struct GpuOps::Call {
   DeviceContext* dev = nullptr;
-  kernels::GpuJpegDecoder* decoder = nullptr;
-  std::vector<const std::uint8_t*> data;
-  std::vector<std::size_t> sizes;
-  std::vector<kernels::DecodedFrame> frames;
+  codecs::EngineCall engine;
   std::vector<std::pair<BatchSlot*, int>> owners;  // (batch, index into its jpegs) per image
-  std::vector<const gpu::Event*> uploads;          // the copies of the bitstreams' slots
-  std::vector<int> status;
-  int max_w = 0, max_h = 0;
-  std::shared_ptr<Use> use;  // the frames' range
-  gpu::Event decoded;        // on the upload stream, after the call
-  std::int64_t queued_ns = 0;
-  // By the worker:
-  std::exception_ptr error;
-  bool done = false;
+  std::shared_ptr<Use> use;                        // the frames' range
 };
 
 struct GpuOps::Job {
@@ -56,148 +39,21 @@ struct GpuOps::Job {
 };
 
 namespace {
-std::int64_t ns_of(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
-std::int64_t now_ns() { return ns_of(std::chrono::steady_clock::now()); }
 }  // namespace
-
-// A device's engine thread: makes the calls queued to it, one after the
-// other, so that the engines go from one group to the next while the
-// pipeline's threads go on.
-struct GpuOps::Worker {
-  Worker(DeviceContext& d, GpuDecodeMeter& gm, std::atomic<std::uint64_t>& calls, GpuOps::Trace* tr)
-      : dev(&d), meter(&gm), call_count(&calls), trace(tr), thread([this] { loop(); }) {}
-  ~Worker() {
-    {
-      std::lock_guard lk(m);
-      stop = true;
-    }
-    cv.notify_all();
-    thread.join();
-  }
-  void enqueue(Call* c) {
-    {
-      std::lock_guard lk(m);
-      queue.push_back(c);
-    }
-    cv.notify_all();
-  }
-  bool done(const Call& c) {
-    std::lock_guard lk(m);
-    return c.done;
-  }
-  void wait(const Call& c) {
-    std::unique_lock lk(m);
-    cv.wait(lk, [&] { return c.done; });
-  }
-  void loop() {
-    for (;;) {
-      Call* c = nullptr;
-      {
-        std::unique_lock lk(m);
-        cv.wait(lk, [&] { return stop || !queue.empty(); });
-        if (stop) return;  // the calls still queued are not wanted: the run is over
-        c = queue.front();
-        queue.pop_front();
-      }
-      run(*c);
-      {
-        std::lock_guard lk(m);
-        c->done = true;
-      }
-      cv.notify_all();
-    }
-  }
-  void run(Call& c) {
-    try {
-      gpu::set_device(dev->device);
-      const nvtx::Range range("jpeg decode", call_count->load());
-      const int n = static_cast<int>(c.data.size());
-      // The decoder keeps the largest size asked so far (across runs) and
-      // allocates only when a call needs more.
-      c.decoder->preallocate(n, c.max_w, c.max_h);
-      // The engines read the bitstreams when called: their copies must be
-      // done. Only those: the upload stream holds later batches' copies too.
-      // (Nothing pending writes the frames: the ring waited for their last
-      // readers, and fallback frames go to earlier calls' ranges.)
-      const auto tw = std::chrono::steady_clock::now();
-      for (const gpu::Event* e : c.uploads) e->synchronize();
-      const auto t0 = std::chrono::steady_clock::now();
-      const kernels::GpuJpegStats before = c.decoder->stats();
-      meter->call_begins(ns_of(t0));
-      int decoded = 0;
-      try {
-        decoded = c.decoder->decode_batch(c.data.data(), c.sizes.data(), n, c.frames.data(), c.status.data(),
-                                          dev->upload.get(), /*inputs_ready=*/true);
-        c.decoded.record(dev->upload);
-      } catch (...) {
-        meter->call_ends(ns_of(t0), ns_of(std::chrono::steady_clock::now()));
-        throw;
-      }
-      const auto t1 = std::chrono::steady_clock::now();
-      const kernels::GpuJpegStats after = c.decoder->stats();
-      meter->call_ends(ns_of(t0), ns_of(t1));
-      meter->input_wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - tw).count();
-      meter->submit_ns += static_cast<std::int64_t>(after.submit_ns - before.submit_ns);
-      meter->previous_wait_ns += static_cast<std::int64_t>(after.previous_wait_ns - before.previous_wait_ns);
-      meter->initializations += after.initializations - before.initializations;
-      meter->initialize_ns += static_cast<std::int64_t>(after.initialize_ns - before.initialize_ns);
-      meter->images += static_cast<std::uint64_t>(decoded);
-      ++*call_count;
-      if (trace) {
-        std::lock_guard lk(trace->m);
-        trace->calls.push_back({c.queued_ns, ns_of(t0), ns_of(t1), n});
-      }
-    } catch (...) {
-      c.error = std::current_exception();
-    }
-  }
-
-  DeviceContext* dev;
-  GpuDecodeMeter* meter;
-  std::atomic<std::uint64_t>* call_count;
-  GpuOps::Trace* trace;
-  std::mutex m;
-  std::condition_variable cv;
-  std::deque<Call*> queue;
-  bool stop = false;
-  std::thread thread;  // last: started once the members above exist
-};
 
 GpuOps::GpuOps(const kernels::NormalizeParams& params, const kernels::ResizeBatch& resize, Op work)
     : Stage("gpu_ops", false), params_(params), resize_(resize), work_(work) {}
 GpuOps::~GpuOps() {
-  workers_.clear();  // joined: the trace is complete
-  if (trace_) write_trace();
+  engines_.reset();  // joined: the trace is complete
+  if (trace_) trace_->append_to(trace_path_);
 }
 
-void GpuOps::write_trace() const {
-  constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();
-  std::int64_t t0 = trace_->first_token > 0 ? trace_->first_token : none;
-  for (const auto& a : trace_->arrivals) t0 = std::min(t0, a[0]);
-  for (const auto& c : trace_->calls) t0 = std::min(t0, c[0]);
-  if (t0 == none) return;
-  std::string line = "{\"calls\":[";
-  const auto us = [&](std::int64_t t) { return (t - t0) / 1000; };
-  for (std::size_t i = 0; i < trace_->calls.size(); ++i) {
-    const auto& c = trace_->calls[i];
-    line += fmt::format("{}[{},{},{},{}]", i ? "," : "", us(c[0]), us(c[1]), us(c[2]), c[3]);
-  }
-  line += "],\"arrivals\":[";
-  for (std::size_t i = 0; i < trace_->arrivals.size(); ++i) {
-    const auto& a = trace_->arrivals[i];
-    line += fmt::format("{}[{},{},{}]", i ? "," : "", us(a[0]), a[1], a[2]);
-  }
-  line += fmt::format("],\"end\":{}}}\n", trace_->end_token > 0 ? us(trace_->end_token) : -1);
-  if (FILE* f = std::fopen(tuning::knobs().trace_calls.c_str(), "a")) {
-    std::fputs(line.c_str(), f);
-    std::fclose(f);
-  }
-}
-
-void GpuOps::enable_gpu_decode(GpuDecodeMeter& meter, const DecodeConfig& cpu_decode, OnError on_error, int group,
-                               int max_held, int cycle_batches) {
+void GpuOps::enable_gpu_decode(codecs::GpuDecodeMeter& meter, const DecodeConfig& cpu_decode, OnError on_error,
+                               int group, int max_held, int cycle_batches, const std::string& trace_calls) {
   meter_ = &meter;
   cpu_decode_ = cpu_decode;
   cpu_decode_.reduced = false;  // the frame must have the JPEG's own size
@@ -205,7 +61,11 @@ void GpuOps::enable_gpu_decode(GpuDecodeMeter& meter, const DecodeConfig& cpu_de
   group_ = std::max(0, group);
   max_held_ = static_cast<std::size_t>(std::max(1, max_held));
   cycle_batches_ = std::max(0, cycle_batches);
-  if (!tuning::knobs().trace_calls.empty()) trace_ = std::make_unique<Trace>();
+  if (!trace_calls.empty()) {
+    trace_ = std::make_unique<codecs::CallTrace>();
+    trace_path_ = trace_calls;
+  }
+  engines_ = std::make_unique<codecs::EngineScheduler>(meter, trace_.get());
 }
 
 GpuOps::Area& GpuOps::area_of(DeviceContext& dev) {
@@ -214,13 +74,6 @@ GpuOps::Area& GpuOps::area_of(DeviceContext& dev) {
   if (dev.frames.get() == nullptr) throw std::logic_error("gpu_ops: GPU-route JPEGs for a device without a frame area");
   areas_.push_back(std::make_unique<Area>(dev));
   return *areas_.back();
-}
-
-GpuOps::Worker& GpuOps::worker_of(DeviceContext& dev) {
-  for (auto& w : workers_)
-    if (w->dev == &dev) return *w;
-  workers_.push_back(std::make_unique<Worker>(dev, *meter_, engine_calls_, trace_.get()));
-  return *workers_.back();
 }
 
 // Decodes one JPEG on the CPU, from its file (the slot is write-combined
@@ -259,13 +112,16 @@ std::size_t frame_bytes_on(const std::vector<BatchSlot*>& batches, const DeviceC
 std::unique_ptr<GpuOps::Call> GpuOps::make_call(DeviceContext& dev, const std::vector<BatchSlot*>& batches) {
   // Ready: the probe routes JPEGs to the GPU only once the first device's
   // decoder is; another device's may still be in the making.
-  kernels::GpuJpegDecoder* engines = dev.jpeg ? dev.jpeg->wait() : nullptr;
+  codecs::GpuJpegDecoder* engines = dev.jpeg ? dev.jpeg->wait() : nullptr;
   if (!engines) throw Error("GPU JPEG decode: no decoder on device " + std::to_string(dev.device) + ": " +
                             (dev.jpeg ? dev.jpeg->error() : std::string("not made")));
   auto c = std::make_unique<Call>();
   c->dev = &dev;
-  c->decoder = engines;
-  c->decoded = gpu::Event(dev.device, false);
+  codecs::EngineCall& e = c->engine;
+  e.device = dev.device;
+  e.decoder = engines;
+  e.stream = &dev.upload;
+  e.decoded = gpu::Event(dev.device, false);
   c->use = std::make_shared<Use>();
   c->use->kernels_done = gpu::Event(dev.device, false);
   Area& area = area_of(dev);
@@ -284,21 +140,21 @@ std::unique_ptr<GpuOps::Call> GpuOps::make_call(DeviceContext& dev, const std::v
     if (b->dev != &dev || b->jpegs.empty()) continue;
     first = align256(first);
     const auto* input = static_cast<const std::uint8_t*>(b->staged);
-    c->uploads.push_back(&b->buffers().copy_end);
+    e.uploads.push_back(&b->buffers().copy_end);
     for (std::size_t k = 0; k < b->jpegs.size(); ++k) {
       const GpuJpegSample& j = b->jpegs[k];
       std::uint8_t* frame = range + first + j.frame_offset;
-      c->data.push_back(input + j.offset);
-      c->sizes.push_back(j.size);
-      c->frames.push_back({frame, static_cast<std::size_t>(j.width) * 3, j.width, j.height});
+      e.data.push_back(input + j.offset);
+      e.sizes.push_back(j.size);
+      e.frames.push_back({frame, static_cast<std::size_t>(j.width) * 3, j.width, j.height});
       c->owners.emplace_back(b, static_cast<int>(k));
       b->images[j.index].data = frame;
-      c->max_w = std::max(c->max_w, j.width);
-      c->max_h = std::max(c->max_h, j.height);
+      e.max_w = std::max(e.max_w, j.width);
+      e.max_h = std::max(e.max_h, j.height);
     }
     first += b->frame_bytes;
   }
-  c->status.assign(c->data.size(), 0);
+  e.status.assign(e.data.size(), 0);
   return c;
 }
 
@@ -308,7 +164,7 @@ bool GpuOps::fits_gathering(const BatchSlot& b) const {
 }
 
 // The gathered batches become a job: one engine call per device with JPEGs
-// among them, queued to that device's worker.
+// among them, handed to the engine scheduler.
 void GpuOps::submit() {
   if (gathering_.empty()) return;
   while (jobs_.size() >= static_cast<std::size_t>(kCallsAhead)) finish_front();
@@ -321,16 +177,13 @@ void GpuOps::submit() {
     const bool have = std::any_of(job->calls.begin(), job->calls.end(), [&](const auto& c) { return c->dev == b->dev; });
     if (!have) job->calls.push_back(make_call(*b->dev, job->batches));
   }
-  for (auto& c : job->calls) {
-    c->queued_ns = now_ns();
-    worker_of(*c->dev).enqueue(c.get());
-  }
+  for (auto& c : job->calls) engines_->submit(c->engine);
   jobs_.push_back(std::move(job));
 }
 
 bool GpuOps::front_done() {
   const Job& j = *jobs_.front();
-  return std::all_of(j.calls.begin(), j.calls.end(), [&](const auto& c) { return worker_of(*c->dev).done(*c); });
+  return std::all_of(j.calls.begin(), j.calls.end(), [&](const auto& c) { return engines_->done(c->engine); });
 }
 
 // Waits for the oldest job's calls, deals with what the engines rejected,
@@ -342,26 +195,27 @@ void GpuOps::finish_front() {
   // with this frame.
   for (auto& c : job->calls) {
     const auto t0 = std::chrono::steady_clock::now();
-    worker_of(*c->dev).wait(*c);
+    engines_->wait(c->engine);
     own_stats().add_wait(std::chrono::steady_clock::now() - t0);
   }
   for (auto& c : job->calls)
-    if (c->error) std::rethrow_exception(c->error);
+    if (c->engine.error) std::rethrow_exception(c->engine.error);
   // Rejected by the engines: the CPU tries; what it rejects too leaves its batch.
   std::vector<std::pair<BatchSlot*, int>> drop;
   for (auto& c : job->calls) {
-    for (std::size_t i = 0; i < c->status.size(); ++i) {
-      if (c->status[i] == 0) continue;
+    const std::vector<int>& status = c->engine.status;
+    for (std::size_t i = 0; i < status.size(); ++i) {
+      if (status[i] == 0) continue;
       auto [b, k] = c->owners[i];
       const GpuJpegSample& j = b->jpegs[k];
-      const std::string err = decode_on_cpu(*c->dev, *b, j, c->frames[i].d_rgb);
+      const std::string err = decode_on_cpu(*c->dev, *b, j, c->engine.frames[i].d_rgb);
       if (err.empty()) {
         ++meter_->fallbacks;
         b->samples[j.index].decoded_on_gpu = false;
         continue;
       }
       const SampleId& s = b->samples[j.index];
-      const std::string reason = fmt::format("{} (GPU decode: {})", err, nvj::status_name(c->status[i]));
+      const std::string reason = fmt::format("{} (GPU decode: {})", err, codecs::nvj::status_name(status[i]));
       failures_.push_back({s.path, s.frame, reason});
       failed_count_.fetch_add(1, std::memory_order_relaxed);
       if (on_error_ == OnError::fail) throw InputError(s.path, s.frame, reason);
@@ -390,7 +244,7 @@ std::size_t GpuOps::launch(BatchSlot& b, const Call* call) {
   const gpu::Stream& stream = b.dev->stream;
   const bool on_gpu = stream.device() >= 0;
   if (b.staged != nullptr && b.staged == buf.d_input.get()) gpu::stream_wait_event(stream.get(), buf.copy_end);
-  if (call != nullptr) gpu::stream_wait_event(stream.get(), call->decoded);
+  if (call != nullptr) gpu::stream_wait_event(stream.get(), call->engine.decoded);
   if (on_gpu && fault::trap(b.index)) kernels::trap_gpu(stream.get());
   std::size_t bytes = 0;
   if (b.count == 0) {  // every sample failed

@@ -7,34 +7,34 @@
 // With GPU decode, the batches' JPEGs (BatchSlot::jpegs) are first decoded by
 // the device's JPEG engines from the copied slots into the device frame area;
 // the fused kernel then resizes and normalises every sample, GPU-decoded or
-// staged by the CPU, in batch order. The engines run best on large calls
-// (5364 img/s at 32 images a call, 5902 at 128 on the H200), so batches are
-// gathered until they carry decode.gpu_batch JPEGs between them; the group
-// goes to the device's engine thread, which makes the calls one after
-// another, and the stage passes the tokens on meanwhile (an engine call
-// holds a thread for ~20 ms: on the stage's own thread it held up every
-// token behind it). Once a group's call is done its batches get their
-// kernels and are passed on together, in order (chained by
-// BatchSlot::then), on a later token; the end of the input and
-// batch.timeout_ms cuts wait for every call and pass everything on. A JPEG
-// the engines reject is read again and decoded on the CPU (its frame
-// uploaded in its place); one the CPU rejects too is reported (path and
-// reason) and leaves its batch.
+// staged by the CPU, in batch order. The engines decode larger calls faster
+// (samples/bench/RESULTS.md, "engine calls spanning batches"), so batches are gathered
+// until they carry decode.gpu_batch JPEGs between them; the group's engine
+// calls go to the engine scheduler (codecs/engine_scheduler.hpp), which
+// makes them on a thread per device, and the stage passes the tokens on
+// meanwhile. Once a group's calls are done its batches get their kernels
+// and are passed on together, in order (chained by BatchSlot::then), on a
+// later token; the end of the input and batch.timeout_ms cuts wait for
+// every call and pass everything on. A JPEG the engines reject is read again
+// and decoded on the CPU (its frame uploaded in its place); one the CPU
+// rejects too is reported (path and reason) and leaves its batch.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <deque>
 #include <memory>
-#include <mutex>
+#include <string>
 #include <vector>
 
+#include "codecs/decode_meter.hpp"
+#include "codecs/engine_scheduler.hpp"
 #include "imgpipe/config.hpp"
 #include "imgpipe/report.hpp"
 #include "kernels/fused.hpp"
 #include "kernels/normalize.hpp"
+#include "batch_slot.hpp"
 #include "frame_ring.hpp"
-#include "probe.hpp"
 #include "stage.hpp"
 
 namespace imgpipe::stages {
@@ -54,10 +54,12 @@ class GpuOps : public Stage<GpuOps, Takes::batches_and_ends> {
   // batch alone. At most kCallsAhead groups wait for their engine call
   // besides the one being gathered: the stage holds fewer than
   // (kCallsAhead + 1) x max_held batches (RunPlan gives the ring that many
-  // more slots, or the packer would wait for a held one).
+  // more slots, or the packer would wait for a held one). `trace_calls`:
+  // the IMGPIPE_TRACE_CALLS diagnostic's file (empty: no trace), where the
+  // stage appends its engine calls' timeline (codecs::CallTrace) when it goes.
   static constexpr int kCallsAhead = 2;
-  void enable_gpu_decode(GpuDecodeMeter& meter, const DecodeConfig& cpu_decode, OnError on_error, int group = 0,
-                         int max_held = 1, int cycle_batches = 0);
+  void enable_gpu_decode(codecs::GpuDecodeMeter& meter, const DecodeConfig& cpu_decode, OnError on_error,
+                         int group = 0, int max_held = 1, int cycle_batches = 0, const std::string& trace_calls = {});
   // Takes the token's batch (if any); passes on, chained from w.batch, the
   // batches whose kernels it enqueued.
   Tally run(Work& w);
@@ -67,16 +69,14 @@ class GpuOps : public Stage<GpuOps, Takes::batches_and_ends> {
   // Their number so far; any thread (the progress line).
   std::uint64_t failed_count() const noexcept { return failed_count_.load(std::memory_order_relaxed); }
   // Engine calls made (the report's figure).
-  std::uint64_t engine_calls() const noexcept { return engine_calls_.load(); }
+  std::uint64_t engine_calls() const noexcept { return engines_ ? engines_->calls() : 0; }
 
  private:
   struct Use;     // a range of a frame area, free once the kernels that read it are done
   struct Area;    // a device's frame ring
-  struct Call;    // one engine call
+  struct Call;    // one engine call and the batches its images belong to
   struct Job;     // a group of batches and its calls
-  struct Worker;  // a device's engine thread
   Area& area_of(DeviceContext& dev);
-  Worker& worker_of(DeviceContext& dev);
   bool fits_gathering(const BatchSlot& b) const;
   void submit();
   std::unique_ptr<Call> make_call(DeviceContext& dev, const std::vector<BatchSlot*>& batches);
@@ -87,7 +87,7 @@ class GpuOps : public Stage<GpuOps, Takes::batches_and_ends> {
   kernels::NormalizeParams params_;
   kernels::ResizeBatch resize_;
   Op work_;
-  GpuDecodeMeter* meter_ = nullptr;
+  codecs::GpuDecodeMeter* meter_ = nullptr;
   DecodeConfig cpu_decode_;
   OnError on_error_ = OnError::skip;
   int group_ = 0;
@@ -101,19 +101,11 @@ class GpuOps : public Stage<GpuOps, Takes::batches_and_ends> {
   std::deque<std::unique_ptr<Job>> jobs_;  // submitted, in order
   std::vector<InputFailure> failures_;
   std::atomic<std::uint64_t> failed_count_{0};
-  std::atomic<std::uint64_t> engine_calls_{0};
   std::vector<unsigned char> bytes_;  // CPU fallback
   cv::Mat frame_;
-  // IMGPIPE_TRACE_CALLS (core/tuning.hpp): steady_clock ns.
-  struct Trace {
-    std::mutex m;
-    std::vector<std::array<std::int64_t, 4>> calls;     // queued, begun, ended, JPEGs
-    std::vector<std::array<std::int64_t, 3>> arrivals;  // time, JPEGs, samples
-    std::int64_t first_token = 0, end_token = 0;        // the first token seen; the end's, done with
-  };
-  std::unique_ptr<Trace> trace_;
-  void write_trace() const;
-  std::vector<std::unique_ptr<Worker>> workers_;  // last: joined before the jobs they work on go
+  std::unique_ptr<codecs::CallTrace> trace_;  // IMGPIPE_TRACE_CALLS
+  std::string trace_path_;
+  std::unique_ptr<codecs::EngineScheduler> engines_;  // last: joined before the jobs they work on go
 };
 
 }  // namespace imgpipe::stages

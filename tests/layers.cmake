@@ -1,11 +1,11 @@
 # Fails when a file includes a header of a layer above its own.
-# Layers, lowest first: core < kernels < memory < stages < pipeline.
+# Layers, lowest first: core < kernels < memory < codecs < stages < pipeline.
 #   cmake -DROOT=<source dir> -P tests/layers.cmake
 # Run by the build (target imgpipe_check_layers) and by CTest (layers_check).
 if(NOT ROOT)
   message(FATAL_ERROR "layers.cmake: pass -DROOT=<source dir>")
 endif()
-set(layers core kernels memory stages pipeline)
+set(layers core kernels memory codecs stages pipeline)
 # Where each layer's headers are reachable by an include string: "<layer>/..."
 # from the source root, and the public headers "imgpipe/..." under include/.
 set(public_core "imgpipe/(types|error|config|batch|report|log)\\.hpp")
@@ -40,5 +40,5 @@ foreach(layer IN LISTS layers)
 endforeach()
 if(errors)
   list(JOIN errors "\n" text)
-  message(FATAL_ERROR "includes that climb a layer (core < kernels < memory < stages < pipeline):\n${text}")
+  message(FATAL_ERROR "includes that climb a layer (core < kernels < memory < codecs < stages < pipeline):\n${text}")
 endif()

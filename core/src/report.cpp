@@ -127,6 +127,12 @@ void Report::print_table(std::ostream& os) const {
                     "{:.1f} images/s after set-up, {}\n",
                     wall_s, setup_s, count(inputs.delivered, "images"), images_per_s, steady_images_per_s,
                     count(batches, "batches"));
+  if (!diagnostics.empty()) {
+    std::string set;
+    for (const auto& [name, value] : diagnostics) set += fmt::format("{}{}={}", set.empty() ? "" : ", ", name, value);
+    os << fmt::format("diagnostics: {} ({}, not a normal run)\n", set,
+                      diagnostics.size() == 1 ? "a measurement knob" : "measurement knobs");
+  }
   if (shard.world_size > 1)
     os << fmt::format("shard: rank {} of {} (from {})\n", shard.rank, shard.world_size, shard.origin);
   if (!classes.empty()) os << fmt::format("classes: {} (input.labels: folders)\n", classes.size());
@@ -147,6 +153,8 @@ std::string Report::to_json(int indent) const {
   j["normalize_where"] = normalize_where;
   j["resize_where"] = resize_where;
   j["bottleneck"] = bottleneck;
+  j["diagnostics"] = nlohmann::json::object();
+  for (const auto& [name, value] : diagnostics) j["diagnostics"][name] = value;
   j["stages"] = nlohmann::json::array();
   for (const auto& s : stages) {
     j["stages"].push_back({{"name", s.name},

@@ -4,8 +4,8 @@
 
 #include <spdlog/logger.h>
 
-#include "core/tuning.hpp"
-#include "engine_cache.hpp"
+#include "core/diagnostics.hpp"
+#include "codecs/engine_cache.hpp"
 #include "pull_run.hpp"
 #include "imgpipe/log.hpp"
 #include "memory/gpu.hpp"
@@ -27,11 +27,7 @@ const char* version() noexcept { return IMGPIPE_VERSION; }
 struct Pipeline::Impl {
   Config config;
   std::atomic<bool> stop{false};
-  detail::EngineCache engines;  // GPU JPEG decoders, kept from run to run
-  // Where the last run's route steering ended (decode.where auto): with
-  // IMGPIPE_STEER=memory the next run starts there (stages/probe.hpp,
-  // SteeringMemory).
-  stages::SteeringMemory steering;
+  codecs::EngineCache engines;  // GPU JPEG decoders, kept from run to run
   // The last run's staging ring, device buffers and streams, when it ended
   // normally: the next run with the same layout takes them, unless batches
   // of the pull API still hold some of it.
@@ -58,7 +54,7 @@ struct Pipeline::Impl {
 Pipeline::Pipeline(Config config) : impl_(std::make_unique<Impl>()) {
   config.validate();
   impl_->config = std::move(config);
-  impl_->engines.warm_up(impl_->config);
+  impl_->engines.warm_up(detail::wanted_decoders(impl_->config));
 }
 Pipeline::~Pipeline() {
   // A stream still running uses this Pipeline's settings and stop flag: it
@@ -117,8 +113,14 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   if (!pushed && !hooks.checked) stages::check_inputs(cfg.input);
   detail::RunTimes times;
   const std::vector<int> devices = detail::select_devices(options.device.value_or(cfg.devices));
-  const detail::RunPlan plan = detail::RunPlan::make(
-      cfg, devices, detail::HostFacts::of_this_machine(devices.front(), cfg.decode.where != Where::cpu), pushed);
+  // The diagnostics, read once for the run (a malformed one fails it here).
+  Diagnostics diagnostics = Diagnostics::from_environment();
+  const detail::RunPlan plan = [&] {
+    detail::RunPlan p = detail::RunPlan::make(
+        cfg, devices, detail::HostFacts::of_this_machine(devices.front(), cfg.decode.where != Where::cpu), pushed);
+    p.diagnostics = std::move(diagnostics);
+    return p;
+  }();
   if (plan.tokens < plan.wanted_tokens)
     imgpipe::logger()->info(
         "frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more", plan.tokens,
@@ -143,7 +145,6 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
 
   hooks.live = {options.source, std::chrono::milliseconds(cfg.batch.timeout_ms), cfg.batch.size};
   detail::StageSet stages(cfg, plan, inputs, resources, callback, stop, hooks);
-  if (tuning::knobs().steer_memory) stages.steering.recall(steering);
   times.pipeline = detail::RunTimes::clock::now();
   Timeline timeline;
   {
@@ -160,7 +161,6 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   report.timeline = std::move(timeline);
   report.latency = stages.sink.latency().summary();
   kept = std::move(kept_or_new);  // a run that threw leaves nothing to keep
-  steering = stages.steering.memory();
   return report;
 }
 

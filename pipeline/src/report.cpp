@@ -144,6 +144,7 @@ Report assemble_report(const Config& cfg, const RunPlan& plan, const StageSet& s
   }
   r.normalize_where = plan.normalize_on_gpu ? "gpu" : "cpu";
   r.resize_where = plan.resize_on_gpu ? "gpu" : "cpu";
+  r.diagnostics = plan.diagnostics.set;
   r.interrupted = stop_requested && !s.source.complete();
   r.setup_s = seconds(t.pipeline - t.start);
   r.pipeline_s = seconds(t.end - t.pipeline);

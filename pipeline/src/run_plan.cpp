@@ -9,10 +9,9 @@
 
 #include <spdlog/logger.h>
 
-#include "core/tuning.hpp"
 #include "imgpipe/log.hpp"
-#include "kernels/jpeg_gpu.hpp"
-#include "kernels/nvjpeg_loader.hpp"
+#include "codecs/jpeg_gpu.hpp"
+#include "codecs/nvjpeg_loader.hpp"
 #include "memory/gpu.hpp"
 #include "stages/source.hpp"
 
@@ -32,7 +31,7 @@ HostFacts HostFacts::of_this_machine(int device, bool jpeg) {
     h.jpeg_why = "not asked for";
     return h;
   }
-  h.nvjpeg = nvj::api(&h.jpeg_why) != nullptr;
+  h.nvjpeg = codecs::nvj::api(&h.jpeg_why) != nullptr;
   return h;
 }
 
@@ -74,8 +73,8 @@ void plan_steps(RunPlan& p, const Config& cfg) {
   const Where norm = cfg.transform.normalize.where;
   p.normalize_on_gpu = norm == Where::gpu || (norm == Where::automatic && on_gpu);
   // resize.where auto resizes on the CPU: staging whole decoded frames costs
-  // the decode threads more memory bandwidth than the resize saves (measured
-  // on the H200 machine: samples/bench/RESULTS.md).
+  // the decode threads more memory bandwidth than the resize saves
+  // (samples/bench/RESULTS.md, "W1").
   const Interpolation interp = cfg.transform.resize.interpolation;
   const bool gpu_interp = interp == Interpolation::linear || interp == Interpolation::nearest;
   p.resize_on_gpu = p.normalize_on_gpu && gpu_interp && cfg.transform.resize.where == Where::gpu;
@@ -85,19 +84,17 @@ void plan_steps(RunPlan& p, const Config& cfg) {
 
 void plan_tokens(RunPlan& p, const Config& cfg, const HostFacts& host, int& slots) {
   // decode.threads auto: every hardware thread, but one left to the engine
-  // threads when the GPU decodes (GpuOps' calls run on a thread of their
-  // own, which got too little of a saturated host: W1 on the H200, auto,
-  // kept Pipeline: 15 threads 5159-5164 img/s, 16 threads 4770-4804, the
-  // engine calls 5446-5602 against 4773-4996 img/s).
+  // threads when the GPU decodes (the engine calls run on a thread of their
+  // own, codecs/engine_scheduler.hpp, which gets too little of a saturated
+  // host; samples/bench/RESULTS.md, "where the engine thread's time goes").
   const unsigned hw = std::max(1u, host.hardware_threads);
   p.threads = cfg.decode.threads > 0 ? cfg.decode.threads : static_cast<int>(p.gpu_decode && hw > 2 ? hw - 1 : hw);
   p.video_ahead = std::max(2, p.threads / 4);
   // With GPU decode most tokens wait at the in-order pack stage for the few
   // CPU-route images decoding ahead of them: keep 9x as many in flight, so
   // that neither the CPU threads nor the engines wait, and as many slots as
-  // that takes. W1-4096 on the H200, 16 threads, decode.where auto, img/s per
-  // epoch of a kept Pipeline: 96 tokens 4185-4365, 192 tokens 5186-5223,
-  // 288 tokens 5308-5389, 416 tokens 5384-5393 (samples/bench/RESULTS.md).
+  // that takes (fewer tokens starved them: samples/bench/RESULTS.md, "a kept
+  // decoder, one frame area per device, more tokens").
   const int per_thread = p.gpu_decode ? 18 : 2;
   p.wanted_tokens = cfg.pipeline.max_tokens > 0 ? cfg.pipeline.max_tokens : std::max(4, per_thread * p.threads);
   slots = cfg.staging.slots;
@@ -113,9 +110,8 @@ void plan_tokens(RunPlan& p, const Config& cfg, const HostFacts& host, int& slot
   p.tokens = static_cast<int>(std::min<std::int64_t>(p.wanted_tokens, safe));
 }
 
-// JPEGs per engine call: the engines decode large calls faster (H200,
-// W1's 272 kB 1080p JPEGs, one call after another: 5364 img/s at 32 a
-// call, 5902 at 128, 5992 at 256; samples/bench/RESULTS.md), so batches are
+// JPEGs per engine call: the engines decode larger calls faster
+// (samples/bench/RESULTS.md, "engine calls spanning batches"), so batches are
 // held to gather decode.gpu_batch JPEGs, unless pushed items or
 // batch.timeout_ms ask for latency. Held batches keep their staging slots:
 // the ring gets as many more as the GPU ops stage may hold (the group it
@@ -128,7 +124,7 @@ void plan_group(RunPlan& p, const Config& cfg, bool pushed) {
   const int g = cfg.decode.gpu_batch > 0 ? cfg.decode.gpu_batch : (pushed || cfg.batch.timeout_ms > 0) ? 0 : kAutoGroup;
   if (g <= cfg.batch.size) return;  // a batch alone reaches it
   // With decode.where auto only a share of each batch goes to the engines
-  // (~0.87 on the H200): room for 1.5 times the batches a full share needs,
+  // (most of it): room for 1.5 times the batches a full share needs,
   // at most 8 (small batches make smaller calls rather than dozens more
   // slots: each is pinned and device memory made at start-up).
   constexpr int kMostHeld = 8;
@@ -137,16 +133,15 @@ void plan_group(RunPlan& p, const Config& cfg, bool pushed) {
   p.gpu_group_held = std::min(kMostHeld, p.gpu_decode_adaptive ? full + (full + 1) / 2 : full);
   // decode.where auto: each engine call takes the JPEGs of a cycle of
   // full + 1 batches, and the CPU route's JPEGs go to the cycle's first
-  // batches, none to its last gpu_cycle_free: a call waits for its last
-  // batch anyway, so the CPU decodes ahead of it delay no call. Spread over
-  // every batch they did: a batch waits, in order, for its slowest image,
-  // and the engines starved (H200, W1-4096, kept Pipeline, share fixed at
-  // 0.92: 5454-5640 img/s spread, 5783-5849 early; at 0.84 early 6133,
-  // against 5586-5604 with every JPEG on the engines; samples/bench/RESULTS.md).
-  const int free_batches = tuning::knobs().free_batches;
-  if (p.gpu_decode_adaptive && free_batches > 0) {
+  // batches, none to its last kFreeBatches: a call waits for its last batch
+  // anyway, so the CPU decodes ahead of it delay no call. Spread over every
+  // batch they made the engines starve, as a batch waits, in order, for its
+  // slowest image (samples/bench/RESULTS.md, "the CPU route's JPEGs early in
+  // each engine call").
+  constexpr int kFreeBatches = 2;
+  if (p.gpu_decode_adaptive) {
     p.gpu_cycle = std::min(kMostHeld, full + 1);
-    p.gpu_cycle_free = free_batches;
+    p.gpu_cycle_free = kFreeBatches;
     p.gpu_group_held = std::max(p.gpu_group_held, p.gpu_cycle);
   }
   // The group being gathered and those waiting for their engine calls.
@@ -213,12 +208,12 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
   l.held_batches = p.gpu_group > 0 ? (stages::GpuOps::kCallsAhead + 1) * p.gpu_group_held : 1;
   if (p.gpu_decode) {
     l.decode_bytes = checked_mul(p.max_decoded_frame + 256, static_cast<std::size_t>(cfg.batch.size), "batch.size");
-    l.jpeg.backend = kernels::JpegBackend::hardware_device;
+    l.jpeg.backend = codecs::JpegBackend::hardware_device;
     l.jpeg.allow_host_input_fallback = false;  // the bitstreams are in device memory
     l.jpeg.bgr = true;                         // as the CPU route's frames
-    // The engines pipelined: 5362 against 5175 img/s at batch 32 on the H200
-    // (samples/bench/NVJPEG.md); failures inside a batch are reported alike
-    // (tests/kernels/test_nvjpeg.cpp, both settings).
+    // The engines pipelined decode faster (samples/bench/NVJPEG.md); failures
+    // inside a batch are reported alike (tests/kernels/test_nvjpeg.cpp, both
+    // settings).
     l.jpeg.hw_no_pipeline = false;
   }
   const std::int64_t H = t.resize.height, W = t.resize.width;
@@ -250,6 +245,20 @@ RunPlan RunPlan::make(const Config& cfg, std::vector<int> devices, const HostFac
   plan_group(p, cfg, pushed);
   plan_layout(p, cfg, host);
   return p;
+}
+
+codecs::EngineCache::Wanted wanted_decoders(const Config& cfg) {
+  if (cfg.decode.where == Where::cpu || cfg.devices.kind == DeviceSelection::Kind::cpu) return {};
+  return [cfg]() -> std::vector<std::pair<int, codecs::GpuJpegOptions>> {
+    if (gpu::device_count() == 0) return {};
+    const std::vector<int> devices = select_devices(cfg.devices);
+    if (devices.front() < 0) return {};
+    const RunPlan plan = RunPlan::make(cfg, devices, HostFacts::of_this_machine(devices.front(), true));
+    if (plan.layout.decode_bytes == 0) return {};
+    std::vector<std::pair<int, codecs::GpuJpegOptions>> wanted;
+    for (int d : plan.devices) wanted.emplace_back(d, plan.layout.jpeg);
+    return wanted;
+  };
 }
 
 std::vector<int> select_devices(const DeviceSelection& sel) {

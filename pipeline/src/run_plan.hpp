@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "codecs/engine_cache.hpp"
+#include "core/diagnostics.hpp"
 #include "imgpipe/config.hpp"
 #include "stages/batch_slot.hpp"
 #include "stages/gpu_ops.hpp"
@@ -56,16 +58,24 @@ struct RunPlan {
   // need: the group gathered and those waiting for their calls).
   int gpu_group = 0;
   int gpu_group_held = 1;
-  int gpu_cycle = 0;  // decode.where auto: batches per engine call, its CPU-route JPEGs early (RouteSteering); 0: spread
+  int gpu_cycle = 0;  // decode.where auto: batches per engine call, its CPU-route JPEGs early (RouteSteering); 0: none
   int gpu_cycle_free = 0;  // of those, the last ones without CPU-route JPEGs
   kernels::ResizeBatch resize;  // the GPU resize's target, fit, interpolation, padding
   stages::BatchLayout layout;   // what BatchResources allocates
+  // The diagnostics set for this run (core/diagnostics.hpp): not decided by
+  // make(); the run reads them once and sets them here.
+  Diagnostics diagnostics;
 
   // `pushed`: the application pushes the inputs (RunOptions::source).
   // Throws ConfigError for sizes that overflow or cannot be allocated, and for
   // decode.where gpu where the GPU route is impossible.
   static RunPlan make(const Config& cfg, std::vector<int> devices, const HostFacts& host, bool pushed = false);
 };
+
+// For a Pipeline's decoder cache: the decoders `cfg`'s run plan would make
+// (none for decode.where cpu, the host backend, or without nvJPEG); quietly
+// none without a GPU (the run says so once, after it checked the inputs).
+codecs::EngineCache::Wanted wanted_decoders(const Config& cfg);
 
 // Resolves config.devices (or --device): {-1} is the host backend. Says once
 // when no GPU is found. Throws Error for a GPU that does not exist.

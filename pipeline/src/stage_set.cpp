@@ -9,7 +9,6 @@
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
-#include "core/tuning.hpp"
 #include "handoff.hpp"
 
 namespace imgpipe::detail {
@@ -18,9 +17,7 @@ namespace {
 // The share of GPU-able JPEGs sent to the engines before the first
 // measurements (decode.where auto): all of them, so that the first window
 // measures the engines unslowed by the CPU route; the steering then tries
-// the CPU route (stages/probe.hpp). On the H200 the CPU route costs the
-// engines more than it adds (W1, kept Pipeline: 5452-5559 img/s with every
-// JPEG on the engines, 4577-5122 steered near 0.85).
+// the CPU route (codecs/route_steering.hpp).
 constexpr double kInitialGpuShare = 1.0;
 }  // namespace
 
@@ -40,9 +37,7 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
   has_videos = videos > 0;
   if (has_videos) sample_unit = static_cast<std::size_t>(videos) == inputs.items.size() ? "frames" : "samples";
   if (!plan.gpu_decode) return;
-  if (plan.gpu_decode_adaptive && tuning::knobs().fixed_share >= 0) steering.fix(tuning::knobs().fixed_share);
-  if (tuning::knobs().cpu_util > 0) steering.set_cpu_util(tuning::knobs().cpu_util);
-  steering.set_hold_when_slowed(tuning::knobs().hold_when_slowed);
+  if (plan.gpu_decode_adaptive && plan.diagnostics.gpu_share >= 0) steering.fix(plan.diagnostics.gpu_share);
   stages::ProbeLimits limits;
   limits.wait_for_engines = !plan.gpu_decode_adaptive;
   limits.accept_truncated = cfg.decode.accept_truncated;
@@ -60,7 +55,7 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
                                              &transfer.stats(), &sink.stats()});
   steering.set_cycle(plan.gpu_cycle, cfg.batch.size, plan.gpu_cycle_free);
   gpu_ops.enable_gpu_decode(gpu_decode, cfg.decode, cfg.input.on_error, plan.gpu_group, plan.gpu_group_held,
-                            plan.gpu_cycle);
+                            plan.gpu_cycle, plan.diagnostics.trace_calls);
 }
 
 std::vector<const stages::StageStats*> StageSet::stats() const {

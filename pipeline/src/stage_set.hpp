@@ -34,8 +34,8 @@ struct StageSet {
            stages::BatchResources& resources, const BatchCallback& callback, const std::atomic<bool>& stop,
            const RunHooks& hooks = {});
 
-  stages::RouteSteering steering;
-  stages::GpuDecodeMeter gpu_decode;
+  codecs::RouteSteering steering;
+  codecs::GpuDecodeMeter gpu_decode;
   stages::Source source;
   stages::Read read;
   std::unique_ptr<stages::Probe> probe;  // null without GPU decode (JPEGs stay on the CPU)

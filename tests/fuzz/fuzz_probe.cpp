@@ -1,6 +1,6 @@
-// libFuzzer target: the routing probe's JPEG marker parser, which decides
-// what may go to the GPU's JPEG engines (SOF type, precision, components,
-// subsampling, restart interval). It must never crash or read out of bounds,
+// libFuzzer target: the JPEG marker parser (codecs/jpeg_markers.hpp) as the
+// routing probe reads it, to decide what may go to the GPU's JPEG engines
+// (SOF type, precision, components, subsampling, restart interval). It must never crash or read out of bounds,
 // its result must be self-consistent, and it must agree with the decode
 // stage's own header sniffer where both read the same frame header.
 #include <cstddef>
@@ -8,13 +8,13 @@
 #include <cstdlib>
 #include <span>
 
+#include "codecs/jpeg_markers.hpp"
 #include "stages/decode.hpp"
-#include "stages/probe.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const unsigned char> bytes(data, size);
-  const imgpipe::stages::JpegLayout j = imgpipe::stages::parse_jpeg_layout(bytes);
-  const std::string refusal = imgpipe::stages::gpu_route_refusal(j);
+  const imgpipe::codecs::JpegLayout j = imgpipe::codecs::parse_jpeg_layout(bytes);
+  const std::string refusal = imgpipe::codecs::gpu_route_refusal(j);
   if (!j.valid) {
     if (refusal != "header not understood") std::abort();
     return 0;

@@ -19,7 +19,7 @@ find_dir() {  # first folder holding $1
   for d in "$@"; do [[ -f $d/$f ]] && { echo "$d"; return 0; }; done
   return 1
 }
-api_dir=$(find_dir nvjpeg_api.hpp "$here" "$here/../../kernels") ||
+api_dir=$(find_dir nvjpeg_api.hpp "$here" "$here/../../codecs") ||
   { echo "nvjpeg_decl_check: nvjpeg_api.hpp not found" >&2; exit 2; }
 types_dir=$(find_dir imgpipe/types.hpp "$here" "$here/../../core/include" "$here/../../pipeline/include") ||
   { echo "nvjpeg_decl_check: imgpipe/types.hpp not found" >&2; exit 2; }

@@ -38,15 +38,15 @@
 #include <opencv2/imgproc.hpp>
 
 #include "common.hpp"
-#include "kernels/jpeg_gpu.hpp"
-#include "kernels/nvjpeg_loader.hpp"
+#include "codecs/jpeg_gpu.hpp"
+#include "codecs/nvjpeg_loader.hpp"
 
 #if IMGPIPE_HAS_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
-namespace nvj = imgpipe::nvj;
-namespace kn = imgpipe::kernels;
+namespace nvj = imgpipe::codecs::nvj;
+namespace kn = imgpipe::codecs;
 
 namespace {
 

@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace imgpipe {
@@ -93,6 +94,10 @@ struct Report {
   std::string bottleneck;
   std::string normalize_where;  // "cpu" or "gpu", as resolved
   std::string resize_where;     // "cpu" or "gpu", as resolved
+  // The diagnostics set for this run, (environment variable, value), e.g.
+  // IMGPIPE_GPU_SHARE: measurement knobs, not configuration; empty in a
+  // normal run. The text report says so on a line of its own.
+  std::vector<std::pair<std::string, std::string>> diagnostics;
 
   // This process's part of the input list: items i with i % world_size == rank.
   struct Shard {

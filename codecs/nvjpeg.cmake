@@ -2,7 +2,7 @@
 # needed to build): the loader (dlopen) and the batched decoder. In a build
 # without CUDA the decoder compiles to a stub that reports itself
 # unavailable; the loader builds either way.
-target_sources(imgpipe_kernels PRIVATE
+target_sources(imgpipe_codecs PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/nvjpeg_loader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/jpeg_gpu.cpp)
-target_link_libraries(imgpipe_kernels PUBLIC ${CMAKE_DL_LIBS})
+target_link_libraries(imgpipe_codecs PUBLIC ${CMAKE_DL_LIBS})

@@ -14,7 +14,7 @@
 
 #include "nvjpeg_api.hpp"
 
-namespace imgpipe::nvj {
+namespace imgpipe::codecs::nvj {
 
 // The names tried, in order, when no path is given.
 inline constexpr const char* default_library_names[] = {"libnvjpeg.so.13", "libnvjpeg.so.12", "libnvjpeg.so.11",
@@ -85,4 +85,4 @@ std::unique_ptr<Api> load_api(const LoadOptions& options, std::string* why);
 // Thread-safe; the table lives until the process exits.
 const Api* api(std::string* why = nullptr) noexcept;
 
-}  // namespace imgpipe::nvj
+}  // namespace imgpipe::codecs::nvj

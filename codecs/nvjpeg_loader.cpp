@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-namespace imgpipe::nvj {
+namespace imgpipe::codecs::nvj {
 
 Api::~Api() {
   if (dl_ != nullptr) ::dlclose(dl_);
@@ -144,4 +144,4 @@ const Api* api(std::string* why) noexcept {
   return result.api;
 }
 
-}  // namespace imgpipe::nvj
+}  // namespace imgpipe::codecs::nvj

@@ -4,7 +4,7 @@
 //
 // Values and layouts are those of the CUDA 13 nvjpeg.h (nvJPEG 13.0), which
 // agree with every nvJPEG since 11.0 for what is declared here. The names
-// mirror the C names inside namespace imgpipe::nvj; the header's macros
+// mirror the C names inside namespace imgpipe::codecs::nvj; the header's macros
 // (NVJPEG_FLAGS_*, NVJPEG_MAX_COMPONENT) get lower-case names so that this
 // file and the real header can be included together.
 // tests/gpu/nvjpeg_decl_check.cpp compiles this file against the real header
@@ -15,7 +15,7 @@
 
 #include "imgpipe/types.hpp"  // CUstream_st (cudaStream_t)
 
-namespace imgpipe::nvj {
+namespace imgpipe::codecs::nvj {
 
 constexpr int max_component = 4;  // NVJPEG_MAX_COMPONENT
 
@@ -179,4 +179,4 @@ constexpr const char* status_name(int s) noexcept {
   }
 }
 
-}  // namespace imgpipe::nvj
+}  // namespace imgpipe::codecs::nvj

@@ -23,7 +23,7 @@
 #include "imgpipe/error.hpp"
 #include "imgpipe/types.hpp"
 
-namespace imgpipe::kernels {
+namespace imgpipe::codecs {
 
 enum class JpegBackend : std::uint8_t {
   hardware_device,  // JPEG engines, bitstreams in device memory (NVJPEG_BACKEND_HARDWARE_DEVICE)
@@ -59,9 +59,9 @@ struct GpuJpegOptions {
   // before). Off: nvJPEG's sample replication.
   bool fancy_upsampling = true;
   // NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE: the library buffers no extra images.
-  // On the H200 (nvJPEG 13.0.1) off was ~4% faster and decoded correctly;
-  // on stays the default because per-image failure reporting was only
-  // exercised with it (samples/bench/NVJPEG.md).
+  // Off is faster and decodes correctly (samples/bench/NVJPEG.md); on stays
+  // the default here because per-image failure reporting was first
+  // exercised with it (the pipeline turns it off).
   bool hw_no_pipeline = true;
   // Channel order of the output: false R, G, B; true B, G, R (as OpenCV
   // decodes, so GPU- and CPU-decoded frames can share one kernel).
@@ -157,7 +157,7 @@ class GpuJpegDecoder {
   // decoder's own handle (engines 0 for gpu_hybrid).
   const JpegHardwareInfo& hardware_info() const noexcept;
   // True: decode_batch's data pointers must be device memory (on device());
-  // false: host memory (pinned is best; see GPU-DECODE.md).
+  // false: host memory (pinned is best; see docs/gpu-decode.md).
   bool input_on_device() const noexcept;
   GpuJpegStats stats() const noexcept;
 
@@ -216,4 +216,4 @@ class GpuJpegDecoder {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace imgpipe::kernels
+}  // namespace imgpipe::codecs

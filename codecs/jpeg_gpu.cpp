@@ -3,7 +3,7 @@
 #include <chrono>
 #include <stdexcept>
 
-namespace imgpipe::kernels {
+namespace imgpipe::codecs {
 
 std::string_view to_string(JpegBackend b) noexcept {
   switch (b) {
@@ -35,7 +35,7 @@ std::string_view to_string(ChromaSubsampling c) noexcept {
   return "?";
 }
 
-}  // namespace imgpipe::kernels
+}  // namespace imgpipe::codecs
 
 #if IMGPIPE_HAS_CUDA
 
@@ -48,7 +48,7 @@ std::string_view to_string(ChromaSubsampling c) noexcept {
 
 #include "nvjpeg_loader.hpp"
 
-namespace imgpipe::kernels {
+namespace imgpipe::codecs {
 namespace {
 
 // imgpipe::Error, not CudaError: CudaError's constructor lives in
@@ -174,8 +174,8 @@ struct GpuJpegDecoder::Impl {
   std::mutex decode_mutex;
   int initialized_n = 0;  // the batch size nvJPEG was initialised for; 0: must initialise
   // What the buffers were pre-allocated for (they only grow): asking again
-  // for no more costs nothing (it cost 8-10 ms on the H200, each run of a
-  // kept Pipeline, before its first engine call).
+  // for no more costs nothing (asking nvJPEG again is not free, and a kept
+  // Pipeline asks before each run's first engine call).
   int prealloc_n = 0, prealloc_w = 0, prealloc_h = 0;
   CUstream_st* last_stream = nullptr;
   bool last_stream_used = false;
@@ -538,13 +538,13 @@ int GpuJpegDecoder::decode_batch(const std::uint8_t* const* data, const std::siz
   return decoded;
 }
 
-}  // namespace imgpipe::kernels
+}  // namespace imgpipe::codecs
 
 #else  // !IMGPIPE_HAS_CUDA
 
 // Builds without CUDA: the decoder exists so that callers compile and link,
 // reports itself unavailable, and cannot be constructed.
-namespace imgpipe::kernels {
+namespace imgpipe::codecs {
 
 namespace {
 constexpr const char* no_cuda =
@@ -575,6 +575,6 @@ int GpuJpegDecoder::decode_batch(const std::uint8_t* const*, const std::size_t*,
   throw std::logic_error(no_cuda);
 }
 
-}  // namespace imgpipe::kernels
+}  // namespace imgpipe::codecs
 
 #endif  // IMGPIPE_HAS_CUDA

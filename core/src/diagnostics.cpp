@@ -1,0 +1,39 @@
+#include "core/diagnostics.hpp"
+
+#include <cstdlib>
+
+#include "imgpipe/error.hpp"
+
+namespace imgpipe {
+
+namespace {
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+// `v`, the value of `name`, as a number in lo..hi; else an Error that names
+// the variable and what it expects.
+double number_in(const char* name, const char* v, double lo, double hi, const char* expected) {
+  char* end = nullptr;
+  const double x = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(x >= lo && x <= hi))
+    throw Error(std::string(name) + "='" + v + "': expected " + expected);
+  return x;
+}
+}  // namespace
+
+Diagnostics Diagnostics::from_environment() {
+  Diagnostics d;
+  if (const char* v = env("IMGPIPE_GPU_SHARE")) {
+    d.gpu_share = number_in("IMGPIPE_GPU_SHARE", v, 0, 1, "a share 0..1");
+    d.set.emplace_back("IMGPIPE_GPU_SHARE", v);
+  }
+  if (const char* v = env("IMGPIPE_TRACE_CALLS")) {
+    d.trace_calls = v;
+    d.set.emplace_back("IMGPIPE_TRACE_CALLS", v);
+  }
+  return d;
+}
+
+}  // namespace imgpipe
