@@ -14,6 +14,8 @@
 //                              GPU ops stage (us, JPEGs, samples) and when it
 //                              was done with the end of the input (us; times
 //                              from the first token it saw)
+//   IMGPIPE_FAULT=STAGE:ITEM   a fault injected for tests and drills
+//                              (core/fault.hpp); the CLI arms it
 #pragma once
 
 #include <string>
@@ -25,6 +27,7 @@ namespace imgpipe {
 struct Diagnostics {
   double gpu_share = -1;    // IMGPIPE_GPU_SHARE; < 0: steered
   std::string trace_calls;  // IMGPIPE_TRACE_CALLS; empty: no trace
+  std::string fault;        // IMGPIPE_FAULT; empty: none (fault::arm checks it)
   // Each variable that is set, (name, value as given), in the order above.
   std::vector<std::pair<std::string, std::string>> set;
 

@@ -19,8 +19,10 @@ namespace imgpipe::fault {
 // for an unknown stage name.
 void inject(std::string_view stage, std::uint64_t k);
 void clear() noexcept;
-// IMGPIPE_FAULT=stage:k in the environment arms the same (the CLI calls this).
-void from_environment();
+// Arms the fault that `spec` ("stage:k") names: the diagnostic IMGPIPE_FAULT
+// (core/diagnostics.hpp), which the CLI arms. Empty: nothing. Throws
+// imgpipe::Error naming IMGPIPE_FAULT for a malformed spec or an unknown stage.
+void arm(std::string_view spec);
 
 // For the stages: throws when armed for (stage, k).
 void check(std::string_view stage, std::uint64_t k);

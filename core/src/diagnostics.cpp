@@ -33,6 +33,10 @@ Diagnostics Diagnostics::from_environment() {
     d.trace_calls = v;
     d.set.emplace_back("IMGPIPE_TRACE_CALLS", v);
   }
+  if (const char* v = env("IMGPIPE_FAULT")) {
+    d.fault = v;
+    d.set.emplace_back("IMGPIPE_FAULT", v);
+  }
   return d;
 }
 

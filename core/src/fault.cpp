@@ -3,7 +3,6 @@
 #include <array>
 #include <atomic>
 #include <charconv>
-#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 
@@ -33,10 +32,8 @@ void inject(std::string_view stage, std::uint64_t k) {
 
 void clear() noexcept { g_stage.store(-1); }
 
-void from_environment() {
-  const char* v = std::getenv("IMGPIPE_FAULT");
-  if (!v || !*v) return;
-  const std::string_view s(v);
+void arm(std::string_view s) {
+  if (s.empty()) return;
   const auto colon = s.find(':');
   std::uint64_t k = 0;
   if (colon == std::string_view::npos ||

@@ -23,6 +23,7 @@
 #include <spdlog/logger.h>
 
 #include "memory/tools/bench_memory.hpp"
+#include "core/diagnostics.hpp"
 #include "core/fault.hpp"
 #include "imgpipe/log.hpp"
 #include "imgpipe/pipeline.hpp"
@@ -274,7 +275,7 @@ int prepare(const Args& a, std::optional<imgpipe::Pipeline>& pipeline, imgpipe::
     return 2;
   }
   try {
-    imgpipe::fault::from_environment();  // IMGPIPE_FAULT=stage:k, for tests and drills
+    imgpipe::fault::arm(imgpipe::Diagnostics::from_environment().fault);  // IMGPIPE_FAULT=stage:k, tests and drills
     pipeline.emplace(load_config(a.config_path, a.inputs));
     if (!a.device.empty()) opts.device = imgpipe::DeviceSelection::parse(a.device);
   } catch (const imgpipe::ConfigError& e) {

@@ -15,19 +15,20 @@ using imgpipe::test::ScopedEnv;
 
 TEST_CASE("diagnostics: read from the environment, each one set listed") {
   SUBCASE("none set: a normal run") {
-    ScopedEnv a("IMGPIPE_GPU_SHARE", nullptr), b("IMGPIPE_TRACE_CALLS", nullptr);
+    ScopedEnv a("IMGPIPE_GPU_SHARE", nullptr), b("IMGPIPE_TRACE_CALLS", nullptr), c("IMGPIPE_FAULT", nullptr);
     const Diagnostics d = Diagnostics::from_environment();
     CHECK(d.gpu_share < 0);
     CHECK(d.trace_calls.empty());
     CHECK(d.set.empty());
   }
   SUBCASE("both set") {
-    ScopedEnv a("IMGPIPE_GPU_SHARE", "0.9"), b("IMGPIPE_TRACE_CALLS", "/tmp/t.jsonl");
+    ScopedEnv a("IMGPIPE_GPU_SHARE", "0.9"), b("IMGPIPE_TRACE_CALLS", "/tmp/t.jsonl"), c("IMGPIPE_FAULT", "read:4");
     const Diagnostics d = Diagnostics::from_environment();
     CHECK(d.gpu_share == doctest::Approx(0.9));
     CHECK(d.trace_calls == "/tmp/t.jsonl");
+    CHECK(d.fault == "read:4");
     using Set = std::vector<std::pair<std::string, std::string>>;
-    CHECK(d.set == Set{{"IMGPIPE_GPU_SHARE", "0.9"}, {"IMGPIPE_TRACE_CALLS", "/tmp/t.jsonl"}});
+    CHECK(d.set == Set{{"IMGPIPE_GPU_SHARE", "0.9"}, {"IMGPIPE_TRACE_CALLS", "/tmp/t.jsonl"}, {"IMGPIPE_FAULT", "read:4"}});
   }
   SUBCASE("empty counts as unset") {
     ScopedEnv a("IMGPIPE_GPU_SHARE", ""), b("IMGPIPE_TRACE_CALLS", "");
