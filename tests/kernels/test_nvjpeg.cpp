@@ -11,11 +11,11 @@
 // are reported unsupported by the hardware check; damaged images inside a
 // batch are reported failed alone and the next batch decodes.
 // The GPU cases skip only when there is no CUDA device or no libnvjpeg, and
-// print why. IMGPIPE_TEST_REQUIRE_NVJPEG_HW=1 (set on the GPU machine) turns a
+// say why (test::skip_unless: CTest reports them skipped). IMGPIPE_TEST_REQUIRE_NVJPEG_HW=1 (set on the GPU machine) turns a
 // missing JPEG engine from a skip into a failure.
 //
-// Test JPEGs are written with libjpeg directly (this OpenCV, 4.6, cannot
-// choose the chroma subsampling).
+// Test JPEGs are written with libjpeg (tests/jpeg_writer.hpp: this OpenCV,
+// 4.6, cannot choose the chroma subsampling).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -38,6 +38,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "common.hpp"
+#include "jpeg_writer.hpp"
 #include "kernels/jpeg_gpu.hpp"
 #include "kernels/nvjpeg_loader.hpp"
 
@@ -165,10 +166,7 @@ std::string no_gpu_reason() {
 
 TEST_CASE("nvjpeg decoder: without a GPU or libnvjpeg it reports why and does not crash") {
   const std::string reason = no_gpu_reason();
-  if (reason.empty()) {
-    MESSAGE("a CUDA device and libnvjpeg exist: the GPU cases below run");
-    return;
-  }
+  IMGPIPE_SKIP_UNLESS(!reason.empty(), "a CUDA device and libnvjpeg exist: this case checks their absence");
   MESSAGE("GPU decode unavailable: " << reason);
   std::string why;
   CHECK_FALSE(kn::GpuJpegDecoder::probe(0, &why).has_value());
@@ -189,51 +187,22 @@ namespace {
 
 // ------------------------------------------------------------ test JPEGs
 
-struct JpegWriteError {
+struct JpegReadError {
   jpeg_error_mgr mgr;
   std::jmp_buf jump;
 };
 
-// Encodes `img` (CV_8UC3 RGB or CV_8UC1) with libjpeg at quality 90, luma
-// sampling hs x vs (chroma 1x1): 2x2 = 4:2:0, 2x1 = 4:2:2, 1x2 = 4:4:0,
-// 1x1 = 4:4:4, 4x1 = 4:1:1.
+// Encodes `img` (CV_8UC3 RGB or CV_8UC1) at quality 90, luma sampling
+// hs x vs (chroma 1x1): 2x2 = 4:2:0, 2x1 = 4:2:2, 1x2 = 4:4:0, 1x1 = 4:4:4,
+// 4x1 = 4:1:1.
 std::vector<std::uint8_t> encode_jpeg(const cv::Mat& img, int hs, int vs, bool progressive) {
-  jpeg_compress_struct c{};
-  JpegWriteError err{};
-  c.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = [](j_common_ptr p) { std::longjmp(reinterpret_cast<JpegWriteError*>(p->err)->jump, 1); };
-  unsigned char* mem = nullptr;
-  unsigned long size = 0;
-  if (setjmp(err.jump)) {
-    jpeg_destroy_compress(&c);
-    std::free(mem);
-    FAIL("libjpeg failed to write a test JPEG");
-    return {};
-  }
-  jpeg_create_compress(&c);
-  jpeg_mem_dest(&c, &mem, &size);
-  c.image_width = static_cast<JDIMENSION>(img.cols);
-  c.image_height = static_cast<JDIMENSION>(img.rows);
-  c.input_components = img.channels();
-  c.in_color_space = img.channels() == 1 ? JCS_GRAYSCALE : JCS_RGB;
-  jpeg_set_defaults(&c);
-  jpeg_set_quality(&c, 90, TRUE);
-  if (img.channels() == 3) {
-    c.comp_info[0].h_samp_factor = hs;
-    c.comp_info[0].v_samp_factor = vs;
-    for (int k = 1; k < 3; ++k) c.comp_info[k].h_samp_factor = c.comp_info[k].v_samp_factor = 1;
-  }
-  if (progressive) jpeg_simple_progression(&c);
-  jpeg_start_compress(&c, TRUE);
-  while (c.next_scanline < c.image_height) {
-    JSAMPROW row = const_cast<JSAMPROW>(img.ptr<std::uint8_t>(static_cast<int>(c.next_scanline)));
-    jpeg_write_scanlines(&c, &row, 1);
-  }
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
-  std::vector<std::uint8_t> b(mem, mem + size);
-  std::free(mem);
-  return b;
+  imgpipe::test::JpegWriteOptions o;
+  o.components = img.channels();
+  o.quality = 90;
+  o.h_samp = hs;
+  o.v_samp = vs;
+  o.progressive = progressive;
+  return imgpipe::test::write_jpeg(img.ptr<std::uint8_t>(), img.cols, img.rows, img.step, o);
 }
 
 // Photo-like content: a smooth random field, blurred shapes, mild noise.
@@ -315,9 +284,9 @@ struct HeaderFacts {
 };
 HeaderFacts read_header(const std::vector<std::uint8_t>& b) {
   jpeg_decompress_struct d{};
-  JpegWriteError err{};
+  JpegReadError err{};
   d.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = [](j_common_ptr p) { std::longjmp(reinterpret_cast<JpegWriteError*>(p->err)->jump, 1); };
+  err.mgr.error_exit = [](j_common_ptr p) { std::longjmp(reinterpret_cast<JpegReadError*>(p->err)->jump, 1); };
   HeaderFacts f;
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&d);
@@ -523,18 +492,15 @@ void CUDART_CB sleep_host(void* ms) {
 }  // namespace
 
 TEST_CASE("nvjpeg decoder: probe reports the JPEG engines") {
-  if (const std::string r = no_gpu_reason(); !r.empty()) {
-    MESSAGE("skipped: " << r);
-    return;
-  }
+  const std::string no_gpu = no_gpu_reason();
+  IMGPIPE_SKIP_UNLESS(no_gpu.empty(), no_gpu);
   std::string why;
   const auto info = kn::GpuJpegDecoder::probe(0, &why);
   if (!info) {
     const char* require = std::getenv("IMGPIPE_TEST_REQUIRE_NVJPEG_HW");
     if (require != nullptr && std::string(require) == "1") FAIL("no JPEG engine: " << why);
-    MESSAGE("no JPEG engine on device 0: " << why);
     CHECK_FALSE(why.empty());
-    return;
+    IMGPIPE_SKIP_UNLESS(false, "no JPEG engine on device 0: " + why);
   }
   MESSAGE("nvJPEG " << info->version[0] << "." << info->version[1] << "." << info->version[2] << " (" << info->library
                     << "): " << info->engines << " engines x " << info->cores_per_engine
@@ -547,10 +513,8 @@ TEST_CASE("nvjpeg decoder: probe reports the JPEG engines") {
 }
 
 TEST_CASE("nvjpeg decoder: parse reads headers, from many threads at once") {
-  if (const std::string r = no_gpu_reason(); !r.empty()) {
-    MESSAGE("skipped: " << r);
-    return;
-  }
+  const std::string no_gpu = no_gpu_reason();
+  IMGPIPE_SKIP_UNLESS(no_gpu.empty(), no_gpu);
   std::vector<Sample> samples = baseline_samples();
   samples.push_back(progressive_sample());
   samples.push_back(css411_sample());
@@ -612,10 +576,8 @@ TEST_CASE("nvjpeg decoder: parse reads headers, from many threads at once") {
 }
 
 TEST_CASE("nvjpeg decoder: a batch of baseline JPEGs matches OpenCV's decode") {
-  if (const std::string r = no_gpu_reason(); !r.empty()) {
-    MESSAGE("skipped: " << r);
-    return;
-  }
+  const std::string no_gpu = no_gpu_reason();
+  IMGPIPE_SKIP_UNLESS(no_gpu.empty(), no_gpu);
   const std::vector<Sample> samples = baseline_samples();
   Stream stream;
   for (kn::JpegBackend b : test_backends()) {
@@ -730,10 +692,8 @@ TEST_CASE("nvjpeg decoder: a batch of baseline JPEGs matches OpenCV's decode") {
 }
 
 TEST_CASE("nvjpeg decoder: a damaged JPEG inside a batch fails alone, the next batch decodes") {
-  if (const std::string r = no_gpu_reason(); !r.empty()) {
-    MESSAGE("skipped: " << r);
-    return;
-  }
+  const std::string no_gpu = no_gpu_reason();
+  IMGPIPE_SKIP_UNLESS(no_gpu.empty(), no_gpu);
   const std::vector<Sample> good = baseline_samples();
   const Sample progressive = progressive_sample();
   // Damage that survives no parser: random bytes after an SOI marker.
@@ -837,15 +797,10 @@ TEST_CASE("nvjpeg decoder: a damaged JPEG inside a batch fails alone, the next b
 }
 
 TEST_CASE("nvjpeg decoder: the host barrier keeps the engines' writes after work queued before them") {
-  if (const std::string r = no_gpu_reason(); !r.empty()) {
-    MESSAGE("skipped: " << r);
-    return;
-  }
+  const std::string no_gpu = no_gpu_reason();
+  IMGPIPE_SKIP_UNLESS(no_gpu.empty(), no_gpu);
   std::string why;
-  if (!kn::GpuJpegDecoder::probe(0, &why)) {
-    MESSAGE("no JPEG engine: " << why);
-    return;
-  }
+  IMGPIPE_SKIP_UNLESS(kn::GpuJpegDecoder::probe(0, &why).has_value(), "no JPEG engine: " + why);
   const std::vector<Sample> samples = baseline_samples();
   std::vector<const Sample*> batch;
   std::vector<const std::vector<std::uint8_t>*> streams;
