@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iostream>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <sys/wait.h>
@@ -81,6 +83,29 @@ std::vector<unsigned char> batch_to_host(const DeviceBatch& b) {
 }
 
 bool have_gpu() { return gpu::device_count() > 0; }
+
+namespace {
+std::mutex g_case_mutex;
+std::string g_case;
+}  // namespace
+
+void set_current_test_case(const std::string& name) {
+  std::lock_guard<std::mutex> lock(g_case_mutex);
+  g_case = name;
+}
+
+std::string current_test_case() {
+  std::lock_guard<std::mutex> lock(g_case_mutex);
+  return g_case.empty() ? std::string("<unknown test case>") : g_case;
+}
+
+bool skip_unless(bool cond, const std::string& reason) {
+  if (cond) return false;
+  // One line, flushed at once: stdout is what CTest matches and what the GPU
+  // suite counts, whatever doctest's own output options are.
+  std::cout << "IMGPIPE-SKIPPED: " << current_test_case() << ": " << reason << std::endl;
+  return true;
+}
 
 std::vector<DeviceSelection> test_devices() {
   std::vector<DeviceSelection> v{DeviceSelection::parse("cpu")};

@@ -46,6 +46,28 @@ class TempDir {
 std::vector<DeviceSelection> test_devices();
 bool have_gpu();
 
+// A case that cannot run here (a GPU-only case without a CUDA device, no
+// libnvjpeg or JPEG engines, no Chromium, NVTX compiled out) skips visibly:
+// skip_unless(false, reason) prints the line
+//   IMGPIPE-SKIPPED: <test case>: <reason>
+// to stdout (CTest's SKIP_REGULAR_EXPRESSION in tests/CMakeLists.txt reports
+// the case as skipped, not passed; samples/bench/gpu_suite.sh counts the
+// lines of a plain doctest run) and returns true: the case then returns.
+// A case that also checks a host path keeps running it and does not skip.
+// IMGPIPE_SKIP_UNLESS(cond, reason) is the usual spelling; `reason` (a
+// std::string) is evaluated only when `cond` is false.
+bool skip_unless(bool cond, const std::string& reason);
+#define IMGPIPE_SKIP_UNLESS(cond, reason)                                  \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      (void)::imgpipe::test::skip_unless(false, std::string(reason));      \
+      return;                                                              \
+    }                                                                      \
+  } while (0)
+// The test case running now (set by a listener in tests/main.cpp).
+std::string current_test_case();
+void set_current_test_case(const std::string& name);
+
 // Copies a delivered batch to the host (synchronising with its stream).
 std::vector<unsigned char> batch_to_host(const DeviceBatch& b);
 

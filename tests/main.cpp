@@ -12,7 +12,8 @@
 
 namespace {
 
-// How many test cases the filters let through: CTest runs each case by
+// How many test cases the filters let through (and, for the skip line of
+// test::skip_unless, the name of the case running): CTest runs each case by
 // name (-tc=NAME), and a name CTest cut (at a ';') or a filter that matches
 // nothing would otherwise pass with no case run.
 std::atomic<unsigned> g_selected{0};
@@ -22,7 +23,7 @@ struct SelectedCounter : doctest::IReporter {
   void report_query(const doctest::QueryData&) override {}
   void test_run_start() override {}
   void test_run_end(const doctest::TestRunStats& s) override { g_selected = s.numTestCasesPassingFilters; }
-  void test_case_start(const doctest::TestCaseData&) override {}
+  void test_case_start(const doctest::TestCaseData& t) override { imgpipe::test::set_current_test_case(t.m_name); }
   void test_case_reenter(const doctest::TestCaseData&) override {}
   void test_case_end(const doctest::CurrentTestCaseStats&) override {}
   void test_case_exception(const doctest::TestCaseException&) override {}

@@ -212,7 +212,7 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
     l.jpeg.allow_host_input_fallback = false;  // the bitstreams are in device memory
     l.jpeg.bgr = true;                         // as the CPU route's frames
     // The engines pipelined decode faster (samples/bench/NVJPEG.md); failures
-    // inside a batch are reported alike (tests/kernels/test_nvjpeg.cpp, both
+    // inside a batch are reported alike (tests/codecs/test_nvjpeg_batch.cpp, both
     // settings).
     l.jpeg.hw_no_pipeline = false;
   }

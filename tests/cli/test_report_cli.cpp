@@ -150,10 +150,7 @@ TEST_CASE("cli: --report-html writes one self-contained page with every failed i
 
 TEST_CASE("report html: the page renders in headless Chromium without a console error, every chart drawn") {
   const std::string chromium = find_chromium();
-  if (chromium.empty()) {
-    std::cout << "IMGPIPE-SKIPPED: chromium not found (apt-get install chromium; or set IMGPIPE_CHROMIUM)\n";
-    return;
-  }
+  IMGPIPE_SKIP_UNLESS(!chromium.empty(), "chromium not found (apt-get install chromium; or set IMGPIPE_CHROMIUM)");
   TempDir d;
   make_inputs(d / "in", 1);
   const fs::path page = d / "report.html";

@@ -34,8 +34,7 @@ TEST_CASE("nvtx: the wrapper is compiled in this build's mode") {
 TEST_CASE("nvtx: a tool sees every stage's calls, and each batch's copy and kernels inside them") {
 #ifndef IMGPIPE_NVTX_PROBE_TOOL
   // The host-only build compiles the ranges out (test_nvtx_off.cpp checks that variant).
-  std::cout << "IMGPIPE-SKIPPED: NVTX is compiled out in this build (no CUDA)\n";
-  return;
+  IMGPIPE_SKIP_UNLESS(false, "NVTX is compiled out in this build (no CUDA)");
 #else
   TempDir d;
   const auto samples = imgpipe::test::sample_images();

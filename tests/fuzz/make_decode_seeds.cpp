@@ -6,8 +6,9 @@
 //                                  program writes (CTest: decode_seeds_reproducible)
 //
 // 8-bit JPEGs are written with libjpeg (the library the decode stage reads
-// them with); everything else is assembled here byte by byte, so the output
-// depends on no encoder's version:
+// them with), through the tests' one writer (tests/jpeg_writer.cpp);
+// everything else is assembled here byte by byte, so the output depends on no
+// encoder's version:
 //  - 12-bit JPEG: a baseline-style SOF1 stream of flat 8x8 tiles (DC only),
 //    which libjpeg-turbo's 12-bit decoder reads and the 8-bit one refuses;
 //  - PNG (16-bit RGB, 16-bit grey + alpha, 8-bit and 4-bit palette with tRNS):
@@ -17,7 +18,6 @@
 //    (single-symbol prefix codes, so a frame is 7 bytes of bitstream).
 // What the decoder does with each file is stated in tests/stages/test_decode_seeds.cpp.
 #include <algorithm>
-#include <csetjmp>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -26,10 +26,11 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include <jpeglib.h>
+#include "jpeg_writer.hpp"
 
 namespace {
 
@@ -74,86 +75,19 @@ Bytes picture(int w, int h) {
   return rgb;
 }
 
-struct JpegError {
-  jpeg_error_mgr mgr;
-  std::jmp_buf jump;
-};
+using JpegOptions = imgpipe::test::JpegWriteOptions;  // quality 90 unless set
+using imgpipe::test::JpegColour;
 
-struct JpegOptions {
-  int components = 3;                 // 3: RGB input; 4: CMYK input
-  J_COLOR_SPACE space = JCS_YCbCr;    // stored colour space
-  bool progressive = false;
-  bool arithmetic = false;
-  unsigned restart_interval = 0;      // in MCUs
-  int orientation = 0;                // EXIF orientation tag; 0: no APP1
-};
-
-Bytes exif_app1(int orientation);
-
-// The samples (`components` per pixel) as a JPEG, quality 90.
-Bytes write_jpeg(const Bytes& samples, int w, int h, const JpegOptions& o) {
-  jpeg_compress_struct c{};
-  JpegError err{};
-  c.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = [](j_common_ptr p) { std::longjmp(reinterpret_cast<JpegError*>(p->err)->jump, 1); };
-  unsigned char* mem = nullptr;
-  unsigned long size = 0;
-  if (setjmp(err.jump)) {
-    char msg[JMSG_LENGTH_MAX];
-    err.mgr.format_message(reinterpret_cast<j_common_ptr>(&c), msg);
-    std::fprintf(stderr, "libjpeg: %s\n", msg);
+// The samples (`o.components` per pixel) as a JPEG, stored as YCbCr unless
+// `o.colour` says otherwise (tests/jpeg_writer.hpp).
+Bytes write_jpeg(const Bytes& samples, int w, int h, JpegOptions o) {
+  if (o.colour == JpegColour::automatic) o.colour = JpegColour::ycbcr;
+  try {
+    return imgpipe::test::write_jpeg(samples.data(), w, h, static_cast<std::size_t>(w) * o.components, o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
     std::exit(2);
   }
-  jpeg_create_compress(&c);
-  jpeg_mem_dest(&c, &mem, &size);
-  c.image_width = static_cast<JDIMENSION>(w);
-  c.image_height = static_cast<JDIMENSION>(h);
-  c.input_components = o.components;
-  c.in_color_space = o.components == 4 ? JCS_CMYK : JCS_RGB;
-  jpeg_set_defaults(&c);
-  jpeg_set_colorspace(&c, o.space);  // CMYK, YCCK: libjpeg writes the Adobe marker
-  jpeg_set_quality(&c, 90, TRUE);
-  c.optimize_coding = FALSE;
-  if (o.progressive) jpeg_simple_progression(&c);
-  c.arith_code = o.arithmetic ? TRUE : FALSE;
-  c.restart_interval = o.restart_interval;
-  // Without a JFIF APP0 when EXIF is written, as cameras do (APP1 first).
-  if (o.orientation) c.write_JFIF_header = FALSE;
-  jpeg_start_compress(&c, TRUE);
-  if (o.orientation) {
-    const Bytes app1 = exif_app1(o.orientation);
-    jpeg_write_marker(&c, JPEG_APP0 + 1, app1.data(), static_cast<unsigned>(app1.size()));
-  }
-  const std::size_t stride = static_cast<std::size_t>(w) * o.components;
-  while (c.next_scanline < c.image_height) {
-    JSAMPROW row = const_cast<JSAMPROW>(&samples[c.next_scanline * stride]);
-    jpeg_write_scanlines(&c, &row, 1);
-  }
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
-  Bytes b(mem, mem + size);
-  std::free(mem);
-  return b;
-}
-
-// The payload of an APP1 Exif segment: "Exif\0\0", a little-endian TIFF
-// header and IFD0 with one entry, Orientation (0x0112) = `o`.
-Bytes exif_app1(int o) {
-  Bytes b;
-  put(b, "Exif");
-  b.push_back(0);
-  b.push_back(0);
-  put(b, "II");
-  le16(b, 42);
-  le32(b, 8);       // IFD0 right after the header
-  le16(b, 1);       // one entry
-  le16(b, 0x0112);  // Orientation
-  le16(b, 3);       // SHORT
-  le32(b, 1);       // one value, in the entry
-  le16(b, static_cast<unsigned>(o));
-  le16(b, 0);
-  le32(b, 0);       // no next IFD
-  return b;
 }
 
 // CMYK patches stored inverted, as Adobe/Photoshop writes them (255 = no ink).
@@ -544,14 +478,14 @@ std::map<std::string, Bytes> seeds() {
   s["gen_restart.jpg"] = write_jpeg(pic, 48, 32, o);
   o = {};
   o.components = 4;
-  o.space = JCS_CMYK;
+  o.colour = JpegColour::cmyk;
   s["gen_cmyk.jpg"] = write_jpeg(cmyk_patches(32, 16), 32, 16, o);
-  o.space = JCS_YCCK;
+  o.colour = JpegColour::ycck;
   s["gen_ycck.jpg"] = write_jpeg(cmyk_patches(32, 16), 32, 16, o);
   const Bytes small = picture(24, 16);
   for (int k = 1; k <= 8; ++k) {
     o = {};
-    o.orientation = k;
+    o.exif_orientation = k;
     s["gen_exif_orientation_" + std::to_string(k) + ".jpg"] = write_jpeg(small, 24, 16, o);
   }
   s["gen_12bit.jpg"] = write_jpeg12();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compiles tests/gpu/nvjpeg_decl_check.cpp against the real nvjpeg.h (CUDA's
 # include folder: $CUDA_HOME, default /usr/local/cuda) together with
-# kernels/nvjpeg_api.hpp, and runs it. Exit 0: every declaration matches;
+# codecs/nvjpeg_api.hpp, and runs it. Exit 0: every declaration matches;
 # non-zero: the compiler's messages name each mismatch (or a file is missing).
 # Runs on the GPU machine; needs g++ (or nvcc) only, no libnvjpeg.
 # nvjpeg_api.hpp and imgpipe/types.hpp are taken from beside this script when

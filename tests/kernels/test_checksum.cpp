@@ -41,10 +41,7 @@ TEST_CASE("checksum: sensitive to order and to every byte") {
 }
 
 TEST_CASE("checksum: GPU twin equals the CPU twin") {
-  if (!test::have_gpu()) {
-    MESSAGE("no CUDA device: GPU twin not run");
-    return;
-  }
+  IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device: GPU twin not run");
   imgpipe::gpu::Stream s(0);
   std::vector<std::uint8_t> data((64u << 20) + 16);
   cv::RNG rng(42);

@@ -122,10 +122,7 @@ TEST_CASE("fused: CPU twin matches cv::dnn::blobFromImage on the sample photos")
 }
 
 TEST_CASE("fused: GPU twin equals the CPU twin and GPU resize + GPU normalize, bit for bit") {
-  if (!test::have_gpu()) {
-    MESSAGE("no CUDA device: GPU twin not run");
-    return;
-  }
+  IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device: GPU twin not run");
   imgpipe::gpu::Stream s(0);
   std::uint64_t seed = 700;
   for (int c : {1, 3, 4}) {

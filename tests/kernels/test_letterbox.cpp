@@ -108,10 +108,7 @@ TEST_CASE("letterbox: CPU twin equals the pipeline's OpenCV letterbox") {
 }
 
 TEST_CASE("letterbox: GPU twin equals the CPU twin bit for bit") {
-  if (!test::have_gpu()) {
-    MESSAGE("no CUDA device: GPU twin not run");
-    return;
-  }
+  IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device: GPU twin not run");
   imgpipe::gpu::Stream s(0);
   std::uint64_t seed = 70;
   for (Interp interp : {Interp::linear, Interp::nearest})

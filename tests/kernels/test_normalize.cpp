@@ -108,10 +108,7 @@ TEST_CASE("normalize: float16 output is the float32 output rounded to nearest-ev
 }
 
 TEST_CASE("normalize: GPU twin equals the CPU twin bit for bit") {
-  if (!test::have_gpu()) {
-    MESSAGE("no CUDA device: GPU twin not run");
-    return;
-  }
+  IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device: GPU twin not run");
   imgpipe::gpu::Stream s(0);
   struct Size {
     int w, h;

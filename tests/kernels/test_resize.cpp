@@ -128,10 +128,7 @@ TEST_CASE("resize: a batch of mixed sizes packed in one buffer equals resizing e
 }
 
 TEST_CASE("resize: GPU twin equals the CPU twin bit for bit") {
-  if (!test::have_gpu()) {
-    MESSAGE("no CUDA device: GPU twin not run");
-    return;
-  }
+  IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device: GPU twin not run");
   imgpipe::gpu::Stream s(0);
   auto run_both = [&](const test::PackedBatch& p, int W, int H, Interp interp, Fit fit, const std::string& what) {
     const test::DeviceCopy d_src(p.bytes.data(), p.bytes.size(), s);

@@ -195,7 +195,7 @@ TEST_CASE("HostResourceRef forwards to the resource it refers to") {
 }
 
 TEST_CASE("adaptors over pinned memory (GPU)") {
-  if (!test::have_gpu()) return;
+  IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device");
   PinnedResource pinned;
   StatisticsAdaptor<PinnedResource> counted(pinned);
   LimitingAdaptor<StatisticsAdaptor<PinnedResource>> budget(counted, 4 * MiB);

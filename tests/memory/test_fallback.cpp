@@ -246,7 +246,7 @@ TEST_CASE("host memory chain: pageable asked for is pageable, outside any budget
 }
 
 TEST_CASE("host memory chain (GPU): every step of write_combined -> pinned -> host_registered -> pageable") {
-  if (!test::have_gpu()) return;
+  IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device");
   fault_injection::Scope faults;
 
   SUBCASE("write_combined fails: pinned, and write_combined is not asked again") {
@@ -313,7 +313,7 @@ TEST_CASE("host memory chain (GPU): every step of write_combined -> pinned -> ho
 }
 
 TEST_CASE("host memory chain (GPU): fallback off, the budget, mapped memory and extra flags") {
-  if (!test::have_gpu()) return;
+  IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device");
   fault_injection::Scope faults;
 
   SUBCASE("fallback off: the first failure is an error") {

@@ -146,7 +146,7 @@ TEST_CASE("slot resource: a slot is never held by two threads at once") {
 }
 
 TEST_CASE("slot resource (GPU): write-combined slots through the chain") {
-  if (!test::have_gpu()) return;
+  IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device");
   HostMemoryChain chain({.kind = MemoryKind::write_combined, .device = 0, .name = "slots"});
   FixedSlotResource slots(chain, 3 * MiB, 3);
   CHECK(chain.page_locked().bytes == 3 * 3 * MiB);

@@ -342,7 +342,7 @@ TEST_CASE("staging ring: stats() for the report") {
 }
 
 TEST_CASE("staging ring: a device asked for where there is none: pageable slots, the reason reported") {
-  if (imgpipe::test::have_gpu()) return;
+  IMGPIPE_SKIP_UNLESS(!imgpipe::test::have_gpu(), "a CUDA device is present: this case checks the answer where there is none");
   imgpipe::test::LogCapture log;
   StagingRing ring(0, 2, 4096, StagingMemory::write_combined);
   CHECK(ring.memory() == StagingMemory::pageable);
@@ -380,7 +380,7 @@ TEST_CASE("staging ring: track records where each slot was allocated") {
 }
 
 TEST_CASE("staging ring (GPU): fallbacks and the budget, the least capable slot reported") {
-  if (!imgpipe::test::have_gpu()) return;
+  IMGPIPE_SKIP_UNLESS(imgpipe::test::have_gpu(), "no CUDA device");
   namespace mem = imgpipe::memory;
   mem::fault_injection::Scope faults;
   SUBCASE("write_combined fails: pinned slots") {

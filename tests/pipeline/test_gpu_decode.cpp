@@ -2,7 +2,7 @@
 // every good image delivered and every bad one reported on both routes, the
 // GPU route's tensors close to the CPU route's, and the host backend's
 // fallback. The GPU parts run where a GPU with nvJPEG's engines exists (the
-// GPU machine); elsewhere they say why they did not run.
+// GPU machine); elsewhere they skip visibly (IMGPIPE-SKIPPED, with the reason).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -12,11 +12,11 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <jpeglib.h>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "common.hpp"
+#include "jpeg_writer.hpp"
 #include "imgpipe/pipeline.hpp"
 #include "codecs/jpeg_gpu.hpp"
 
@@ -42,30 +42,17 @@ cv::Mat photo(int w, int h, int seed) {
   return out;
 }
 
+// A CMYK JPEG (libjpeg's defaults: quality 75, stored as CMYK).
 void write_cmyk_jpeg(const fs::path& p, int w, int h) {
-  jpeg_compress_struct c{};
-  jpeg_error_mgr err{};
-  c.err = jpeg_std_error(&err);
-  jpeg_create_compress(&c);
-  FILE* f = std::fopen(p.c_str(), "wb");
-  REQUIRE(f);
-  jpeg_stdio_dest(&c, f);
-  c.image_width = static_cast<JDIMENSION>(w);
-  c.image_height = static_cast<JDIMENSION>(h);
-  c.input_components = 4;
-  c.in_color_space = JCS_CMYK;
-  jpeg_set_defaults(&c);
-  jpeg_start_compress(&c, TRUE);
-  std::vector<unsigned char> row(static_cast<std::size_t>(w) * 4);
-  while (c.next_scanline < c.image_height) {
+  std::vector<unsigned char> samples(static_cast<std::size_t>(w) * h * 4);
+  for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x)
-      for (int k = 0; k < 4; ++k) row[static_cast<std::size_t>(x) * 4 + k] = static_cast<unsigned char>(x * (k + 1) + c.next_scanline);
-    JSAMPROW r = row.data();
-    jpeg_write_scanlines(&c, &r, 1);
-  }
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
-  std::fclose(f);
+      for (int k = 0; k < 4; ++k)
+        samples[(static_cast<std::size_t>(y) * w + x) * 4 + k] = static_cast<unsigned char>(x * (k + 1) + y);
+  test::JpegWriteOptions o;
+  o.components = 4;
+  o.quality = 75;
+  test::write_bytes(p, test::write_jpeg(samples.data(), w, h, static_cast<std::size_t>(w) * 4, o));
 }
 
 // The mixed folder: what each file is, and the route it must take with
@@ -171,10 +158,7 @@ TEST_CASE("gpu decode: a mixed folder on the host backend: CPU route, every good
 
 TEST_CASE("gpu decode: on the GPU, routes as stated, good images delivered, bad ones reported, tensors close to the CPU route") {
   std::string why;
-  if (!have_engines(&why)) {
-    MESSAGE("GPU decode not exercised here: " << why);
-    return;
-  }
+  IMGPIPE_SKIP_UNLESS(have_engines(&why), "GPU decode not exercised here: " + why);
   test::TempDir dir;
   const auto want = make_mixed(dir.path());
   const Outcome gpu = run(dir.path(), "0", Where::gpu);
@@ -259,10 +243,7 @@ TEST_CASE("gpu decode: a Pipeline keeps its decoder from run to run, the runs ag
 
 TEST_CASE("gpu decode: with decode.where auto, each run of a Pipeline starts its steering at share 1") {
   std::string why;
-  if (!have_engines(&why)) {
-    MESSAGE("route steering not exercised here: " << why);
-    return;
-  }
+  IMGPIPE_SKIP_UNLESS(have_engines(&why), "route steering not exercised here: " + why);
   // Enough JPEGs for the steering's windows (64 samples apart, 16 engine
   // images each).
   test::TempDir dir;
@@ -330,10 +311,7 @@ Delivered deliver(const Config& c, bool pull) {
 
 TEST_CASE("gpu decode: engine calls spanning batches deliver what one call a batch does, in order") {
   std::string why;
-  if (!have_engines(&why)) {
-    MESSAGE("engine calls spanning batches not exercised here: " << why);
-    return;
-  }
+  IMGPIPE_SKIP_UNLESS(have_engines(&why), "engine calls spanning batches not exercised here: " + why);
   test::TempDir dir;
   // 61 inputs, most of them baseline JPEGs of varied sizes (frames up to
   // 560x400, under 1 MiB), with progressive JPEGs, PNGs and damaged files

@@ -4,7 +4,7 @@
 // several devices, and the staging fallback chain by fault injection.
 // Batches are compared by the checksum the discard sink computes on the
 // device (kernels::checksum; equal checksums over identical configs mean
-// identical bytes; test_pipeline.cpp ties the reference path to OpenCV).
+// identical bytes; test_pipeline_accuracy.cpp ties the reference path to OpenCV).
 #include <doctest/doctest.h>
 
 #include <filesystem>

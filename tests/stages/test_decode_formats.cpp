@@ -1,11 +1,10 @@
 // Decode stage on the images users have: every format, grey and alpha images
 // (real ones from Debian's opencv-doc), 16-bit PNG and TIFF, CMYK and YCCK
-// JPEGs (written here with libjpeg), EXIF orientation (an APP1 segment spliced
+// JPEGs (written with libjpeg: tests/jpeg_writer.hpp), EXIF orientation (an APP1 segment spliced
 // in by hand), and reduced-size JPEG decode against the full-size path.
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <csetjmp>
 #include <cstdlib>
 #include <cstdint>
 #include <cstdio>
@@ -13,13 +12,12 @@
 #include <string>
 #include <vector>
 
-#include <jpeglib.h>
-
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "common.hpp"
+#include "jpeg_writer.hpp"
 #include "oriented.hpp"
 #include "stages/decode.hpp"
 #include "stages/transform.hpp"
@@ -78,83 +76,26 @@ cv::Mat test_picture(int w, int h) {
 }
 
 // ------------------------------------------------------------------ libjpeg writer (CMYK / YCCK)
-struct JpegError {
-  jpeg_error_mgr mgr;
-  std::jmp_buf jump;
-};
-
 // A 4-component JPEG of `cmyk` (CV_8UC4, the values stored as given) in
-// colour space `space` (JCS_CMYK or JCS_YCCK; libjpeg adds the Adobe marker).
-Bytes write_cmyk_jpeg(const cv::Mat& cmyk, J_COLOR_SPACE space) {
-  jpeg_compress_struct c{};
-  JpegError err{};
-  c.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = [](j_common_ptr p) { std::longjmp(reinterpret_cast<JpegError*>(p->err)->jump, 1); };
-  unsigned char* mem = nullptr;
-  unsigned long size = 0;
-  if (setjmp(err.jump)) {
-    jpeg_destroy_compress(&c);
-    std::free(mem);
-    FAIL("libjpeg failed to write a CMYK JPEG");
-    return {};
-  }
-  jpeg_create_compress(&c);
-  jpeg_mem_dest(&c, &mem, &size);
-  c.image_width = static_cast<JDIMENSION>(cmyk.cols);
-  c.image_height = static_cast<JDIMENSION>(cmyk.rows);
-  c.input_components = 4;
-  c.in_color_space = JCS_CMYK;
-  jpeg_set_defaults(&c);
-  jpeg_set_colorspace(&c, space);
-  jpeg_set_quality(&c, 95, TRUE);
-  jpeg_start_compress(&c, TRUE);
-  while (c.next_scanline < c.image_height) {
-    JSAMPROW row = const_cast<JSAMPROW>(cmyk.ptr<std::uint8_t>(static_cast<int>(c.next_scanline)));
-    jpeg_write_scanlines(&c, &row, 1);
-  }
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
-  Bytes b(mem, mem + size);
-  std::free(mem);
-  return b;
+// colour space `space` (cmyk or ycck; libjpeg adds the Adobe marker).
+Bytes write_cmyk_jpeg(const cv::Mat& cmyk, imgpipe::test::JpegColour space) {
+  imgpipe::test::JpegWriteOptions o;
+  o.components = 4;
+  o.colour = space;
+  o.quality = 95;
+  return imgpipe::test::write_jpeg(cmyk.ptr<std::uint8_t>(), cmyk.cols, cmyk.rows, cmyk.step, o);
 }
 
 // ------------------------------------------------------------------ EXIF
 // An APP1 Exif segment whose IFD0 holds one entry, Orientation = `o`, in
 // little- (II) or big-endian (MM) TIFF byte order.
 Bytes exif_segment(int o, bool little_endian) {
-  Bytes tiff;
-  auto u16 = [&](unsigned v) {
-    const auto lo = static_cast<unsigned char>(v), hi = static_cast<unsigned char>(v >> 8);
-    tiff.push_back(little_endian ? lo : hi);
-    tiff.push_back(little_endian ? hi : lo);
-  };
-  auto u32 = [&](std::uint32_t v) {
-    if (little_endian) {
-      u16(v & 0xFFFF);
-      u16(v >> 16);
-    } else {
-      u16(v >> 16);
-      u16(v & 0xFFFF);
-    }
-  };
-  tiff.push_back(little_endian ? 'I' : 'M');
-  tiff.push_back(little_endian ? 'I' : 'M');
-  u16(42);
-  u32(8);       // IFD0 right after the header
-  u16(1);       // one entry
-  u16(0x0112);  // Orientation
-  u16(3);       // SHORT
-  u32(1);       // one value
-  u16(static_cast<unsigned>(o));
-  u16(0);       // the value field's padding
-  u32(0);       // no next IFD
+  const Bytes payload = imgpipe::test::exif_orientation_payload(o, little_endian);
   Bytes seg{0xFF, 0xE1};
-  const std::size_t len = 2 + 6 + tiff.size();
+  const std::size_t len = 2 + payload.size();
   seg.push_back(static_cast<unsigned char>(len >> 8));
   seg.push_back(static_cast<unsigned char>(len));
-  for (char ch : {'E', 'x', 'i', 'f', '\0', '\0'}) seg.push_back(static_cast<unsigned char>(ch));
-  seg.insert(seg.end(), tiff.begin(), tiff.end());
+  seg.insert(seg.end(), payload.begin(), payload.end());
   return seg;
 }
 
@@ -304,8 +245,9 @@ TEST_CASE("decode formats: CMYK and YCCK JPEGs (Adobe, inverted as Photoshop sto
                            cv::saturate_cast<std::uint8_t>(255 * (1 - Y)), cv::saturate_cast<std::uint8_t>(255 * (1 - K)));
     cmyk(cv::Rect(static_cast<int>(k % 4) * P, static_cast<int>(k / 4) * P, P, P)).setTo(stored);
   }
-  for (const J_COLOR_SPACE space : {JCS_CMYK, JCS_YCCK}) {
-    CAPTURE(space == JCS_CMYK ? "CMYK" : "YCCK");
+  using imgpipe::test::JpegColour;
+  for (const JpegColour space : {JpegColour::cmyk, JpegColour::ycck}) {
+    CAPTURE(space == JpegColour::cmyk ? "CMYK" : "YCCK");
     const Bytes jpg = write_cmyk_jpeg(cmyk, space);
     const cv::Mat out = decode(jpg);
     REQUIRE(out.size() == cmyk.size());

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <vector>
 
-#include <jpeglib.h>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -16,6 +15,7 @@
 #include "codecs/jpeg_engines.hpp"
 #include "codecs/jpeg_markers.hpp"
 #include "codecs/route_steering.hpp"
+#include "jpeg_writer.hpp"
 
 using imgpipe::codecs::gpu_route_refusal;
 using imgpipe::codecs::JpegLayout;
@@ -38,38 +38,21 @@ Bytes encode(const cv::Mat& m, std::vector<int> params = {}) {
   return b;
 }
 
-// libjpeg directly: sampling factors, component count, arithmetic coding, restart interval.
+// libjpeg (tests/jpeg_writer.hpp): sampling factors, component count,
+// arithmetic coding, restart interval; quality 75 (libjpeg's default).
 Bytes encode_libjpeg(int components, int h0, int v0, bool progressive, bool arithmetic, int restart) {
-  jpeg_compress_struct c{};
-  jpeg_error_mgr err{};
-  c.err = jpeg_std_error(&err);
-  jpeg_create_compress(&c);
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&c, &out, &size);
-  c.image_width = 48;
-  c.image_height = 32;
-  c.input_components = components == 4 ? 4 : components;
-  c.in_color_space = components == 1 ? JCS_GRAYSCALE : components == 4 ? JCS_CMYK : JCS_RGB;
-  jpeg_set_defaults(&c);
+  imgpipe::test::JpegWriteOptions o;
+  o.components = components;
+  o.quality = 75;
   if (components == 3) {
-    c.comp_info[0].h_samp_factor = h0;
-    c.comp_info[0].v_samp_factor = v0;
+    o.h_samp = h0;
+    o.v_samp = v0;
   }
-  if (progressive) jpeg_simple_progression(&c);
-  c.arith_code = arithmetic ? TRUE : FALSE;
-  c.restart_interval = static_cast<unsigned>(restart);
-  jpeg_start_compress(&c, TRUE);
-  std::vector<unsigned char> row(48 * static_cast<std::size_t>(c.input_components), 90);
-  while (c.next_scanline < c.image_height) {
-    JSAMPROW r = row.data();
-    jpeg_write_scanlines(&c, &r, 1);
-  }
-  jpeg_finish_compress(&c);
-  Bytes b(out, out + size);
-  jpeg_destroy_compress(&c);
-  std::free(out);
-  return b;
+  o.progressive = progressive;
+  o.arithmetic = arithmetic;
+  o.restart_interval = static_cast<unsigned>(restart);
+  const std::vector<unsigned char> flat(48 * 32 * static_cast<std::size_t>(components), 90);
+  return imgpipe::test::write_jpeg(flat.data(), 48, 32, 48 * static_cast<std::size_t>(components), o);
 }
 
 }  // namespace
