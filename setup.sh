@@ -7,7 +7,10 @@
 #   ./setup.sh build  build only
 #
 # Environment: PRESET (CMake preset, default "default"; see CMakePresets.json),
-# SKIP_APT=1 (dependencies already installed), JOBS (parallel build jobs).
+# SKIP_APT=1 (dependencies already installed), JOBS (parallel build jobs),
+# SETUP_EXTRA_PACKAGES (more packages for the same apt-get run; CI: the fuzz
+# step's clang), CUDAARCHS (CUDA architectures; default: this machine's GPU,
+# else a portable set, see CMakeLists.txt).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -29,6 +32,8 @@ fi
 # Only for `test`: the HTML report rendered in headless Chromium
 # (tests/cli/test_report_cli.cpp; skipped, not passed, without it).
 [ "$what" != test ] || packages+=(chromium)
+# shellcheck disable=SC2206  # a space-separated list of package names
+packages+=(${SETUP_EXTRA_PACKAGES:-})
 if [ "${SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do
