@@ -18,6 +18,7 @@
 #include <iterator>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/logger.h>
@@ -270,9 +271,14 @@ int prepare(const Args& a, std::optional<imgpipe::Pipeline>& pipeline, imgpipe::
     std::cerr << "imgpipe: --config is required (try: imgpipe --config configs/pipeline.yaml)\n";
     return 2;
   }
-  if (const std::string why = report_unwritable(a.report_path); !a.report_path.empty() && !why.empty()) {
-    std::cerr << "imgpipe: --report: cannot write '" << a.report_path << "': " << why << "\n";
-    return 2;
+  // Every output path is checked before the run: a report that cannot be
+  // written is a usage error, not a run lost at its end.
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string*>{"--report", &a.report_path},
+                                   std::pair<const char*, const std::string*>{"--report-html", &a.report_html_path}}) {
+    if (const std::string why = report_unwritable(*path); !path->empty() && !why.empty()) {
+      std::cerr << "imgpipe: " << flag << ": cannot write '" << *path << "': " << why << "\n";
+      return 2;
+    }
   }
   try {
     imgpipe::fault::arm(imgpipe::Diagnostics::from_environment().fault);  // IMGPIPE_FAULT=stage:k, tests and drills

@@ -159,6 +159,23 @@ TEST_CASE("cli validate: FILE or --config FILE, counting the inputs") {
   CHECK(contains(out, "nope.yaml"));
 }
 
+TEST_CASE("cli report: an unwritable --report-html is a usage error before the run, as --report is") {
+  TempDir d;
+  copy_samples(d.path(), 2);
+  write_config(d / "c.yaml");
+  const std::string run = "--config " + q(d / "c.yaml") + " --input " + q(d.path()) + " --device cpu";
+  std::string out;
+  CHECK(run_cli(run + " --report-html /nonexistent/dir/r.html", &out) == 2);
+  CAPTURE(out);
+  CHECK(contains(out, "imgpipe: --report-html: cannot write '/nonexistent/dir/r.html': No such file or directory"));
+  CHECK_FALSE(contains(out, "bottleneck"));  // found before the run
+  CHECK(run_cli(run + " --report-html " + q(d.path()), &out) == 2);
+  CHECK(contains(out, "cannot write " + q(d.path()) + ": Is a directory"));
+  // A writable path still gets the page.
+  CHECK(run_cli(run + " -q --report-html " + q(d / "r.html"), &out) == 0);
+  CHECK(fs::file_size(d / "r.html") > 0);
+}
+
 TEST_CASE("cli report: an unwritable --report is a usage error before the run, '-' is stdout") {
   TempDir d;
   copy_samples(d.path(), 2);
