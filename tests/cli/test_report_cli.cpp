@@ -142,10 +142,11 @@ TEST_CASE("cli: --report-html writes one self-contained page with every failed i
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
   CHECK(contains(html, "bro&lt;ken&gt;&amp;&quot;x.jpg"));
   CHECK(contains(html, "Failed inputs (1)"));
+  // A page that cannot be written is a usage error found before the run.
   CHECK(run_cli("-q --device cpu --config " + q(imgpipe::test::source_dir() / "configs" / "pipeline.yaml") +
                     " --input " + q(d / "in") + " --report-html " + q(d / "no" / "such" / "dir.html"),
-                &out) == 1);
-  CHECK(contains(out, "cannot write HTML report"));
+                &out) == 2);
+  CHECK(contains(out, "--report-html: cannot write"));
 }
 
 TEST_CASE("report html: the page renders in headless Chromium without a console error, every chart drawn") {
