@@ -1,4 +1,5 @@
-// Reduced-size JPEG decode against full-size decode, as the pipeline's decode
+// The entropy check (codecs/jpeg_entropy.hpp) against the decode stage's
+// full and reduced decode; reduced-size JPEG decode against full-size decode, as the pipeline's decode
 // stage does it (stages::Decode, then the transform's resize), on one thread
 // and on every thread (oneTBB parallel_for over in-memory files); first, the
 // decode stage's full-size decode against plain cv::imdecode.
@@ -31,6 +32,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include "codecs/jpeg_entropy.hpp"
 #include "stages/decode.hpp"
 #include "stages/transform.hpp"
 
@@ -198,6 +200,39 @@ int main(int argc, char** argv) {
       const double ds = measure(corpus, full, nullptr, n, passes, runs);
       const double cv = measure_imdecode(corpus, n, passes, runs);
       std::cout << fmt::format("  {:<8} {:>10.1f} i/s {:>10.1f} i/s {:>7.2f}x\n", n, ds, cv, ds / cv);
+    }
+  }
+  {
+    // decode.verify full: the entropy check runs on the probe's threads for
+    // every JPEG sent to the engines (samples/bench/RESULTS.md#entropy-check).
+    imgpipe::TransformConfig t;
+    t.resize.width = targets.front().first;
+    t.resize.height = targets.front().second;
+    t.resize.mode = mode;
+    const imgpipe::stages::Decode full(full_cfg, imgpipe::TransformConfig{}), reduced(reduced_cfg, t);
+    // The JPEGs the check walks whole: those the engines take (progressive
+    // ones and the like stop at the headers and are left out here).
+    std::vector<Bytes> engine_jpegs;
+    for (const Bytes& b : corpus)
+      if (imgpipe::codecs::check_entropy(b).clean) engine_jpegs.push_back(b);
+    std::cout << fmt::format("\n{} of the {} JPEGs are sequential Huffman ones the check walks whole",
+                             engine_jpegs.size(), corpus.size());
+    std::cout << fmt::format("\nentropy check (decode.verify full) against the decode stage (reduced for {}x{})\n",
+                             t.resize.width, t.resize.height);
+    std::cout << fmt::format("  {:<8} {:>14} {:>14} {:>14} {:>10} {:>10} {:>14}\n", "threads", "entropy check",
+                             "decode full", "reduced", "of full", "of reduced", "core-s/1000");
+    for (const int n : thread_counts) {
+      const int passes = n == 1 ? 1 : passes_parallel;
+      const double ec = measure_with(
+          engine_jpegs,
+          [](const Bytes& b, cv::Mat&, cv::Mat&, cv::Mat&) {
+            if (!imgpipe::codecs::check_entropy(b).clean) throw std::runtime_error("entropy check: not clean");
+          },
+          n, passes, runs);
+      const double df = measure(engine_jpegs, full, nullptr, n, passes, runs);
+      const double dr = measure(engine_jpegs, reduced, nullptr, n, passes, runs);
+      std::cout << fmt::format("  {:<8} {:>10.1f} i/s {:>10.1f} i/s {:>10.1f} i/s {:>9.0f}% {:>9.0f}% {:>14.3f}\n", n, ec,
+                               df, dr, 100 * df / ec, 100 * dr / ec, 1000.0 * n / ec);
     }
   }
   for (const auto& [w, h] : targets) {

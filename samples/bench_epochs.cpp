@@ -4,7 +4,7 @@
 // the routes) and one for the whole process, from main() to the last
 // epoch's end, construction included.
 //
-//   imgpipe_bench_epochs --config C [--input PATH]... [--epochs 3] [--where auto|cpu|gpu]
+//   imgpipe_bench_epochs --config C [--input PATH]... [--epochs 3] [--where auto|cpu|gpu] [--verify markers|full]
 //                        [--gpu-batch N] [--json FILE]
 #include <chrono>
 #include <fstream>
@@ -39,6 +39,9 @@ nlohmann::json epoch_json(int epoch, const imgpipe::Report& r) {
           {"after_setup_images_per_s", r.pipeline_s > 0 ? r.inputs.delivered / r.pipeline_s : 0.0},
           {"decode_where", r.decode.where},
           {"gpu_images", r.decode.gpu},
+          {"verify", r.decode.verify},
+          {"entropy_checked", r.decode.entropy_checked},
+          {"entropy_to_cpu", r.decode.entropy_to_cpu},
           {"cpu_images", r.decode.cpu},
           {"gpu_images_per_s", r.decode.gpu_images_per_s},
           {"gpu_calls", r.decode.gpu_calls},
@@ -59,7 +62,7 @@ nlohmann::json epoch_json(int epoch, const imgpipe::Report& r) {
 
 int main(int argc, char** argv) {
   CLI::App app{"imgpipe_bench_epochs: one Pipeline, one run per epoch"};
-  std::string config, json_path, where;
+  std::string config, json_path, where, verify;
   std::vector<std::string> inputs;
   int epochs = 3;
   int gpu_batch = -1;
@@ -67,6 +70,8 @@ int main(int argc, char** argv) {
   app.add_option("--input", inputs, "inputs (replace input.paths)");
   app.add_option("--epochs", epochs, "runs of the same Pipeline")->check(CLI::PositiveNumber);
   app.add_option("--where", where, "decode.where (auto | cpu | gpu); default: the config's");
+  app.add_option("--verify", verify, "decode.verify (markers | full); default: the config's")
+      ->check(CLI::IsMember({"markers", "full"}));
   app.add_option("--gpu-batch", gpu_batch, "decode.gpu_batch (JPEGs per engine call; 0 = auto); default: the config's")
       ->check(CLI::Range(0, 4096));
   app.add_option("--json", json_path, "write every epoch and the totals to this file");
@@ -78,6 +83,7 @@ int main(int argc, char** argv) {
                                            : where == "gpu" ? imgpipe::Where::gpu
                                                             : imgpipe::Where::automatic;
     if (gpu_batch >= 0) cfg.decode.gpu_batch = gpu_batch;
+    if (!verify.empty()) cfg.decode.verify = verify == "full" ? imgpipe::Verify::full : imgpipe::Verify::markers;
     const double t_construct = since_main();
     imgpipe::Pipeline pipeline(cfg);
     nlohmann::json out = {{"epochs", nlohmann::json::array()}};

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "codecs/jpeg_entropy.hpp"
 #include "codecs/jpeg_markers.hpp"
 #include "decode.hpp"
 #include "geometry.hpp"
@@ -65,6 +66,13 @@ Tally Probe::run(Work& w) {
   if (!gpu_able(w, width, height)) return {1, 0};
   ++gpu_able_;
   if (!steering_.take_gpu(w.sample.seq)) return {1, 0};
+  if (limits_.verify_entropy) {
+    ++entropy_checked_;
+    if (!codecs::check_entropy(w.pixels.bytes).clean) {
+      ++entropy_to_cpu_;
+      return {1, 0};
+    }
+  }
   ++to_gpu_;
   w.route = Route::gpu_jpeg;
   w.pixels.out = {w.pixels.bytes.data(), w.pixels.bytes.size(), width, height};

@@ -12,6 +12,10 @@
 // (codecs/route_steering.hpp), so that the CPUs and the JPEG engines are all
 // busy. The JPEG's layout comes from the shared marker parser
 // (codecs/jpeg_markers.hpp).
+// With decode.verify full, a JPEG steered to the engines first passes the
+// entropy check (codecs/jpeg_entropy.hpp), on the steered ones only, so that
+// its cost falls where the engines save a CPU decode; one that fails stays on
+// the CPU route, which gives libjpeg's verdict.
 // Everything else (other formats, progressive, CMYK, 12-bit, arithmetic
 // coding, video frames) takes the CPU route.
 #pragma once
@@ -36,6 +40,7 @@ struct ProbeLimits {
   std::size_t max_bitstream = 0;      // a sample's share of the staging slot
   std::size_t max_frame_bytes = 0;    // a sample's share of the device frame buffer (w * h * 3)
   ResizeConfig resize;                // what the GPU does to a frame it decodes (the sample's geometry)
+  bool verify_entropy = false;        // decode.verify full: the entropy check before the engines
 };
 
 class Probe : public Stage<Probe, Takes::encoded_samples> {
@@ -53,6 +58,10 @@ class Probe : public Stage<Probe, Takes::encoded_samples> {
 
   std::uint64_t gpu_able() const noexcept { return gpu_able_.load(); }
   std::uint64_t routed_to_gpu() const noexcept { return to_gpu_.load(); }
+  // decode.verify full: JPEGs the entropy check walked, and those it kept on
+  // the CPU route (not clean).
+  std::uint64_t entropy_checked() const noexcept { return entropy_checked_.load(); }
+  std::uint64_t entropy_to_cpu() const noexcept { return entropy_to_cpu_.load(); }
 
  private:
   bool gpu_able(const Work& w, int& width, int& height) const;
@@ -64,7 +73,7 @@ class Probe : public Stage<Probe, Takes::encoded_samples> {
   const StageStats& transform_;
   const codecs::GpuDecodeMeter& gpu_;
   std::vector<const StageStats*> others_;
-  std::atomic<std::uint64_t> gpu_able_{0}, to_gpu_{0}, seen_{0};
+  std::atomic<std::uint64_t> gpu_able_{0}, to_gpu_{0}, seen_{0}, entropy_checked_{0}, entropy_to_cpu_{0};
 };
 
 }  // namespace imgpipe::stages

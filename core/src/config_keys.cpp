@@ -238,9 +238,18 @@ constexpr KeySpec kKeys[] = {
       "every JPEG the engines take goes to them (needs such a GPU). cpu: libjpeg only, bit-exact with "
       "cv::imread. The engines take baseline 8-bit JPEGs with 1 or 3 components (not 4:1:1); progressive, "
       "CMYK, 12-bit, arithmetic-coded, EXIF-rotated and truncated JPEGs, other formats and video frames "
-      "stay on the CPU. The GPU route does not see the corrupt-data warnings libjpeg gives for damaged "
-      "entropy-coded data (cpu reports such files). Needs normalize.where gpu or auto, linear or nearest "
+      "stay on the CPU. Damaged entropy-coded data, which libjpeg reports as corrupt, reaches the CPU route's "
+      "verdict on the GPU route only with decode.verify full. Needs normalize.where gpu or auto, linear or nearest "
       "interpolation and staging.transfer copy."),
+  choice<verify_names, &C::decode, &Dec::verify>("decode.verify",
+      "What a JPEG must pass before it goes to the GPU's JPEG engines (decode.where auto or gpu). full: the "
+      "marker checks and the entropy check, a walk over every Huffman code as libjpeg reads them (no pixels "
+      "decoded); a JPEG whose entropy-coded data libjpeg would call corrupt, or that the check cannot vouch "
+      "for, takes the CPU route, which reports it: every route gives the CPU route's verdict. It costs about "
+      "half a CPU decode per JPEG sent to the engines (samples/bench/RESULTS.md#entropy-check). markers: the "
+      "marker checks alone (tables, segments, colour transform, markers inside the scan); a JPEG with damaged "
+      "entropy-coded data may be delivered by the engines as a smeared image, and the report counts the JPEGs "
+      "decoded there without the entropy check."),
   field<&C::decode, &Dec::gpu_batch>("decode.gpu_batch", between(0, 4096),
       "JPEGs per call of the GPU's JPEG engines (decode.where auto or gpu), which decode large calls faster "
       "(samples/bench/RESULTS.md#engine-call-size): output batches are gathered until they carry that "

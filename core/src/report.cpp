@@ -81,6 +81,11 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
                       d.where, d.jpeg_engines, count(d.gpu, "images"), count(d.gpu_calls, "calls"),
                       d.gpu_images_per_s, count(d.cpu, "images"), d.cpu_images_per_s,
                       count(d.gpu_able, "GPU-able JPEGs"), d.gpu_fallbacks);
+    if (d.verify == "full")
+      os << fmt::format(" | entropy check: {} checked, {} kept on the CPU", d.entropy_checked, d.entropy_to_cpu);
+    else
+      os << fmt::format(" | {} decoded on the engines without entropy check (decode.verify: markers)",
+                        count(d.unchecked_on_engines, "JPEGs"));
     if (d.gpu_share.size() > 1)
       os << fmt::format(" | GPU share {:.2f} -> {:.2f}", d.gpu_share.front(), d.gpu_share.back());
     if (d.engines_ready_s > 0) os << fmt::format(" | engines ready {:.2f} s into the run", d.engines_ready_s);
@@ -200,6 +205,10 @@ std::string Report::to_json(int indent) const {
                  {"gpu", decode.gpu},
                  {"cpu", decode.cpu},
                  {"gpu_fallbacks", decode.gpu_fallbacks},
+                 {"verify", decode.verify},
+                 {"entropy_checked", decode.entropy_checked},
+                 {"entropy_to_cpu", decode.entropy_to_cpu},
+                 {"unchecked_on_engines", decode.unchecked_on_engines},
                  {"gpu_calls", decode.gpu_calls},
                  {"gpu_images_per_s", decode.gpu_images_per_s},
                  {"gpu_call_s", decode.gpu_call_s},

@@ -96,9 +96,10 @@ void add_memory_and_transfer(Report& r, const Config& cfg, const StageSet& s, co
   r.transfer.gb_per_s = r.transfer.seconds > 0 ? r.transfer.bytes / r.transfer.seconds / 1e9 : 0;
 }
 
-void add_decode(Report& r, const RunPlan& plan, const StageSet& s, const stages::BatchResources& res,
-                const RunTimes& t) {
+void add_decode(Report& r, const Config& cfg, const RunPlan& plan, const StageSet& s,
+                const stages::BatchResources& res, const RunTimes& t) {
   Report::Decode& d = r.decode;
+  d.verify = std::string(enum_name(verify_names, cfg.decode.verify));
   d.where = !plan.gpu_decode ? "cpu" : plan.gpu_decode_adaptive ? "cpu+gpu" : "gpu";
   d.note = plan.decode_note;
   // The engines as found while the run started (waits for the making to end,
@@ -127,6 +128,9 @@ void add_decode(Report& r, const RunPlan& plan, const StageSet& s, const stages:
   d.cpu_images_per_s = cpu_s > 0 ? plan.threads * s.decode.stats().items.load() / cpu_s : 0;
   if (s.probe) {
     d.gpu_able = s.probe->gpu_able();
+    d.entropy_checked = s.probe->entropy_checked();
+    d.entropy_to_cpu = s.probe->entropy_to_cpu();
+    if (cfg.decode.verify == Verify::markers) d.unchecked_on_engines = d.gpu;
     d.gpu_share = s.steering.history();
     d.gpu_share.insert(d.gpu_share.begin(), s.steering.started_at());
   }
@@ -154,7 +158,7 @@ Report assemble_report(const Config& cfg, const RunPlan& plan, const StageSet& s
   r.steady_images_per_s = r.pipeline_s > 0 ? r.inputs.delivered / r.pipeline_s : 0;
   add_stages(r, s, plan.threads);
   add_memory_and_transfer(r, cfg, s, res);
-  add_decode(r, plan, s, res, t);
+  add_decode(r, cfg, plan, s, res, t);
   return r;
 }
 

@@ -46,6 +46,7 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
   limits.max_bitstream = plan.frame_bytes;
   limits.max_frame_bytes = plan.max_decoded_frame;
   limits.resize = cfg.transform.resize;
+  limits.verify_entropy = cfg.decode.verify == Verify::full;
   // The threads' other work: every stage on them but decode, transform, the
   // probe itself (it counts its own) and the GPU ops stage (the steering
   // counts its engine calls apart).

@@ -25,7 +25,8 @@
 # (kernels, memory, soak).
 #
 # Env knobs (defaults): SUITE_BUDGET_S (540), W1_COUNT (4096), W1_RUNS (5),
-# EPOCHS (5), EPOCHS_WHERE ("auto gpu"), EPOCHS_GPU_BATCH ("config": the
+# EPOCHS (5), EPOCHS_WHERE ("auto gpu"), EPOCHS_VERIFY ("config": the config's
+# decode.verify; else a list, e.g. "markers full"), EPOCHS_GPU_BATCH ("config": the
 # config's decode.gpu_batch; else a list of values, each run with each where),
 # W1_VARIANT_RUNS (3), W1_DECODE_WHERE ("cpu gpu auto"; "" to leave out) for the
 # key W1_DECODE_KEY (decode.where),
@@ -210,12 +211,14 @@ fi
 if has epochs && need_corpus epochs && enough epochs 30; then
   section "W1 epochs: one Pipeline, one run per epoch ($count images)"
   if [ -x .gpu/bin/imgpipe_bench_epochs ]; then
+    for v in ${EPOCHS_VERIFY:-config}; do
     for g in ${EPOCHS_GPU_BATCH:-config}; do
     for w in ${EPOCHS_WHERE:-auto gpu}; do
-      tag=$w; gb=""; [ "$g" = config ] || { tag=${w}_g$g; gb="--gpu-batch $g"; }
+      tag=$w; gb=""; vf=""; [ "$g" = config ] || { tag=${tag}_g$g; gb="--gpu-batch $g"; }
+      [ "$v" = config ] || { tag=${tag}_$v; vf="--verify $v"; }
       enough "epochs $tag" 15 || continue
       timeout -k 5 "$(cap 60)" $run bin/imgpipe_bench_epochs --config configs/w1.yaml --input "$corpus" \
-        --epochs "${EPOCHS:-5}" --where "$w" $gb --json "$js/epochs_$tag.json" > "/tmp/epochs_$tag.log" 2>&1; rc=$?
+        --epochs "${EPOCHS:-5}" --where "$w" $gb $vf --json "$js/epochs_$tag.json" > "/tmp/epochs_$tag.log" 2>&1; rc=$?
       { echo "=== epochs $tag rc=$rc"; cat "/tmp/epochs_$tag.log"; } >> "$log"; cat "/tmp/epochs_$tag.log"
       python3 - "$js/epochs_$tag.json" "$tag" "$rc" >> "$summary" <<'PY'
 import json, statistics, sys
@@ -228,9 +231,12 @@ later = [e["images_per_s"] for e in ep[1:]]
 print(f"W1 epochs decode.where {sys.argv[2]}: epoch 1 {ep[0]['images_per_s']:.0f} img/s (engines ready "
       f"{ep[0]['engines_ready_s']:.2f} s in), epochs 2-{len(ep)} median {statistics.median(later) if later else 0:.0f} "
       f"img/s {[round(x) for x in later]}, GPU {ep[-1]['gpu_images']} / CPU {ep[-1]['cpu_images']} images "
-      f"in {ep[-1].get('gpu_calls', '?')} engine calls in the last; "
+      f"in {ep[-1].get('gpu_calls', '?')} engine calls in the last "
+      f"(verify {ep[-1].get('verify', '?')}: {ep[-1].get('entropy_checked', 0)} checked, "
+      f"{ep[-1].get('entropy_to_cpu', 0)} kept on the CPU); "
       f"process {d['process']['images_per_s_from_main']:.0f} img/s from main()")
 PY
+    done
     done
     done
     merge_json

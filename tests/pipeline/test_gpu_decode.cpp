@@ -19,6 +19,7 @@
 #include "jpeg_writer.hpp"
 #include "imgpipe/pipeline.hpp"
 #include "codecs/jpeg_gpu.hpp"
+#include "codecs/jpeg_markers.hpp"
 
 namespace fs = std::filesystem;
 using namespace imgpipe;
@@ -381,4 +382,70 @@ TEST_CASE("gpu decode: engine calls spanning batches deliver what one call a bat
       CHECK(d.tensor.at(name) == t);
     }
   }
+}
+
+TEST_CASE("gpu decode: with decode.verify full, gpu and auto deliver and report exactly what cpu does") {
+  std::string why;
+  IMGPIPE_SKIP_UNLESS(have_engines(&why), "GPU decode not exercised here: " + why);
+  test::TempDir dir;
+  auto want = make_mixed(dir.path());
+  // The damage the engines decode silently (docs/gpu-decode.md, "Entropy check").
+  Bytes full;
+  REQUIRE(cv::imencode(".jpg", photo(480, 320, 7), full, {cv::IMWRITE_JPEG_QUALITY, 92}));
+  const auto markers = imgpipe::codecs::read_jpeg_markers(full);
+  REQUIRE(markers.sos > 0);
+  const std::size_t scan = markers.sos + 2 + imgpipe::codecs::be16(&full[markers.sos + 2]);
+  const std::size_t eoi = full.size() - 2;
+  for (int pct : {10, 50, 90}) {
+    Bytes cut(full.begin(), full.begin() + static_cast<long>(scan + (eoi - scan) * pct / 100));
+    cut.insert(cut.end(), {0xFF, 0xD9});
+    const std::string name = "k_cut_" + std::to_string(pct) + ".jpg";
+    test::write_bytes(dir.path() / name, cut);
+    want[name] = "corrupt-data";
+  }
+  Bytes rst = full;
+  rst.insert(rst.begin() + static_cast<long>(scan + (eoi - scan) / 2), {0xFF, 0xD2});
+  test::write_bytes(dir.path() / "l_rst_without_dri.jpg", rst);
+  want["l_rst_without_dri.jpg"] = "corrupt-data";
+  Bytes zeroed = full;
+  std::fill(zeroed.begin() + static_cast<long>(scan + (eoi - scan) / 4), zeroed.begin() + static_cast<long>(eoi), 0);
+  test::write_bytes(dir.path() / "m_zeroed.jpg", zeroed);
+  want["m_zeroed.jpg"] = "corrupt-data";
+
+  auto verdict = [](const Outcome& o) {
+    std::map<std::string, std::string> v;
+    for (const auto& [name, route] : o.route) v[name] = "delivered";
+    for (const auto& [name, reason] : o.failure) v[name] = "failed: " + reason;
+    return v;
+  };
+  const Outcome cpu = run(dir.path(), "0", Where::cpu);
+  for (const auto& [name, route] : want) {
+    CAPTURE(name);
+    CHECK(cpu.failure.count(name) == (route == "bad" || route == "corrupt-data" ? 1u : 0u));
+  }
+  for (Where where : {Where::gpu, Where::automatic}) {
+    Config c = config_for(dir.path(), "0", where);
+    c.decode.verify = imgpipe::Verify::full;
+    Pipeline p(c);
+    for (int run_no = 0; run_no < 2; ++run_no) {
+      const Outcome o = run_once(p);
+      CAPTURE(static_cast<int>(where));
+      CAPTURE(run_no);
+      CHECK(verdict(o) == verdict(cpu));
+      CHECK(o.report.decode.verify == "full");
+      CHECK(o.report.decode.unchecked_on_engines == 0);
+      if (where == Where::gpu) {
+        CHECK(o.report.decode.entropy_to_cpu >= 5);
+        CHECK(o.report.decode.entropy_checked >= o.report.decode.gpu + o.report.decode.entropy_to_cpu);
+        CHECK(o.report.decode.gpu >= 4);
+      }
+    }
+  }
+  // decode.verify markers (the default): the engines take the damaged files;
+  // the report says how many JPEGs they decoded unchecked.
+  const Outcome unchecked = run(dir.path(), "0", Where::gpu);
+  CHECK(unchecked.report.decode.verify == "markers");
+  CHECK(unchecked.report.decode.entropy_checked == 0);
+  CHECK(unchecked.report.decode.unchecked_on_engines == unchecked.report.decode.gpu);
+  CHECK(unchecked.report.decode.gpu > 4);
 }

@@ -27,9 +27,12 @@ enum class SinkType : std::uint8_t { discard, dump };
 enum class TransferMode : std::uint8_t { copy, zero_copy };
 enum class Dispatch : std::uint8_t { round_robin, least_loaded };
 enum class Labels : std::uint8_t { none, folders };
+// decode.verify: what is checked before a JPEG goes to the GPU's engines.
+enum class Verify : std::uint8_t { markers, full };
 
 // The names config files use for each enum's values (the only list of them).
 inline constexpr EnumName<OnError> on_error_names[] = {{OnError::skip, "skip"}, {OnError::fail, "fail"}};
+inline constexpr EnumName<Verify> verify_names[] = {{Verify::markers, "markers"}, {Verify::full, "full"}};
 inline constexpr EnumName<Where> where_names[] = {{Where::cpu, "cpu"}, {Where::gpu, "gpu"}, {Where::automatic, "auto"}};
 inline constexpr EnumName<ResizeMode> resize_mode_names[] = {
     {ResizeMode::stretch, "stretch"}, {ResizeMode::letterbox, "letterbox"}, {ResizeMode::center_crop, "center_crop"}};
@@ -101,6 +104,11 @@ struct DecodeConfig {
   // engines and the CPUs, split by measured rates), gpu = the engines take
   // every JPEG they can, cpu = libjpeg only.
   Where where = Where::automatic;
+  // full: every JPEG sent to the engines first passes the entropy check
+  // (codecs/jpeg_entropy.hpp), so every route gives libjpeg's verdict;
+  // markers: the marker-level checks alone (the default: the entropy check
+  // costs more than 10% of W1's throughput, samples/bench/RESULTS.md#entropy-check).
+  Verify verify = Verify::markers;
   // JPEGs per call of the GPU's JPEG engines: batches are held until they
   // carry that many between them, then decoded in one call and passed on
   // together. 0 = auto: 128 for inputs listed up front, each batch alone

@@ -166,6 +166,12 @@ struct Report {
     std::uint64_t gpu = 0;          // decoded by the engines
     std::uint64_t cpu = 0;          // decoded on the CPU (every format, GPU fallbacks included)
     std::uint64_t gpu_fallbacks = 0;  // rejected by the engines, then decoded on the CPU
+    // decode.verify ("markers" or "full"); with full, the JPEGs the entropy
+    // check walked and those it kept on the CPU route; with markers, the
+    // JPEGs the engines decoded without it (damaged entropy-coded data among
+    // them would be delivered).
+    std::string verify = "markers";
+    std::uint64_t entropy_checked = 0, entropy_to_cpu = 0, unchecked_on_engines = 0;
     std::uint64_t gpu_calls = 0;    // engine calls (decode.gpu_batch: several batches' JPEGs a call)
     double gpu_images_per_s = 0;    // the engines' rate while decoding
     // The engine threads' time (every device's together): in engine calls,

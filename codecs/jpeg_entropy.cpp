@@ -1,0 +1,408 @@
+#include "jpeg_entropy.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+
+namespace imgpipe::codecs {
+
+namespace {
+
+using Bytes = std::span<const unsigned char>;
+
+unsigned be16_at(Bytes b, std::size_t i) noexcept { return (static_cast<unsigned>(b[i]) << 8) | b[i + 1]; }
+
+// One Huffman table, derived as libjpeg derives it (jdhuff.c:
+// jpeg_make_d_derived_tbl), with a 9-bit lookup for the short codes and, for
+// AC tables, a 12-bit table that takes a whole (code, extra bits) step at once.
+struct Huffman {
+  bool defined = false;
+  std::array<std::uint8_t, 17> bits{};  // bits[l]: codes of length l
+  std::array<std::uint8_t, 256> vals{};
+  int count = 0;
+  std::array<std::int32_t, 18> maxcode{};    // the largest code of length l, -1 when none
+  std::array<std::int32_t, 17> valoffset{};  // vals index = code + valoffset[l]
+  std::array<std::uint16_t, 512> look{};     // 9-bit prefix -> length << 8 | symbol; 0: longer code
+  // AC only, 12-bit prefix -> kFast | EOB << 10 | advance << 5 | total bits;
+  // 0: no whole step within 12 bits (or a size the check refuses).
+  std::array<std::uint16_t, 4096> fast{};
+};
+constexpr std::uint16_t kFast = 0x8000;
+constexpr std::uint16_t kEob = 1u << 10;
+
+// Derives the decoding tables; false when libjpeg would refuse the table
+// (oversubscribed, a DC symbol above 15) or when it holds a code of all ones,
+// which the standard forbids (stricter than libjpeg).
+bool derive(Huffman& h, bool dc, bool ac_fast) noexcept {
+  std::array<std::uint8_t, 257> size{};
+  int p = 0;
+  for (int l = 1; l <= 16; ++l)
+    for (int i = 0; i < h.bits[l]; ++i) size[p++] = static_cast<std::uint8_t>(l);
+  std::array<std::uint16_t, 256> code{};
+  std::uint32_t c = 0;
+  int si = p > 0 ? size[0] : 0;
+  for (int q = 0; q < p;) {
+    while (q < p && size[q] == si) {
+      if (c == (1u << si) - 1) return false;  // all ones
+      code[q++] = static_cast<std::uint16_t>(c++);
+    }
+    if (c > (1u << si)) return false;  // oversubscribed
+    c <<= 1;
+    ++si;
+  }
+  p = 0;
+  for (int l = 1; l <= 16; ++l) {
+    if (h.bits[l] == 0) {
+      h.maxcode[l] = -1;
+      continue;
+    }
+    h.valoffset[l] = p - code[p];
+    p += h.bits[l];
+    h.maxcode[l] = code[p - 1];
+  }
+  h.maxcode[17] = 0x7FFFFFFF;
+  if (dc)
+    for (int i = 0; i < h.count; ++i)
+      if (h.vals[i] > 15) return false;
+  h.look.fill(0);
+  for (int q = 0, l = 1; l <= 9; ++l)
+    for (int i = 0; i < h.bits[l]; ++i, ++q) {
+      const int first = code[q] << (9 - l), n = 1 << (9 - l);
+      for (int e = 0; e < n; ++e) h.look[first + e] = static_cast<std::uint16_t>(l << 8 | h.vals[q]);
+    }
+  if (!ac_fast) return true;
+  for (int x = 0; x < 4096; ++x) {
+    const std::uint16_t e = h.look[x >> 3];
+    h.fast[x] = 0;
+    if (e == 0) continue;
+    const int len = e >> 8, sym = e & 0xFF, r = sym >> 4, s = sym & 15;
+    if (s > 10 || len + s > 12) continue;
+    if (s == 0 && r != 15)
+      h.fast[x] = static_cast<std::uint16_t>(kFast | kEob | len);
+    else
+      h.fast[x] = static_cast<std::uint16_t>(kFast | (s == 0 ? 16 : r + 1) << 5 | (len + s));
+  }
+  return true;
+}
+
+struct Component {
+  int id = 0, h = 1, v = 1, tq = 0;
+  int dc = -1, ac = -1;  // table numbers from SOS
+};
+
+// What the walk to the scan found.
+struct Layout {
+  std::array<Component, 4> comp{};
+  int ncomp = 0, width = 0, height = 0, restart = 0;
+  std::size_t scan = 0;  // the first byte of the entropy-coded data
+};
+
+// The bit reader over the entropy-coded segment, as libjpeg reads it: FF 00 is
+// a data byte FF, FF fill bytes before a marker are skipped, and a marker (or
+// the end of the bytes) stops the reading; past it come zero bits, which the
+// check never consumes (libjpeg would warn "premature end of data segment").
+struct Bits {
+  Bytes b;
+  std::size_t pos = 0;
+  std::uint64_t acc = 0;  // left-aligned; bits below the top `n` are zero
+  int n = 0;
+  bool stopped = false;  // at a marker or the end
+  int marker = -1;       // the marker's code, -1 at the end of the bytes
+  std::size_t after_marker = 0;
+
+  void refill() noexcept {
+    while (n <= 56 && !stopped) {
+      if (pos >= b.size()) {
+        stopped = true;
+        break;
+      }
+      unsigned c = b[pos];
+      if (c == 0xFF) {
+        std::size_t q = pos + 1;
+        while (q < b.size() && b[q] == 0xFF) ++q;
+        if (q >= b.size()) {
+          stopped = true;
+          break;
+        }
+        if (b[q] != 0) {
+          stopped = true;
+          marker = b[q];
+          after_marker = q + 1;
+          break;
+        }
+        pos = q + 1;
+      } else {
+        ++pos;
+      }
+      acc |= static_cast<std::uint64_t>(c) << (56 - n);
+      n += 8;
+    }
+  }
+  void skip(int k) noexcept {
+    acc <<= k;
+    n -= k;
+  }
+  // The reset at a restart marker or at the scan's end: true when the reader
+  // stands at `expected` with nothing but padding bits (< 8) left before it.
+  bool at_marker(int expected) noexcept {
+    refill();
+    if (!stopped || marker != expected || n >= 8) return false;
+    pos = after_marker;
+    acc = 0;
+    n = 0;
+    stopped = false;
+    marker = -1;
+    return true;
+  }
+};
+
+// Reads the marker segments from SOI to SOS. Empty reason: `lay` is complete.
+std::string_view walk(Bytes b, Layout& lay, std::array<Huffman, 8>& tables) noexcept {
+  if (b.size() < 4 || b[0] != 0xFF || b[1] != 0xD8) return "no SOI";
+  std::array<bool, 4> quant{};
+  bool sof = false;
+  std::size_t i = 2;
+  for (;;) {
+    if (i >= b.size() || b[i] != 0xFF) return "bytes between marker segments";
+    while (i < b.size() && b[i] == 0xFF) ++i;
+    if (i + 2 >= b.size()) return "headers cut short";
+    const int m = b[i];
+    const std::size_t seg = i + 1;  // the length field
+    const std::size_t len = be16_at(b, seg);
+    if (len < 2 || seg + len > b.size()) return "segment length past the end";
+    const std::size_t body = seg + 2, end = seg + len;
+    i = end;
+    if (m == 0xC4) {  // DHT
+      std::size_t p = body;
+      while (p < end) {
+        if (p + 17 > end) return "bad Huffman table";
+        const int cls = b[p] >> 4, id = b[p] & 15;
+        if (cls > 1 || id > 3) return "bad Huffman table";
+        Huffman& h = tables[cls * 4 + id];
+        int count = 0;
+        for (int l = 1; l <= 16; ++l) count += h.bits[l] = b[p + l];
+        p += 17;
+        if (count > 256 || p + count > end) return "bad Huffman table";
+        for (int k = 0; k < count; ++k) h.vals[k] = b[p + k];
+        p += count;
+        h.count = count;
+        h.defined = derive(h, cls == 0, cls == 1);
+        if (!h.defined) return "bad Huffman table";
+      }
+    } else if (m == 0xDB) {  // DQT
+      std::size_t p = body;
+      while (p < end) {
+        const int prec = b[p] >> 4, id = b[p] & 15;
+        if (prec > 1 || id > 3 || p + 1 + 64u * (prec + 1) > end) return "bad quantisation table";
+        quant[id] = true;
+        p += 1 + 64u * (prec + 1);
+      }
+    } else if (m == 0xC0 || m == 0xC1) {  // baseline, extended sequential Huffman
+      if (sof) return "two frame headers";
+      sof = true;
+      if (len < 8 || b[body] != 8) return "not 8-bit";
+      lay.height = static_cast<int>(be16_at(b, body + 1));
+      lay.width = static_cast<int>(be16_at(b, body + 3));
+      lay.ncomp = b[body + 5];
+      if (lay.width == 0 || lay.height == 0) return "no frame size";
+      if (lay.width > 65500 || lay.height > 65500) return "larger than libjpeg's 65500 pixels";
+      if (lay.ncomp < 1 || lay.ncomp > 4 || len != 8 + 3u * static_cast<unsigned>(lay.ncomp))
+        return "bad frame header";
+      for (int c = 0; c < lay.ncomp; ++c) {
+        const std::size_t q = body + 6 + 3u * static_cast<unsigned>(c);
+        Component& k = lay.comp[c];
+        k = {b[q], b[q + 1] >> 4, b[q + 1] & 15, b[q + 2]};
+        if (k.h < 1 || k.h > 4 || k.v < 1 || k.v > 4 || k.tq > 3) return "bad frame header";
+        for (int d = 0; d < c; ++d)
+          if (lay.comp[d].id == k.id) return "duplicate component id";
+      }
+    } else if (m == 0xDD) {  // DRI
+      if (len != 4) return "bad restart interval";
+      lay.restart = static_cast<int>(be16_at(b, body));
+    } else if (m == 0xDA) {  // SOS
+      if (!sof) return "scan before the frame header";
+      const int ns = b[body];
+      if (len != 6 + 2u * static_cast<unsigned>(ns)) return "bad scan header";
+      if (ns != lay.ncomp) return "more than one scan";
+      for (int s = 0; s < ns; ++s) {
+        Component& k = lay.comp[s];  // in frame order, as the standard asks
+        if (b[body + 1 + 2 * s] != k.id) return "scan components differ from the frame's";
+        k.dc = b[body + 2 + 2 * s] >> 4;
+        k.ac = b[body + 2 + 2 * s] & 15;
+        if (k.dc > 3 || k.ac > 3 || !tables[k.dc].defined || !tables[4 + k.ac].defined)
+          return "Huffman table missing";
+        if (!quant[k.tq]) return "quantisation table missing";
+      }
+      const std::size_t q = body + 1 + 2u * static_cast<unsigned>(ns);
+      if (b[q] != 0 || b[q + 1] != 63 || b[q + 2] != 0) return "not a sequential scan";
+      lay.scan = end;
+      return {};
+    } else if ((m >= 0xC2 && m <= 0xCF) || m == 0xDC || m == 0xDE || m == 0xDF || m == 0xD8 || m == 0xD9 ||
+               (m >= 0xD0 && m <= 0xD7) || m == 0x01) {
+      return "not a baseline Huffman JPEG";
+    }
+    // APPn, COM and the rest: skipped by their length.
+  }
+}
+
+// Peeks a symbol of `h` (16 bits at most); 0 length: no such code.
+inline void decode_symbol(const Huffman& h, std::uint64_t acc, int& len, int& sym) noexcept {
+  const std::uint16_t e = h.look[acc >> 55];
+  if (e != 0) {
+    len = e >> 8;
+    sym = e & 0xFF;
+    return;
+  }
+  const auto peek = static_cast<std::int32_t>(acc >> 48);
+  for (int l = 10; l <= 16; ++l) {
+    const std::int32_t code = peek >> (16 - l);
+    if (code <= h.maxcode[l]) {
+      len = l;
+      sym = h.vals[static_cast<std::size_t>(code + h.valoffset[l]) & 0xFF];
+      return;
+    }
+  }
+  len = 0;
+}
+
+struct Block {
+  const Huffman* dc;
+  const Huffman* ac;
+  int comp;
+};
+
+}  // namespace
+
+EntropyCheck check_entropy(Bytes b) noexcept {
+  EntropyCheck out;
+  Layout lay;
+  std::array<Huffman, 8> tables;  // DC 0-3, AC 0-3
+  if (const std::string_view why = walk(b, lay, tables); !why.empty()) {
+    out.reason = why;
+    return out;
+  }
+  // The MCU: one block for a one-component scan, else each component's h x v.
+  int hmax = 1, vmax = 1;
+  for (int c = 0; c < lay.ncomp; ++c) {
+    hmax = std::max(hmax, lay.comp[c].h);
+    vmax = std::max(vmax, lay.comp[c].v);
+  }
+  for (int c = 0; c < lay.ncomp; ++c)
+    if (hmax % lay.comp[c].h != 0 || vmax % lay.comp[c].v != 0) {
+      out.reason = "fractional sampling factors";
+      return out;
+    }
+  std::array<Block, 10> blocks{};
+  int nblocks = 0;
+  std::uint64_t mcus_x, mcus_y;
+  const auto ceil_div = [](std::uint64_t a, std::uint64_t d) { return (a + d - 1) / d; };
+  if (lay.ncomp == 1) {
+    const Component& k = lay.comp[0];
+    mcus_x = ceil_div(ceil_div(static_cast<std::uint64_t>(lay.width) * k.h, hmax), 8);
+    mcus_y = ceil_div(ceil_div(static_cast<std::uint64_t>(lay.height) * k.v, vmax), 8);
+    blocks[nblocks++] = {&tables[k.dc], &tables[4 + k.ac], 0};
+  } else {
+    mcus_x = ceil_div(static_cast<std::uint64_t>(lay.width), 8u * static_cast<unsigned>(hmax));
+    mcus_y = ceil_div(static_cast<std::uint64_t>(lay.height), 8u * static_cast<unsigned>(vmax));
+    for (int c = 0; c < lay.ncomp; ++c) {
+      const Component& k = lay.comp[c];
+      for (int n = 0; n < k.h * k.v; ++n) {
+        if (nblocks == 10) {
+          out.reason = "more than 10 blocks per MCU";
+          return out;
+        }
+        blocks[nblocks++] = {&tables[k.dc], &tables[4 + k.ac], c};
+      }
+    }
+  }
+  const std::uint64_t total = mcus_x * mcus_y;
+  Bits in{b.subspan(0), lay.scan};
+  std::array<int, 4> pred{};
+  int next_rst = 0;
+  for (std::uint64_t m = 0; m < total; ++m) {
+    if (lay.restart > 0 && m > 0 && m % static_cast<unsigned>(lay.restart) == 0) {
+      if (!in.at_marker(0xD0 + next_rst)) {
+        out.reason = "restart marker missing or out of place";
+        out.mcus = m;
+        return out;
+      }
+      next_rst = (next_rst + 1) & 7;
+      pred.fill(0);
+    }
+    for (int bl = 0; bl < nblocks; ++bl) {
+      const Block& blk = blocks[bl];
+      if (in.n < 32) in.refill();
+      int len = 0, sym = 0;
+      decode_symbol(*blk.dc, in.acc, len, sym);
+      if (len == 0 || len + sym > in.n) {
+        out.reason = len == 0 ? "bad Huffman code" : "entropy-coded data ends early";
+        out.mcus = m;
+        return out;
+      }
+      if (sym > 11) {
+        out.reason = "DC difference category above 11";
+        out.mcus = m;
+        return out;
+      }
+      in.skip(len);
+      if (sym > 0) {
+        const int raw = static_cast<int>(in.acc >> (64 - sym));
+        const int diff = raw < (1 << (sym - 1)) ? raw - (1 << sym) + 1 : raw;
+        in.skip(sym);
+        int& p = pred[blk.comp];
+        p += diff;
+        if (p < -2048 || p > 2047) {
+          out.reason = "DC value out of range";
+          out.mcus = m;
+          return out;
+        }
+      }
+      const Huffman& ac = *blk.ac;
+      for (int k = 1; k < 64;) {
+        if (in.n < 26) in.refill();
+        const std::uint16_t f = ac.fast[in.acc >> 52];
+        if (f != 0) {
+          const int bits = f & 31;
+          if (bits > in.n) {
+            out.reason = "entropy-coded data ends early";
+            out.mcus = m;
+            return out;
+          }
+          in.skip(bits);
+          if (f & kEob) break;
+          k += (f >> 5) & 31;
+        } else {
+          decode_symbol(ac, in.acc, len, sym);
+          const int s = sym & 15, r = sym >> 4;
+          if (len == 0 || len + s > in.n) {
+            out.reason = len == 0 ? "bad Huffman code" : "entropy-coded data ends early";
+            out.mcus = m;
+            return out;
+          }
+          if (s > 10) {
+            out.reason = "AC coefficient size above 10";
+            out.mcus = m;
+            return out;
+          }
+          in.skip(len + s);
+          if (s == 0 && r != 15) break;  // EOB
+          k += s == 0 ? 16 : r + 1;
+        }
+        if (k > 64) {
+          out.reason = "coefficient index past 63";
+          out.mcus = m;
+          return out;
+        }
+      }
+    }
+  }
+  out.mcus = total;
+  if (!in.at_marker(0xD9)) {
+    out.reason = "bytes or markers between the last MCU and EOI";
+    return out;
+  }
+  out.clean = true;
+  return out;
+}
+
+}  // namespace imgpipe::codecs
