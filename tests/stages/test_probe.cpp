@@ -90,6 +90,11 @@ TEST_CASE("probe: each layout the engines do not take is refused with its name")
   const JpegLayout r = parse_jpeg_layout(encode_libjpeg(3, 2, 2, false, false, 4));
   CHECK(r.restart_interval == 4);
   CHECK(gpu_route_refusal(r).empty());  // restart markers: nvJPEG decides (DecodeBatchedSupported)
+  // Thinner than 16 pixels either way: the CPU route (the engines' edge
+  // upsampling differs by more than a level).
+  CHECK(gpu_route_refusal(parse_jpeg_layout(encode(pattern(1, 300)))) == "thinner than 16 pixels");
+  CHECK(gpu_route_refusal(parse_jpeg_layout(encode(pattern(300, 15)))) == "thinner than 16 pixels");
+  CHECK(gpu_route_refusal(parse_jpeg_layout(encode(pattern(16, 16)))).empty());
 #ifdef C_ARITH_CODING_SUPPORTED
   CHECK(gpu_route_refusal(parse_jpeg_layout(encode_libjpeg(3, 2, 2, false, true, 0))) == "arithmetic coding");
 #endif
