@@ -237,11 +237,14 @@ std::string_view walk(Bytes b, Layout& lay, std::array<Huffman, 8>& tables) noex
       if (b[q] != 0 || b[q + 1] != 63 || b[q + 2] != 0) return "not a sequential scan";
       lay.scan = end;
       return {};
-    } else if ((m >= 0xC2 && m <= 0xCF) || m == 0xDC || m == 0xDE || m == 0xDF || m == 0xD8 || m == 0xD9 ||
-               (m >= 0xD0 && m <= 0xD7) || m == 0x01) {
+    } else if ((m >= 0xC2 && m <= 0xCF) || m == 0xDC) {
       return "not a baseline Huffman JPEG";
+    } else if (!((m >= 0xE0 && m <= 0xEF) || m == 0xFE)) {
+      // libjpeg skips APPn and COM by their length and refuses what it
+      // does not know (jdmarker.c: read_markers); standalone markers before
+      // the scan are taken as damage here.
+      return "unknown or misplaced marker";
     }
-    // APPn, COM and the rest: skipped by their length.
   }
 }
 
