@@ -482,6 +482,21 @@ TEST_CASE("gpu decode: every JPEG the engines decode is within 1 level of the CP
   put("v420_17x9.jpg", photo(17, 9, 12), {3, {}, 90, 2, 2});
   put("v420_exif1.jpg", photo(160, 120, 13), {3, {}, 90, 2, 2, false, false, 0, 1});
   put("v420_2000x1500.jpg", photo(2000, 1500, 14), {3, {}, 92, 2, 2});
+  put("v420_5000x3000.jpg", photo(5000, 3000, 15), {3, {}, 85, 2, 2});
+  {  // an ICC profile in APP2 (its bytes are not read by either route)
+    cv::Mat src;
+    cv::cvtColor(photo(200, 150, 16), src, cv::COLOR_BGR2RGB);
+    Bytes b = test::write_jpeg(src.ptr(), src.cols, src.rows, src.step, {3, {}, 90, 2, 2});
+    Bytes app2 = {0xFF, 0xE2, 0x00, 0x00};
+    const char tag[] = "ICC_PROFILE";
+    app2.insert(app2.end(), tag, tag + sizeof tag);  // with its NUL
+    app2.insert(app2.end(), {1, 1});
+    for (int i = 0; i < 128; ++i) app2.push_back(static_cast<unsigned char>(i * 7));
+    app2[2] = static_cast<unsigned char>((app2.size() - 2) >> 8);
+    app2[3] = static_cast<unsigned char>((app2.size() - 2) & 0xFF);
+    b.insert(b.begin() + 2, app2.begin(), app2.end());
+    test::write_bytes(dir.path() / "v420_icc.jpg", b);
+  }
   // Real photographs as their cameras and editors wrote them.
   int real = 0;
   for (const auto& p : fs::directory_iterator(test::opencv_data_dir()))
