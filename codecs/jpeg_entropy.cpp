@@ -111,6 +111,21 @@ struct Bits {
   std::size_t after_marker = 0;
 
   void refill() noexcept {
+    // Fast: eight bytes at once when none of them is 0xFF (no stuffing, no
+    // marker), taking the whole bytes that fit.
+    if (n <= 56 && !stopped && pos + 8 <= b.size()) {
+      std::uint64_t w = 0;
+      for (int i = 0; i < 8; ++i) w = w << 8 | b[pos + static_cast<std::size_t>(i)];
+      const std::uint64_t inv = ~w;
+      if (((inv - 0x0101010101010101ULL) & ~inv & 0x8080808080808080ULL) == 0) {
+        const int take = (64 - n) >> 3;
+        const int low = 64 - n - 8 * take;
+        acc |= (w >> n) & (~0ULL << low);
+        n += 8 * take;
+        pos += static_cast<std::size_t>(take);
+        return;
+      }
+    }
     while (n <= 56 && !stopped) {
       if (pos >= b.size()) {
         stopped = true;
