@@ -15,9 +15,9 @@ Interrupted, UsageError (all imgpipe.Error) with the C++ message.
 import os as _os
 
 from ._errors import ConfigError, CudaError, Error, InputError, InternalError, Interrupted, UsageError
-from ._pipeline import Batch, Pipeline, Sample, Stream, built_with_cuda, set_log_level, version
+from ._pipeline import Batch, Geometry, Pipeline, Sample, Stream, built_with_cuda, set_log_level, version
 
-__all__ = ["Pipeline", "Stream", "Batch", "Sample", "Error", "ConfigError", "InputError", "CudaError",
+__all__ = ["Pipeline", "Stream", "Batch", "Sample", "Geometry", "Error", "ConfigError", "InputError", "CudaError",
            "Interrupted", "UsageError", "InternalError", "version", "built_with_cuda", "set_log_level"]
 __version__ = version()
 

@@ -70,11 +70,8 @@ _capsule_destructor_ptr = ctypes.cast(_capsule_destructor, ctypes.c_void_p)
 
 # ---- batches -----------------------------------------------------------------
 
-class Sample(dict):
-    """Where one sample came from: a dict whose keys are also attributes: path, frame (-1 for an
-    image), input_index (position in the discovered input list), route ("cpu" or "gpu": where it
-    was decoded), label (-1: none) and geometry (a dict: SampleGeometry's fields, e.g. width,
-    height, scale_x, offset_x, pad_left; Batch.to_image maps boxes with it)."""
+class _Fields(dict):
+    """A dict whose keys are also attributes (d.width is d["width"]), as the C++ struct's fields."""
 
     __slots__ = ()
 
@@ -83,6 +80,29 @@ class Sample(dict):
             return self[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+class Geometry(_Fields):
+    """How a sample's tensor maps to its original (imgpipe::SampleGeometry's fields, by key or
+    attribute): width, height, stored_width, stored_height, orientation, decode_scale, crop_x,
+    crop_y, resized_width, resized_height, scale_x, scale_y, offset_x, offset_y, pad_left, pad_top,
+    tensor_width, tensor_height, resize."""
+
+    __slots__ = ()
+
+
+class Sample(_Fields):
+    """Where one sample came from: a dict whose keys are also attributes: path, frame (-1 for an
+    image), input_index (position in the discovered input list), route ("cpu" or "gpu": where it
+    was decoded), label (-1: none) and geometry (a Geometry: SampleGeometry's fields, e.g.
+    g.width, g.scale_x, g.pad_left; Batch.to_image maps boxes with it)."""
+
+    __slots__ = ()
+
+    def __init__(self, fields):
+        super().__init__(fields)
+        if isinstance(self.get("geometry"), dict):
+            self["geometry"] = Geometry(self["geometry"])
 
 
 class _Owned:
@@ -323,6 +343,7 @@ class Stream(_Owned):
         self._pipeline = pipeline
         self._box = ctypes.c_void_p()  # filled by imgpipe_pipeline_start (as Batch._box)
         self._report = None
+        self._stop_asked = False  # stop() or Pipeline.request_stop(): report() may end the run
         self._lock = threading.Lock()
         _live_streams.add(self)
 
@@ -395,6 +416,7 @@ class Stream(_Owned):
 
     def stop(self):
         """Asks the run to end soon: the frames in flight finish (next() returns them), then the end."""
+        self._stop_asked = True
         if self._h is not None:
             lib.imgpipe_stream_stop(self._h)
 
@@ -408,6 +430,11 @@ class Stream(_Owned):
             return self._report
         if self._h is None:
             raise UsageError("the stream was closed before its report was ready")
+        if self._stop_asked and not self.done:
+            self.close()  # stopped: wait for the frames in flight, keep the report
+            if self._report is None:
+                raise UsageError("the stopped run has no report")
+            return self._report
         return self._fetch_report()
 
     def close(self):
@@ -548,6 +575,9 @@ class Pipeline(_Owned):
         """Asks the current run to stop soon (thread-safe); iteration ends after the frames in flight."""
         if self._h is not None:
             lib.imgpipe_pipeline_request_stop(self._h)
+            s = self._stream() if self._stream is not None else None
+            if s is not None:
+                s._stop_asked = True
 
     @property
     def classes(self):
@@ -558,9 +588,12 @@ class Pipeline(_Owned):
         """The report of the last run that ended (or was stopped), as a dict."""
         s = self._stream() if self._stream is not None else None
         if s is not None and s._report is None:
-            if not s.done:
+            if s._stop_asked and not s.done:
+                s.close()  # stopped (Stream.stop, request_stop): wait for its end, keep its report
+            elif not s.done:
                 raise UsageError("the run is still going: iterate it to the end or call stop() first")
-            s._fetch_report()
+            else:
+                s._fetch_report()
         if self._report is None:
             if self._report_error is not None:
                 e = self._report_error

@@ -54,3 +54,15 @@ def test_geometry_of_a_letterboxed_sample_and_box_mapping(host):
     assert (u, v) == pytest.approx((160, 160), abs=1.0)
     with pytest.raises(imgpipe.UsageError):
         b.to_image(5, box)  # no such sample
+
+
+def test_geometry_fields_are_attributes_as_in_cpp(host):
+    b = next(iter(host(transform={"resize": {"width": 320, "height": 320, "mode": "letterbox"}})))
+    g = b.samples[0].geometry
+    assert isinstance(g, imgpipe.Geometry) and isinstance(g, dict)  # dict code keeps working
+    for key in ("width", "height", "scale_x", "scale_y", "offset_x", "pad_left", "pad_top", "resized_width",
+                "tensor_width", "tensor_height", "resize", "orientation"):
+        assert getattr(g, key) == g[key], key
+    assert (g.tensor_width, g.tensor_height, g.resize) == (320, 320, "letterbox")
+    with pytest.raises(AttributeError, match="no_such_field"):
+        g.no_such_field

@@ -112,3 +112,21 @@ def test_stopping_a_run_while_holding_every_slot(host):
     del held, b
     gc.collect()
     assert sum(len(b) for b in p) == len(sample_images())  # and the pipeline runs again
+
+
+def test_report_after_stop_without_iterating_to_the_end(host):
+    # stop() asks the run to end; report() then waits for that end and gives its report (it raised
+    # "the run is still going" before).
+    p = host(batch={"size": 2}, transform=SMALL)
+    s = p.start()
+    first = s.next()
+    s.stop()
+    r = p.report()
+    assert r["interrupted"] and 1 <= r["batches"] <= len(sample_images()) // 2
+    assert s.report() is r and s.next() is None
+    first.release()
+    s = p.start()
+    next(s)
+    p.request_stop()
+    assert p.report()["interrupted"]
+    assert sum(len(b) for b in p) == len(sample_images())  # and the pipeline runs again
