@@ -80,6 +80,10 @@ void stream_wait_event(CUstream_st* s, const Event& e);
 void copy_h2d_async(void* dst, const void* src, std::size_t bytes, const Stream& s);
 // Device -> host copy enqueued on `s` (memcpy when s has device -1).
 void copy_d2h_async(void* dst, const void* src, std::size_t bytes, const Stream& s);
+// Copy between two device-visible buffers (device or mapped memory: the
+// direction comes from the addresses) enqueued on `s` (memcpy when s has
+// device -1).
+void copy_d2d_async(void* dst, const void* src, std::size_t bytes, const Stream& s);
 
 // Device memory (host memory for device -1), RAII.
 class DeviceBuffer {

@@ -419,9 +419,6 @@ imgpipe_status imgpipe_stream_report_json(imgpipe_stream* s, const char** out) {
   if (s == nullptr) return null_handle("stream");
   if (out == nullptr) return null_handle("out");
   return guarded([&] {
-    if (s->report_json.empty() && !s->stream.done() && s->held->load() >= s->slots)
-      throw std::logic_error("the run's report is not ready: the run cannot end while the caller holds all " +
-                             std::to_string(s->slots) + " staging slots (release a batch, or destroy the stream)");
     if (s->report_json.empty()) s->report_json = s->stream.report().to_json();
     *out = s->report_json.c_str();
     return IMGPIPE_OK;
@@ -535,6 +532,9 @@ imgpipe_status imgpipe_batch_to_dlpack(imgpipe_batch* b, void* consumer, int ver
   if (out == nullptr) return null_handle("out");
   *out = nullptr;
   return guarded([&] {
+    // The tensor keeps the batch's address: the batch must not move out of
+    // the staging ring under it (docs/architecture.md, "Holding batches").
+    b->batch.pin();
     *out = versioned ? make_dlpack<DLManagedTensorVersioned>(b, consumer) : make_dlpack<DLManagedTensor>(b, consumer);
     return IMGPIPE_OK;
   });

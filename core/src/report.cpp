@@ -69,6 +69,9 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
                     mib(m.pinned_bytes), mib(m.pinned_peak), count(m.slot_reuses, "slot reuses"),
                     count(m.slot_allocations, "allocations"), mib(m.device_bytes), m.slot_wait_s);
   if (m.fallbacks) os << fmt::format(", {}: {}", count(m.fallbacks, "fallbacks"), m.fallback_reason);
+  if (m.held_batch_copies)
+    os << fmt::format(", held batches moved out of the ring: {} ({})", m.held_batch_copies,
+                      mib(m.held_batch_copy_bytes));
   os << "\n";
   os << fmt::format("transfer: {} {} in {:.3f} s = {:.2f} GB/s\n", r.transfer.mode, mib(r.transfer.bytes),
                     r.transfer.seconds, r.transfer.gb_per_s);
@@ -190,7 +193,9 @@ std::string Report::to_json(int indent) const {
                  {"slot_reuses", memory.slot_reuses},       {"slot_allocations", memory.slot_allocations},
                  {"device_bytes", memory.device_bytes},
                  {"slots", memory.slots},               {"slot_wait_s", memory.slot_wait_s},
-                 {"fallbacks", memory.fallbacks},       {"fallback_reason", memory.fallback_reason}};
+                 {"fallbacks", memory.fallbacks},       {"fallback_reason", memory.fallback_reason},
+                 {"held_batch_copies", memory.held_batch_copies},
+                 {"held_batch_copy_bytes", memory.held_batch_copy_bytes}};
   j["transfer"] = {{"mode", transfer.mode}, {"bytes", transfer.bytes}, {"seconds", transfer.seconds},
                    {"gb_per_s", transfer.gb_per_s}};
   j["devices"] = nlohmann::json::array();

@@ -224,6 +224,17 @@ void copy_d2h_async(void* dst, const void* src, std::size_t bytes, const Stream&
   std::memcpy(dst, src, bytes);
 }
 
+void copy_d2d_async(void* dst, const void* src, std::size_t bytes, const Stream& s) {
+#if IMGPIPE_HAS_CUDA
+  if (s.device() >= 0) {
+    IMGPIPE_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.get()));
+    return;
+  }
+#endif
+  (void)s;
+  std::memcpy(dst, src, bytes);
+}
+
 // ---------------------------------------------------------------- DeviceBuffer
 DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : bytes_(bytes), device_(device) {
   if (bytes == 0) return;

@@ -1,5 +1,6 @@
 #include "pull_run.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "memory/staging_ring.hpp"
@@ -22,6 +23,10 @@ void PullRun::launch(std::function<Report(PullRun&)> body) {
     std::shared_ptr<stages::BatchResources> drop;
     {
       std::lock_guard lk(m_);
+      if (report) {
+        report->memory.held_batch_copies = copies_;
+        report->memory.held_batch_copy_bytes = copy_bytes_;
+      }
       report_ = std::move(report);
       error_ = error;
       ended_ = true;
@@ -61,6 +66,36 @@ void PullRun::give_back(stages::BatchSlot& b) {
   res_->ring().release(b.slot, b.dev->stream);
 }
 
+bool PullRun::move_out_one() {
+  // A batch the caller holds is a value to it: when the run needs its slot,
+  // the batch moves to memory of its own (docs/architecture.md, "Holding
+  // batches"). The copy is ordered on the slot's stream, before the slot's
+  // release, so the packer cannot overwrite the slot before it is read.
+  for (auto it = holding_.begin(); it != holding_.end(); ++it) {
+    HeldBatch& h = **it;
+    if (h.pinned) continue;
+    stages::BatchSlot& b = *res_->slots().at(h.slot);
+    const gpu::Stream& s = b.dev->stream;
+    gpu::DeviceBuffer own(h.batch.device, h.batch.bytes);
+    gpu::copy_d2d_async(own.get(), h.batch.data, h.batch.bytes, s);
+    gpu::Event ready(h.batch.device, false);
+    if (h.batch.device >= 0) ready.record(s);
+    h.own = std::move(own);
+    h.ready = std::move(ready);
+    h.batch.data = h.own.get();
+    h.batch.ready = h.ready.get();
+    h.slot = -1;
+    holding_.erase(it);
+    --held_;
+    ++copies_;
+    copy_bytes_ += h.batch.bytes;
+    give_back(b);
+    cv_.notify_all();
+    return true;
+  }
+  return false;
+}
+
 std::shared_ptr<stages::BatchResources> PullRun::unused_resources() {
   // Once the run is over and no batch is held, the Pipeline may reuse its
   // resources (it keeps them only while nobody else does).
@@ -85,9 +120,12 @@ std::optional<Batch> PullRun::next(std::optional<std::chrono::milliseconds> time
   auto can_answer = [&] { return !ready_.empty() || ended_ || shut_; };
   for (;;) {
     if (can_answer()) break;
-    if (const std::string why = stuck(); !why.empty())
+    if (const std::string why = stuck(); !why.empty()) {
+      if (move_out_one()) continue;
       throw std::logic_error("BatchStream::next: the caller holds " + why +
-                             ", so no batch can come: release a Batch first, or raise staging.slots");
+                             ", each pinned by an external view (a DLPack tensor), so no batch can come: "
+                             "release a Batch first, or raise staging.slots");
+    }
     // Woken by a batch, the end, or a release (which may end the deadlock check above).
     if (!timeout) {
       cv_.wait(lk);
@@ -98,11 +136,15 @@ std::optional<Batch> PullRun::next(std::optional<std::chrono::milliseconds> time
   if (!ready_.empty()) {
     stages::BatchSlot* b = ready_.front();
     ready_.pop_front();
+    auto h = std::make_shared<HeldBatch>();
+    h->slot = b->slot;
+    h->batch = b->batch;
+    holding_.push_back(h.get());
     ++held_;
     Batch out;
     out.run_ = shared_from_this();
-    out.slot_ = b->slot;
-    out.batch_ = &b->batch;
+    out.batch_ = &h->batch;
+    out.held_ = std::move(h);
     return out;
   }
   if (error_ && !error_seen_) {
@@ -112,10 +154,26 @@ std::optional<Batch> PullRun::next(std::optional<std::chrono::milliseconds> time
   return Batch();  // the end
 }
 
-void PullRun::release(int slot, CUstream_st* after) {
+void PullRun::pin(HeldBatch& h) {
+  std::lock_guard lk(m_);
+  h.pinned = true;
+}
+
+void PullRun::release(HeldBatch& h, CUstream_st* after) {
   std::shared_ptr<stages::BatchResources> drop;
   {
     std::lock_guard lk(m_);
+    if (h.slot < 0) {
+      // Moved out: its memory goes with the handle, once `after`'s work is done.
+      if (after && h.batch.device >= 0) {
+        gpu::Event done(h.batch.device, false);
+        done.record_on(after);
+        done.synchronize();
+      }
+      return;
+    }
+    const int slot = std::exchange(h.slot, -1);
+    holding_.erase(std::find(holding_.begin(), holding_.end(), &h));
     stages::BatchSlot& b = *res_->slots().at(slot);
     if (after && b.dev->device >= 0) {
       // The slot's reuse waits for the caller's stream too.
@@ -150,7 +208,9 @@ const Report& PullRun::report() {
     throw std::logic_error("BatchStream::report: the run has not ended: call next() until it returns no batch, "
                            "or stop() first");
   // Every slot held by the caller: the packer waits for one, so the run
-  // cannot end (as next() says).
+  // cannot end (as next() says) unless held batches move out of the ring.
+  while (!ended_ && !stuck().empty() && move_out_one()) {
+  }
   if (const std::string why = ended_ ? std::string() : stuck(); !why.empty())
     throw std::logic_error("BatchStream::report: the caller holds " + why +
                            ", so the run cannot end: release a Batch first");
@@ -206,7 +266,7 @@ Batch::~Batch() {
   }
 }
 Batch::Batch(Batch&& o) noexcept
-    : run_(std::move(o.run_)), slot_(std::exchange(o.slot_, -1)), batch_(std::exchange(o.batch_, nullptr)) {}
+    : run_(std::move(o.run_)), held_(std::move(o.held_)), batch_(std::exchange(o.batch_, nullptr)) {}
 Batch& Batch::operator=(Batch&& o) noexcept {
   if (this != &o) {
     try {
@@ -214,7 +274,7 @@ Batch& Batch::operator=(Batch&& o) noexcept {
     } catch (...) {
     }
     run_ = std::move(o.run_);
-    slot_ = std::exchange(o.slot_, -1);
+    held_ = std::move(o.held_);
     batch_ = std::exchange(o.batch_, nullptr);
   }
   return *this;
@@ -228,10 +288,16 @@ const DeviceBatch& Batch::get() const {
 void Batch::release(CUstream_st* after) {
   if (!run_) return;
   const std::shared_ptr<detail::PullRun> run = std::move(run_);
-  const int slot = std::exchange(slot_, -1);
+  const std::shared_ptr<detail::HeldBatch> held = std::move(held_);
   batch_ = nullptr;
-  run->release(slot, after);
+  run->release(*held, after);
 }
+
+void Batch::pin() {
+  if (run_) run_->pin(*held_);
+}
+
+bool Batch::moved_out() const noexcept { return held_ && held_->slot < 0; }
 
 BatchStream::BatchStream() noexcept = default;
 BatchStream::~BatchStream() {

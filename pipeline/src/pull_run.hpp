@@ -23,6 +23,18 @@
 
 namespace imgpipe::detail {
 
+// What a Batch handle points to: the batch as the holder sees it. While
+// `slot` >= 0 its data is the staging slot's; once moved out of the ring
+// (docs/architecture.md, "Holding batches") `own` holds a copy and `batch`
+// points at it, for as long as the handle lives.
+struct HeldBatch {
+  int slot = -1;
+  DeviceBatch batch;
+  gpu::DeviceBuffer own;  // the moved-out copy (device memory, host memory on the host backend)
+  gpu::Event ready;       // recorded after the copy (GPU batches)
+  bool pinned = false;    // an external view holds the slot's address: never moved
+};
+
 struct PullRun : std::enable_shared_from_this<PullRun> {
  public:
   // `stop`: the Pipeline's stop flag, which the run reads.
@@ -42,7 +54,8 @@ struct PullRun : std::enable_shared_from_this<PullRun> {
 
   // BatchStream's calls. `timeout` empty: wait as long as it takes.
   std::optional<Batch> next(std::optional<std::chrono::milliseconds> timeout);
-  void release(int slot, CUstream_st* after);
+  void release(HeldBatch& h, CUstream_st* after);
+  void pin(HeldBatch& h);
   void stop() noexcept;
   bool done() const;
   const Report& report();
@@ -55,6 +68,9 @@ struct PullRun : std::enable_shared_from_this<PullRun> {
   // Why no batch can come while the caller keeps its batches (under m_); empty: one can.
   std::string stuck() const;
   void give_back(stages::BatchSlot& b);  // the slot to the ring (lock held)
+  // Lock held: copies the oldest held batch that is not pinned out of the
+  // ring and gives its slot back; false when every held batch is pinned.
+  bool move_out_one();
   std::shared_ptr<stages::BatchResources> unused_resources();  // lock held: what to drop once nothing is held
 
   std::atomic<bool>& stop_;
@@ -63,7 +79,9 @@ struct PullRun : std::enable_shared_from_this<PullRun> {
   std::shared_ptr<stages::BatchResources> res_;
   std::vector<std::vector<gpu::Event>> after_;  // [device context][slot]: Batch::release(after)
   std::deque<stages::BatchSlot*> ready_;        // handed over, not yet taken
-  int held_ = 0;                                // taken and not released
+  int held_ = 0;                                // taken and not released, still in their slots
+  std::deque<HeldBatch*> holding_;              // those, oldest first
+  std::uint64_t copies_ = 0, copy_bytes_ = 0;   // held batches moved out of the ring
   bool ended_ = false, stop_asked_ = false, stopping_ = false, shut_ = false;
   std::exception_ptr error_;
   bool error_seen_ = false;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -155,7 +156,7 @@ TEST_CASE("pull API: a held batch stays intact while later ones come, and outliv
   }
 }
 
-TEST_CASE("pull API: back-pressure, holding every slot is an error, not a hang") {
+TEST_CASE("pull API: back-pressure, holding every slot pinned is an error, not a hang") {
   for (const auto& dev : imgpipe::test::test_devices()) {
     CAPTURE(label(dev));
     Pipeline p(small_config(dev, 2, 2));
@@ -163,6 +164,9 @@ TEST_CASE("pull API: back-pressure, holding every slot is an error, not a hang")
     Batch a = stream.next(), b = stream.next();
     REQUIRE(a);
     REQUIRE(b);
+    // Pinned (an outside view keeps their address): they cannot move out of the ring.
+    a.pin();
+    b.pin();
     // The pipeline waits: nothing is buffered beyond the two slots.
     std::this_thread::sleep_for(100ms);
     CHECK_THROWS_WITH_AS(stream.next(), doctest::Contains("holds all 2 staging slots"), std::logic_error);
@@ -175,12 +179,106 @@ TEST_CASE("pull API: back-pressure, holding every slot is an error, not a hang")
     b.release();
     d = stream.next();
     REQUIRE(d);
+    c.pin();
+    d.pin();
     stream.stop();  // with every slot held, report() cannot wait for an end that cannot come
     CHECK_THROWS_WITH_AS(stream.report(), doctest::Contains("holds all 2 staging slots"), std::logic_error);
     const auto t0 = std::chrono::steady_clock::now();
     stream = BatchStream();  // the old stream shuts down
     CHECK(std::chrono::steady_clock::now() - t0 < 30s);
     CHECK(imgpipe::test::batch_to_host(*c).size() == c->bytes);
+  }
+}
+
+// Issue 29: batches are values to their holders (docs/architecture.md,
+// "Holding batches"). On a GPU these run on the device too (test_devices()).
+TEST_CASE("pull API: holding every batch with 2 slots moves them out of the ring, values unchanged") {
+  for (const auto& dev : imgpipe::test::test_devices()) {
+    CAPTURE(label(dev));
+    const Config c = small_config(dev, 2, 2);
+    const std::vector<Got> want = callback_run(c);
+    REQUIRE(want.size() >= 4);
+    Pipeline p(c);
+    BatchStream stream = p.start();
+    std::vector<Batch> all;
+    while (Batch b = stream.next()) all.push_back(std::move(b));  // like Python's list(p)
+    REQUIRE(all.size() == want.size());
+    std::uint64_t moved = 0, moved_bytes = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      CAPTURE(i);
+      const Got g = copy_of(all[i]);
+      CHECK(g.bytes == want[i].bytes);
+      CHECK(g.paths == want[i].paths);
+      CHECK(all[i]->index == i);
+      if (all[i].moved_out()) {
+        ++moved;
+        moved_bytes += all[i]->bytes;
+      }
+    }
+    // With 2 slots, at most the last two can still be in the ring.
+    CHECK(moved >= all.size() - 2);
+    const Report& r = stream.report();
+    CHECK(r.memory.held_batch_copies == moved);
+    CHECK(r.memory.held_batch_copy_bytes == moved_bytes);
+    CHECK(r.to_json().find("\"held_batch_copies\": " + std::to_string(moved)) != std::string::npos);
+    std::ostringstream text;
+    r.print_table(text);
+    CHECK(text.str().find("held batches moved out of the ring: " + std::to_string(moved)) != std::string::npos);
+    // The copies outlive the stream and the pipeline.
+    stream = BatchStream();
+    CHECK(copy_of(all[0]).bytes == want[0].bytes);
+  }
+}
+
+TEST_CASE("pull API: keeping every other batch with 2 slots, values unchanged") {
+  for (const auto& dev : imgpipe::test::test_devices()) {
+    CAPTURE(label(dev));
+    const Config c = small_config(dev, 2, 2);
+    const std::vector<Got> want = callback_run(c);
+    Pipeline p(c);
+    BatchStream stream = p.start();
+    std::vector<Batch> kept;
+    std::size_t n = 0;
+    while (Batch b = stream.next()) {
+      if (n++ % 2 == 0) kept.push_back(std::move(b));
+    }
+    REQUIRE(n == want.size());
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+      CAPTURE(i);
+      CHECK(copy_of(kept[i]).bytes == want[2 * i].bytes);
+      CHECK(copy_of(kept[i]).paths == want[2 * i].paths);
+    }
+    CHECK(stream.report().memory.held_batch_copies > 0);
+  }
+}
+
+TEST_CASE("pull API: a loop that lets go of each batch (or keeps the last one) copies nothing") {
+  for (const auto& dev : imgpipe::test::test_devices()) {
+    CAPTURE(label(dev));
+    const Config c = small_config(dev, 2, 2);
+    const std::vector<Got> want = callback_run(c);
+    {
+      Pipeline p(c);
+      BatchStream stream = p.start();
+      std::size_t n = 0;
+      while (Batch b = stream.next()) {
+        CHECK(copy_of(b).bytes == want[n++].bytes);
+        CHECK_FALSE(b.moved_out());
+      }
+      CHECK(n == want.size());
+      CHECK(stream.report().memory.held_batch_copies == 0);
+      CHECK(stream.report().memory.held_batch_copy_bytes == 0);
+    }
+    {
+      Pipeline p(c);
+      BatchStream stream = p.start();
+      Batch previous;  // a training loop that keeps last step's batch
+      while (Batch b = stream.next()) {
+        if (previous) CHECK_FALSE(previous.moved_out());
+        previous = std::move(b);
+      }
+      CHECK(stream.report().memory.held_batch_copies == 0);
+    }
   }
 }
 

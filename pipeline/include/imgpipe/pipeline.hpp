@@ -50,15 +50,26 @@ struct RunOptions {
 
 namespace detail {
 struct PullRun;
+struct HeldBatch;
 }
 
-// A batch the caller holds (the pull API: BatchStream::next()). While the
-// handle lives, the batch's staging slot and device buffers are not reused,
-// so `data` stays valid and unchanged, on the stream and off it. Work the
-// caller enqueues on `stream` is ordered before the slot's reuse; work on
-// other streams must wait on `ready` first, and finish before release() (or
-// be named to it). A handle may outlive its BatchStream and its Pipeline:
-// the memory is freed when the last handle is gone. Move-only; any thread.
+// A batch the caller holds (the pull API: BatchStream::next()), a value to
+// its holder: any number may be held. While the handle lives, the batch's
+// values stay valid and unchanged. At first they are in the batch's staging
+// slot (zero copy); when the run needs that slot (the caller holds so many
+// batches that no other could come), next() moves the oldest held batch out
+// of the ring: its data is copied to memory of its own (device memory for a
+// GPU batch, cudaMemcpyAsync on `stream`; host memory on the host backend),
+// `data` and `ready` then name the copy, and the slot goes back to the run
+// (Report::memory.held_batch_copies counts these; docs/architecture.md,
+// "Holding batches"). So read `data` through the handle after each next(),
+// or pin() a batch whose address something outside keeps. Work the caller
+// enqueues on `stream` is ordered before the slot's reuse (and before a
+// move); work on other streams must wait on `ready` first, and finish before
+// release() (or be named to it) or the next next(). A handle may outlive its
+// BatchStream and its Pipeline: the memory is freed when the last handle is
+// gone. Move-only; any thread, but next() may move a batch that another
+// thread reads: pin it.
 class Batch {
  public:
   Batch() noexcept;
@@ -81,17 +92,27 @@ class Batch {
   // CUDA error.
   void release(CUstream_st* after = nullptr);
 
+  // Keeps the batch in its staging slot until release(): something outside
+  // keeps `data` (a DLPack tensor, an address handed to another thread), so
+  // next() never moves it. Pinned batches count against staging.slots as
+  // before: next() throws std::logic_error when only pinned ones could move.
+  void pin();
+  // Whether next() moved this batch out of the staging ring (its data is a
+  // copy of its own).
+  bool moved_out() const noexcept;
+
  private:
   friend struct detail::PullRun;
   std::shared_ptr<detail::PullRun> run_;
-  int slot_ = -1;
+  std::shared_ptr<detail::HeldBatch> held_;
   const DeviceBatch* batch_ = nullptr;
 };
 
 // A run whose batches the caller pulls (Pipeline::start()). The stages run
 // on their own threads while the caller consumes; at most staging.slots
-// batches exist at once (held by the caller or waiting in next()), so a slow
-// consumer slows the pipeline down instead of making it buffer.
+// batches are in the ring at once (held by the caller or waiting in next()),
+// so a slow consumer slows the pipeline down instead of making it buffer;
+// held batches beyond that move out of the ring (see Batch).
 //
 //   auto stream = pipeline.start();
 //   while (imgpipe::Batch b = stream.next()) { use(b->data, b->shape, b->stream); }
@@ -108,10 +129,11 @@ class BatchStream {
   // The next batch in input order, blocking until it is ready; an empty
   // handle at the end of the run (or after stop()). Rethrows, once the
   // batches before it were taken, what ended the run (InputError under
-  // on_error: fail, CudaError, ...). Throws std::logic_error when the caller
-  // holds every staging slot (no batch could ever come): release one, or
-  // raise staging.slots. The GIL-free wait of a binding: any thread, one
-  // caller at a time.
+  // on_error: fail, CudaError, ...). When the batches the caller holds keep
+  // every staging slot, the oldest one not pinned moves out of the ring (see
+  // Batch); std::logic_error when all of them are pinned (no batch could
+  // ever come): release one, or raise staging.slots. The GIL-free wait of a
+  // binding: any thread, one caller at a time.
   Batch next();
   // The same, waiting at most `timeout`: std::nullopt when no batch came in
   // that time (the run goes on), else what next() returns. For callers that
