@@ -27,6 +27,8 @@ packages=(build-essential cmake ninja-build pkg-config
 if [ "$what" = test ]; then
   packages+=(openmpi-bin    # tests: three ranks of a real launcher (mpirun) dump into one folder
              python3-pytest python3-opencv  # tests: the Python package (pytest, cv2.dnn.blobFromImage)
+             python3-venv python3-pip python3-setuptools python3-wheel  # tests: pip install . into a venv, offline
+             mypy           # tests: mypy --strict on the Python package (python_mypy)
              dpkg-dev file) # tests: cpack -G DEB (dpkg-shlibdeps reads the binary's dependencies)
 fi
 # Only for `test`: the HTML report rendered in headless Chromium

@@ -13,6 +13,7 @@ Python 3. Errors from the C++ side arrive as imgpipe.ConfigError, InputError, Cu
 Interrupted, UsageError (all imgpipe.Error) with the C++ message.
 """
 import os as _os
+from typing import Any
 
 from ._errors import ConfigError, CudaError, Error, InputError, InternalError, Interrupted, UsageError
 from ._pipeline import Batch, Geometry, Pipeline, Sample, Stream, built_with_cuda, set_log_level, version
@@ -25,7 +26,7 @@ __version__ = version()
 set_log_level(_os.environ.get("IMGPIPE_LOG_LEVEL", "warn"))
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name == "torch":  # imgpipe.torch without an explicit import
         import importlib
         return importlib.import_module(".torch", __name__)

@@ -1,13 +1,17 @@
 """ctypes bindings of libimgpipe_c.so (capi/include/imgpipe_c.h).
 
-The library is looked for, in order: $IMGPIPE_C_LIBRARY (a path), beside this
-file (where the build puts it: build/python/imgpipe/libimgpipe_c.so), then
-by name through the dynamic loader (LD_LIBRARY_PATH). ctypes releases the GIL
+The library is looked for, in order: $IMGPIPE_C_LIBRARY (a path, when set),
+the copy inside the package, beside this file (`pip install .` puts it there,
+and the build: build/python/imgpipe/libimgpipe_c.so), the installed one that
+`cmake --install` and the .deb name in _installed_library.txt (a path relative
+to this folder: <prefix>/lib/python3/dist-packages/imgpipe to <prefix>/<libdir>),
+then by name through the dynamic loader (LD_LIBRARY_PATH). ctypes releases the GIL
 during every call, so a call that waits (a batch, a run's end) lets other
 Python threads run.
 """
 import ctypes
 import os
+from typing import Dict, Iterator, Optional
 
 from . import _errors
 
@@ -40,18 +44,23 @@ class BatchInfo(ctypes.Structure):
     ]
 
 
-def _candidates():
+def _candidates() -> Iterator[str]:
     env = os.environ.get("IMGPIPE_C_LIBRARY")
     if env:
         yield env
         return
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libimgpipe_c.so")
+    folder = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.join(folder, "libimgpipe_c.so")
     if os.path.exists(here):
         yield here
+    installed = os.path.join(folder, "_installed_library.txt")  # python/CMakeLists.txt writes it
+    if os.path.exists(installed):
+        with open(installed, encoding="utf-8") as f:
+            yield os.path.normpath(os.path.join(folder, f.read().strip()))
     yield "libimgpipe_c.so"
 
 
-def _load():
+def _load() -> ctypes.CDLL:
     errors = []
     for path in _candidates():
         try:
@@ -62,7 +71,7 @@ def _load():
         "imgpipe: cannot load libimgpipe_c.so (" + "; ".join(errors) + "). Build it "
         "(./setup.sh build, or cmake --build build --target imgpipe_python) and put the build's "
         "python folder first on the path: export PYTHONPATH=$PWD/build/python; or name the "
-        "library in IMGPIPE_C_LIBRARY")
+        "library in IMGPIPE_C_LIBRARY; or install the package: pip install . (README.md, Python)")
 
 
 lib = _load()
@@ -113,22 +122,22 @@ if lib.imgpipe_c_api_version() != API_VERSION:
                       f"this package {API_VERSION}: rebuild (the library and the package come from one build)")
 
 
-def text(b):
+def text(b: Optional[bytes]) -> str:
     return b.decode("utf-8", "replace") if b is not None else ""
 
 
-def check(status):
+def check(status: int) -> int:
     """Raises the imgpipe exception of the calling thread's last error for an error status."""
     if status >= 0:
         return status
     raise last_error()
 
 
-def last_error():
+def last_error() -> _errors.Error:
     """The calling thread's last error as an imgpipe exception (to raise)."""
     cls = text(lib.imgpipe_last_error_class())
     message = text(lib.imgpipe_last_error())
-    fields = {}
+    fields: Dict[str, str] = {}
     for name in _errors.FIELDS.get(cls, ()):
         fields[name] = text(lib.imgpipe_last_error_field(name.encode()))
     return _errors.make(cls, message, fields)

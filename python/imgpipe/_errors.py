@@ -1,4 +1,5 @@
 """The exceptions the C++ side throws, as Python exceptions with the same message."""
+from typing import Dict
 
 
 class Error(RuntimeError):
@@ -47,7 +48,7 @@ FIELDS = {"ConfigError": ("key", "line", "reason"), "InputError": ("path", "fram
 _INTS = {"line", "frame", "code"}
 
 
-def make(cls, message, fields):
+def make(cls: str, message: str, fields: Dict[str, str]) -> Error:
     e = CLASSES.get(cls, Error)(message)
     for k, v in fields.items():
         setattr(e, k, int(v) if k in _INTS and v.lstrip("-").isdigit() else v)

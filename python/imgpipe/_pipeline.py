@@ -1,10 +1,13 @@
 """Pipeline, Stream and Batch over the C API (the pull API underneath)."""
+from __future__ import annotations
+
 import atexit
 import ctypes
 import json
 import os
 import threading
 import weakref
+from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _capi
 from ._capi import lib, check, text
@@ -20,20 +23,26 @@ TYPESTR = {_capi.FLOAT32: "<f4", _capi.FLOAT16: "<f2", _capi.UINT8: "|u1"}
 LAYOUTS = {_capi.NCHW: "nchw", _capi.NHWC: "nhwc"}
 KDLCPU, KDLCUDA = 1, 2  # DLDeviceType
 
-_live_streams = weakref.WeakSet()
+_live_streams: "weakref.WeakSet[Stream]" = weakref.WeakSet()
+
+# What a Pipeline accepts as its config, inputs and devices.
+ConfigSource = Union[None, str, bytes, "os.PathLike[str]", Dict[str, Any]]
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+Device = Union[None, str, int, Sequence[int]]
+Box = Sequence[float]
 
 
-def version():
+def version() -> str:
     """The library's version, e.g. "0.1.0"."""
     return text(lib.imgpipe_version())
 
 
-def built_with_cuda():
+def built_with_cuda() -> bool:
     """True when libimgpipe_c.so has the CUDA backend (else batches are always host memory)."""
     return bool(lib.imgpipe_built_with_cuda())
 
 
-def set_log_level(level):
+def set_log_level(level: str) -> None:
     """imgpipe's own log messages on stderr: "error", "warn" (the default here, as in the CLI), "info",
     "debug" or "off"."""
     check(lib.imgpipe_set_log_level(str(level).encode()))
@@ -54,8 +63,7 @@ _capsule_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctype
     ("PyCapsule_GetPointer", ctypes.pythonapi))
 
 
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule):
+def _capsule_destructor(capsule: Optional[int]) -> None:
     # A capsule still named "dltensor" was never consumed: the producer
     # deletes the tensor (a consumer renames it "used_dltensor" and calls the
     # deleter itself when its tensor dies).
@@ -65,17 +73,18 @@ def _capsule_destructor(capsule):
             return
 
 
-_capsule_destructor_ptr = ctypes.cast(_capsule_destructor, ctypes.c_void_p)
+_capsule_destructor_c = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_capsule_destructor)  # kept alive here
+_capsule_destructor_ptr = ctypes.cast(_capsule_destructor_c, ctypes.c_void_p)
 
 
 # ---- batches -----------------------------------------------------------------
 
-class _Fields(dict):
+class _Fields(Dict[str, Any]):
     """A dict whose keys are also attributes (d.width is d["width"]), as the C++ struct's fields."""
 
     __slots__ = ()
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         try:
             return self[name]
         except KeyError:
@@ -99,10 +108,13 @@ class Sample(_Fields):
 
     __slots__ = ()
 
-    def __init__(self, fields):
+    def __init__(self, fields: Dict[str, Any]) -> None:
         super().__init__(fields)
         if isinstance(self.get("geometry"), dict):
             self["geometry"] = Geometry(self["geometry"])
+
+
+_T = TypeVar("_T", bound="_Owned")
 
 
 class _Owned:
@@ -111,16 +123,16 @@ class _Owned:
 
     __slots__ = ()  # the handles keep their own __slots__
 
-    def _free(self):
+    def _free(self) -> None:
         raise NotImplementedError
 
-    def __enter__(self):
+    def __enter__(self: _T) -> _T:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self._free()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self._free()
         except Exception:
@@ -139,83 +151,89 @@ class Batch(_Owned):
 
     __slots__ = ("_box", "_info", "_samples", "__weakref__")
 
-    def __init__(self):
+    def __init__(self) -> None:
         # The C API writes the handle straight into _box (imgpipe_stream_next), so the handle is
         # this object's from the moment the call returns: a KeyboardInterrupt raised right then
         # (a Ctrl-C during the wait) cannot leak the batch's slot.
         self._box = ctypes.c_void_p()
-        self._info = None
-        self._samples = None
+        self._info: Optional[_capi.BatchInfo] = None
+        self._samples: Optional[List[Sample]] = None
 
-    def _load(self):
+    def _load(self) -> Batch:
         info = _capi.BatchInfo()
         check(lib.imgpipe_batch_get_info(self._box, ctypes.byref(info)))
         self._info = info
         return self
 
     @property
-    def _h(self):
+    def _h(self) -> Optional[int]:
         return self._box.value
 
-    def _handle(self):
+    def _handle(self) -> int:
         if self._box.value is None:
             raise UsageError("the batch was released")
         return self._box.value
 
+    @property
+    def _i(self) -> _capi.BatchInfo:
+        if self._info is None:
+            raise UsageError("the batch was never filled")
+        return self._info
+
     # -- what it is
     @property
-    def shape(self):
-        return tuple(self._info.shape[: self._info.ndim])
+    def shape(self) -> Tuple[int, ...]:
+        return tuple(self._i.shape[: self._i.ndim])
 
     @property
-    def dtype(self):
+    def dtype(self) -> str:
         """"float32", "float16" or "uint8"."""
-        return DTYPES[self._info.dtype]
+        return DTYPES[self._i.dtype]
 
     @property
-    def layout(self):
+    def layout(self) -> str:
         """"nchw" or "nhwc"."""
-        return LAYOUTS[self._info.layout]
+        return LAYOUTS[self._i.layout]
 
     @property
-    def device(self):
+    def device(self) -> str:
         """"cuda:N", or "cpu" on the host backend."""
-        return "cpu" if self._info.device < 0 else f"cuda:{self._info.device}"
+        return "cpu" if self._i.device < 0 else f"cuda:{self._i.device}"
 
     @property
-    def device_index(self):
+    def device_index(self) -> int:
         """The CUDA ordinal, -1 on the host backend."""
-        return self._info.device
+        return int(self._i.device)
 
     @property
-    def data_ptr(self):
+    def data_ptr(self) -> int:
         """The data's address (a device pointer for CUDA batches)."""
-        return self._info.data or 0
+        return int(self._i.data or 0)
 
     @property
-    def nbytes(self):
-        return self._info.bytes
+    def nbytes(self) -> int:
+        return int(self._i.bytes)
 
     @property
-    def index(self):
+    def index(self) -> int:
         """Batch number in the run, from 0."""
-        return self._info.index
+        return int(self._i.index)
 
     @property
-    def stream(self):
+    def stream(self) -> int:
         """The cudaStream_t the batch was produced on, as an int (0 on the host backend)."""
-        return self._info.stream or 0
+        return int(self._i.stream or 0)
 
     @property
-    def ready_event(self):
+    def ready_event(self) -> int:
         """The cudaEvent_t recorded after the batch's last kernel, as an int (0 on the host backend)."""
-        return self._info.ready or 0
+        return int(self._i.ready or 0)
 
-    def __len__(self):
-        return self._info.size
+    def __len__(self) -> int:
+        return int(self._i.size)
 
     @property
-    def samples(self):
+    def samples(self) -> List[Sample]:
         """One Sample per sample, in tensor order."""
         if self._samples is None:
             out = ctypes.c_char_p()
@@ -224,48 +242,49 @@ class Batch(_Owned):
         return self._samples
 
     @property
-    def labels(self):
+    def labels(self) -> List[int]:
         """The samples' labels (ints; -1 for a sample without one): with input.labels: folders, the
         index of the sample's class folder in the report's "classes" (Pipeline.classes)."""
-        n = self._info.size
+        n = self._i.size
         arr = (ctypes.c_int64 * n)()
         check(lib.imgpipe_batch_labels(self._handle(), arr, n))
         return list(arr)
 
     # -- geometry (imgpipe/geometry.hpp)
-    def _map(self, sample, box, to_image, stored):
+    def _map(self, sample: int, box: Box, to_image: int, stored: bool) -> Tuple[float, ...]:
         vals = [float(v) for v in box] + [0.0] * (4 - len(box))
         inp, out = (ctypes.c_double * 4)(*vals[:4]), (ctypes.c_double * 4)()
         check(lib.imgpipe_batch_map(self._handle(), int(sample), to_image, 1 if stored else 0, inp, out))
         return tuple(out) if len(box) == 4 else (out[0], out[1])
 
-    def to_image(self, sample, box, stored=False):
+    def to_image(self, sample: int, box: Box, stored: bool = False) -> Tuple[float, ...]:
         """A box (x, y, width, height) or point (u, v) of sample `sample`'s tensor in its original image
         (full size, as displayed: after the EXIF orientation; stored=True: as the file stores it),
         clipped to the image: where a detection on the batch lies in the input."""
         return self._map(sample, box, 1, stored)
 
-    def to_tensor(self, sample, box, stored=False):
+    def to_tensor(self, sample: int, box: Box, stored: bool = False) -> Tuple[float, ...]:
         """The inverse of to_image (unclipped): a box or point of the original in tensor coordinates."""
         return self._map(sample, box, 0, stored)
 
     # -- synchronisation
-    def wait(self, stream):
+    def wait(self, stream: int) -> None:
         """Makes a CUDA stream (an int cudaStream_t; 1: the legacy default stream, 2: per-thread) wait
         for the batch (cudaStreamWaitEvent on its ready event). Nothing to do on the host backend."""
         check(lib.imgpipe_batch_wait(self._handle(), ctypes.c_void_p(int(stream))))
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Blocks until the batch is ready (cudaEventSynchronize)."""
         check(lib.imgpipe_batch_synchronize(self._handle()))
 
     # -- DLPack
-    def __dlpack_device__(self):
-        if self._info.device < 0:
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        if self._i.device < 0:
             return (KDLCPU, 0)
-        return (KDLCUDA, self._info.device)
+        return (KDLCUDA, self._i.device)
 
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, *, stream: Optional[int] = None, max_version: Optional[Tuple[int, int]] = None,
+                   dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
         """A DLPack capsule viewing the batch (zero copy). stream (CUDA batches): the consumer's stream,
         which is made to wait for the batch: None or 1 the legacy default stream, 2 the per-thread
         one, another int a cudaStream_t, -1 no synchronisation. The batch's memory is not reused
@@ -275,7 +294,7 @@ class Batch(_Owned):
             raise BufferError("imgpipe batches are exported without a copy (copy=True asked for one)")
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
             raise BufferError(f"the batch lives on {self.__dlpack_device__()}, not {tuple(dl_device)}")
-        if self._info.device < 0 or stream is None or stream == 0:
+        if self._i.device < 0 or stream is None or stream == 0:
             consumer = None  # host: nothing to wait for; CUDA: the legacy default stream
         elif stream == -1:
             consumer = ctypes.c_void_p(-1 & 0xFFFFFFFFFFFFFFFF)
@@ -291,30 +310,30 @@ class Batch(_Owned):
             raise
 
     @property
-    def __cuda_array_interface__(self):
+    def __cuda_array_interface__(self) -> Dict[str, Any]:
         """CUDA Array Interface v3 (CUDA batches only). The consumer synchronises on `stream`; it does
         not hold the memory: keep this Batch alive while the data is used (or use DLPack)."""
-        if self._info.device < 0:
+        if self._i.device < 0:
             raise AttributeError("a host-backend batch has no __cuda_array_interface__ (use numpy.from_dlpack)")
         self._handle()
-        return {"shape": self.shape, "typestr": TYPESTR[self._info.dtype], "data": (self.data_ptr, False),
+        return {"shape": self.shape, "typestr": TYPESTR[self._i.dtype], "data": (self.data_ptr, False),
                 "strides": None, "version": 3, "stream": self.stream or None}
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> Any:
         """A NumPy view (host batches; it keeps the memory alive)."""
         import numpy as np
-        if self._info.device >= 0:
+        if self._i.device >= 0:
             raise TypeError(f"the batch is in GPU memory ({self.device}): use torch.from_dlpack(batch) or "
                             "copy it to the host")
         a = np.from_dlpack(self)
         return a if dtype is None else a.astype(dtype, copy=bool(copy))
 
-    def numpy(self):
+    def numpy(self) -> Any:
         """numpy.from_dlpack(self): a zero-copy view of a host batch."""
         return self.__array__()
 
     # -- lifetime
-    def release(self, after_stream=None):
+    def release(self, after_stream: Optional[int] = None) -> None:
         """Drops this object's hold on the batch (tensors made from it keep theirs). after_stream: a
         cudaStream_t (int) whose work so far must finish before the memory is reused. Idempotent."""
         h, self._box.value = self._box.value, None
@@ -322,14 +341,14 @@ class Batch(_Owned):
             lib.imgpipe_batch_free(h, ctypes.c_void_p(int(after_stream)) if after_stream else None)
 
 
-    def _free(self):
+    def _free(self) -> None:
         self.release()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._info is None:
             return "<imgpipe.Batch (not filled)>"
         state = "" if self._h is not None else ", released"
-        return (f"<imgpipe.Batch {self._info.index}: {self.dtype} {self.layout} {list(self.shape)} on "
+        return (f"<imgpipe.Batch {self._i.index}: {self.dtype} {self.layout} {list(self.shape)} on "
                 f"{self.device}{state}>")
 
 
@@ -339,32 +358,32 @@ class Stream(_Owned):
     """One run whose batches are pulled: iterate it (or call next()) until it ends. Made by
     Pipeline.start() (iterating a Pipeline makes one)."""
 
-    def __init__(self, pipeline):
+    def __init__(self, pipeline: Optional[Pipeline]) -> None:
         self._pipeline = pipeline
         self._box = ctypes.c_void_p()  # filled by imgpipe_pipeline_start (as Batch._box)
-        self._report = None
+        self._report: Optional[Dict[str, Any]] = None
         self._stop_asked = False  # stop() or Pipeline.request_stop(): report() may end the run
         self._lock = threading.Lock()
         _live_streams.add(self)
 
     @property
-    def _h(self):
+    def _h(self) -> Optional[int]:
         return self._box.value
 
     @_h.setter
-    def _h(self, value):
+    def _h(self, value: Optional[int]) -> None:
         self._box.value = value
 
-    def __iter__(self):
+    def __iter__(self) -> Stream:
         return self
 
-    def __next__(self):
+    def __next__(self) -> Batch:
         b = self.next()
         if b is None:
             raise StopIteration
         return b
 
-    def next(self, timeout=None):
+    def next(self, timeout: Optional[float] = None) -> Optional[Batch]:
         """The next batch; None at the end of the run (the report is then ready). timeout (seconds):
         raise TimeoutError when no batch came within it. Ctrl-C while waiting stops the run, then
         raises KeyboardInterrupt. What ended the run is raised once the batches before it were taken
@@ -373,7 +392,7 @@ class Stream(_Owned):
         if h is None:
             return None
         waited = 0.0
-        b = None
+        b: Optional[Batch] = None
         try:
             while True:
                 b = Batch()
@@ -398,14 +417,14 @@ class Stream(_Owned):
             self.close()
             raise
 
-    def _finish(self, error=None):
+    def _finish(self, error: Optional[BaseException] = None) -> None:
         """The run ended (after the last batch, or with `error`): keep its report, free the stream
         (close() fetches the report; a run that ended with an error has none)."""
         if error is not None and self._pipeline is not None:
             self._pipeline._report, self._pipeline._report_error = None, error
         self.close()
 
-    def _fetch_report(self):
+    def _fetch_report(self) -> Optional[Dict[str, Any]]:
         if self._report is None and self._h is not None:
             out = ctypes.c_char_p()
             check(lib.imgpipe_stream_report_json(self._h, ctypes.byref(out)))
@@ -414,17 +433,17 @@ class Stream(_Owned):
                 self._pipeline._report, self._pipeline._report_error = self._report, None
         return self._report
 
-    def stop(self):
+    def stop(self) -> None:
         """Asks the run to end soon: the frames in flight finish (next() returns them), then the end."""
         self._stop_asked = True
         if self._h is not None:
             lib.imgpipe_stream_stop(self._h)
 
     @property
-    def done(self):
+    def done(self) -> bool:
         return self._h is None or bool(lib.imgpipe_stream_done(self._h))
 
-    def report(self):
+    def report(self) -> Dict[str, Any]:
         """The run's report (Report::to_json as a dict): at the end of the run, or after stop()."""
         if self._report is not None:
             return self._report
@@ -435,9 +454,12 @@ class Stream(_Owned):
             if self._report is None:
                 raise UsageError("the stopped run has no report")
             return self._report
-        return self._fetch_report()
+        report = self._fetch_report()
+        if report is None:
+            raise UsageError("the stream was closed before its report was ready")
+        return report
 
-    def close(self):
+    def close(self) -> None:
         """Stops the run, keeps its report, waits for its threads and frees it. Batches taken stay valid."""
         with self._lock:
             h, self._h = self._h, None
@@ -453,13 +475,13 @@ class Stream(_Owned):
             lib.imgpipe_stream_destroy(h)
         _live_streams.discard(self)
 
-    def _free(self):
+    def _free(self) -> None:
         self.close()
 
 
-def _nested(overrides):
+def _nested(overrides: Dict[str, Any]) -> Dict[str, Any]:
     """{"batch.size": 8, "decode": {"reduced": "off"}} -> {"batch": {"size": 8}, "decode": {...}}"""
-    out = {}
+    out: Dict[str, Any] = {}
     for key, value in overrides.items():
         parts = str(key).split(".")
         node = out
@@ -475,7 +497,7 @@ def _nested(overrides):
     return out
 
 
-def _config_source(config):
+def _config_source(config: ConfigSource) -> Tuple[Optional[bytes], int]:
     if config is None:
         return None, _capi.CONFIG_YAML
     if isinstance(config, dict):
@@ -490,7 +512,7 @@ def _config_source(config):
     raise TypeError(f"config must be a path, YAML text or a dict, not {type(config).__name__}")
 
 
-def _device_text(device):
+def _device_text(device: Device) -> Optional[bytes]:
     if device is None:
         return None
     if isinstance(device, bool):
@@ -521,11 +543,12 @@ class Pipeline(_Owned):
     **{"decode.reduced": "off"}. A ConfigError names the key (and line) at fault.
     """
 
-    def __init__(self, config=None, inputs=None, device=None, **overrides):
-        self._h = None
-        self._report = None
-        self._report_error = None  # what ended the last run, when it has no report
-        self._stream = None  # weakref to the stream running now
+    def __init__(self, config: ConfigSource = None, inputs: Union[None, PathLike, Sequence[PathLike]] = None,
+                 device: Device = None, **overrides: Any) -> None:
+        self._h: Optional[int] = None
+        self._report: Optional[Dict[str, Any]] = None
+        self._report_error: Optional[BaseException] = None  # what ended the last run, when it has no report
+        self._stream: Optional["weakref.ReferenceType[Stream]"] = None  # weakref to the stream running now
         src, kind = _config_source(config)
         over = json.dumps(_nested(overrides)).encode() if overrides else None
         if isinstance(inputs, (str, bytes, os.PathLike)):
@@ -537,19 +560,19 @@ class Pipeline(_Owned):
         check(lib.imgpipe_pipeline_create(src, kind, over, arr, len(paths), ctypes.byref(out)))
         self._h = out.value
 
-    def _handle(self):
+    def _handle(self) -> int:
         if self._h is None:
             raise UsageError("the pipeline was closed")
         return self._h
 
     @property
-    def config(self):
+    def config(self) -> str:
         """The effective config as YAML text (every key)."""
         out = ctypes.c_char_p()
         check(lib.imgpipe_pipeline_config_yaml(self._handle(), ctypes.byref(out)))
         return text(out.value)
 
-    def start(self, device=None):
+    def start(self, device: Device = None) -> Stream:
         """Starts a run and returns its Stream. A run of this pipeline still open is closed first."""
         self.close_stream()
         dev = _device_text(device) if device is not None else self._device
@@ -558,20 +581,20 @@ class Pipeline(_Owned):
         self._stream = weakref.ref(s)
         return s
 
-    def __iter__(self):
+    def __iter__(self) -> Stream:
         return self.start()
 
-    def close_stream(self):
+    def close_stream(self) -> None:
         s = self._stream() if self._stream is not None else None
         self._stream = None
         if s is not None:
             s.close()
 
-    def stop(self):
+    def stop(self) -> None:
         """Stops the running run, if any (its report is kept: report())."""
         self.close_stream()
 
-    def request_stop(self):
+    def request_stop(self) -> None:
         """Asks the current run to stop soon (thread-safe); iteration ends after the frames in flight."""
         if self._h is not None:
             lib.imgpipe_pipeline_request_stop(self._h)
@@ -580,11 +603,11 @@ class Pipeline(_Owned):
                 s._stop_asked = True
 
     @property
-    def classes(self):
+    def classes(self) -> List[str]:
         """The class names that labels index (input.labels: folders), from the last run's report."""
         return list(self.report().get("classes", []))
 
-    def report(self):
+    def report(self) -> Dict[str, Any]:
         """The report of the last run that ended (or was stopped), as a dict."""
         s = self._stream() if self._stream is not None else None
         if s is not None and s._report is None:
@@ -601,19 +624,19 @@ class Pipeline(_Owned):
             raise UsageError("no run has ended (or been stopped) yet")
         return self._report
 
-    def close(self):
+    def close(self) -> None:
         """Stops a running run and frees the pipeline (batches taken stay valid)."""
         self.close_stream()
         h, self._h = self._h, None
         if h is not None:
             lib.imgpipe_pipeline_destroy(h)
 
-    def _free(self):
+    def _free(self) -> None:
         self.close()
 
 
 @atexit.register
-def _close_streams():
+def _close_streams() -> None:
     # Runs still open at exit: stop them and join their threads while the
     # interpreter is whole.
     for s in list(_live_streams):

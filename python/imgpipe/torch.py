@@ -11,11 +11,12 @@ process takes its shard of the inputs (input.shard from RANK/WORLD_SIZE, read by
 and the GPU of LOCAL_RANK (devices: auto). Only this module needs torch.
 """
 import importlib
+from typing import Any, Dict, Iterator, Optional, Tuple
 
-from ._pipeline import Pipeline
+from ._pipeline import ConfigSource, Device, PathLike, Pipeline
 
 
-def _torch():
+def _torch() -> Any:
     try:
         return importlib.import_module("torch")
     except ImportError as e:
@@ -37,7 +38,8 @@ class Loader:
     (imgpipe.UsageError); the pipeline waits while they are held.
     """
 
-    def __init__(self, config=None, inputs=None, device=None, shard=None, labels_on_device=True, **overrides):
+    def __init__(self, config: ConfigSource = None, inputs: Any = None, device: Device = None,
+                 shard: Optional[Tuple[int, int]] = None, labels_on_device: bool = True, **overrides: Any) -> None:
         self._torch = _torch()
         if shard is not None:
             rank, world = shard
@@ -45,7 +47,7 @@ class Loader:
         self.pipeline = Pipeline(config, inputs=inputs, device=device, **overrides)
         self.labels_on_device = labels_on_device
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tuple[Any, Any]]:
         torch = self._torch
         for batch in self.pipeline:
             x = torch.from_dlpack(batch)
@@ -55,18 +57,18 @@ class Loader:
             del batch  # the tensor holds the memory now
             yield x, y
 
-    def report(self):
+    def report(self) -> Dict[str, Any]:
         """The last epoch's report (a dict): throughput per stage, inputs, shard, ..."""
         return self.pipeline.report()
 
-    def stop(self):
+    def stop(self) -> None:
         self.pipeline.stop()
 
-    def close(self):
+    def close(self) -> None:
         self.pipeline.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Loader":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()

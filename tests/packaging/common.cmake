@@ -36,3 +36,14 @@ function(build_project src bin prefix)
       -DCMAKE_PREFIX_PATH=${prefix})
   run(NAME "build ${src}" COMMAND ${CMAKE_COMMAND} --build ${bin})
 endfunction()
+
+# check_python(<what> <pythonpath> <samples> <library>): Debian's python3, with
+# only <pythonpath> added to its path, imports the installed package, which
+# must load <library>, and delivers batches of <samples> (python_deliver.py).
+function(check_python what pythonpath samples library)
+  run(NAME "${what}: import imgpipe, deliver batches" OUTPUT out
+      COMMAND ${CMAKE_COMMAND} -E env --unset=IMGPIPE_C_LIBRARY --unset=LD_LIBRARY_PATH
+              PYTHONPATH=${pythonpath} PYTHONDONTWRITEBYTECODE=1
+              ${PYTHON} ${CMAKE_CURRENT_LIST_DIR}/python_deliver.py ${samples} ${library})
+  expect_match("${what}" "imgpipe [0-9.]+ from ${pythonpath}/imgpipe: 20 images in 3 batches" "${out}")
+endfunction()

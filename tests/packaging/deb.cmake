@@ -36,6 +36,13 @@ foreach(f usr/bin/imgpipe usr/include/imgpipe/pipeline.hpp usr/include/imgpipe/c
   expect_match("dpkg-deb -c lists ${f}" " \\./${re}\n" "${list}")
 endforeach()
 
+if(WITH_PYTHON)
+  foreach(f usr/${LIBDIR}/libimgpipe_c.so usr/lib/python3/dist-packages/imgpipe/__init__.py
+            usr/lib/python3/dist-packages/imgpipe/py.typed)
+    expect_match("dpkg-deb -c lists ${f}" " \\./${f}\n" "${list}")
+  endforeach()
+endif()
+
 # The files as installed under /usr: the config names /usr's sample folder,
 # nothing names cpack's staging folder.
 run(NAME extract COMMAND dpkg-deb -x ${debs} ${WORK}/root)
@@ -52,3 +59,9 @@ endforeach()
 build_project(${SOURCE_DIR}/samples/consumer ${WORK}/consumer ${WORK}/root/usr)
 run(NAME "consumer against the .deb's files" OUTPUT out COMMAND ${WORK}/consumer/imgpipe_consumer)
 expect_match("consumer output" "20 images delivered" "${out}")
+# The package's Python package, unpacked, imported by Debian's python3 (the
+# library found where the .deb puts it, relative to the package).
+if(WITH_PYTHON)
+  check_python(".deb's package" ${WORK}/root/usr/lib/python3/dist-packages ${WORK}/root/usr/share/imgpipe/samples/data
+               ${WORK}/root/usr/${LIBDIR}/libimgpipe_c.so)
+endif()

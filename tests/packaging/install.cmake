@@ -9,3 +9,14 @@ foreach(f bin/imgpipe include/imgpipe/pipeline.hpp ${LIBDIR}/cmake/imgpipe/imgpi
     message(FATAL_ERROR "not installed: ${f}")
   endif()
 endforeach()
+# The Python package, for Debian's python3, finding the installed library.
+if(WITH_PYTHON)
+  foreach(f ${LIBDIR}/libimgpipe_c.so lib/python3/dist-packages/imgpipe/__init__.py
+            lib/python3/dist-packages/imgpipe/py.typed)
+    if(NOT EXISTS ${PREFIX}/${f})
+      message(FATAL_ERROR "not installed: ${f}")
+    endif()
+  endforeach()
+  check_python("installed package" ${PREFIX}/lib/python3/dist-packages ${PREFIX}/share/imgpipe/samples/data
+               ${PREFIX}/${LIBDIR}/libimgpipe_c.so)
+endif()

@@ -11,7 +11,13 @@ set(_pkg_flags "")
 if(IMGPIPE_SANITIZE)
   set(_pkg_flags "-fsanitize=${IMGPIPE_SANITIZE}")
 endif()
-set(_pkg_args -DPREFIX=${_pkg_work}/prefix -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR}
+# The installed Python package is run by Debian's python3 (the python3 first
+# on PATH may be a pyenv build without NumPy), when this build has it.
+set(_pkg_python /usr/bin/python3)
+if(NOT EXISTS ${_pkg_python})
+  find_program(_pkg_python python3 REQUIRED)
+endif()
+set(_pkg_args -DPYTHON=${_pkg_python} -DWITH_PYTHON=$<TARGET_EXISTS:imgpipe_c> -DPREFIX=${_pkg_work}/prefix -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR}
     -DLIBDIR=${CMAKE_INSTALL_LIBDIR} -DVERSION=${PROJECT_VERSION} -DCXX=${CMAKE_CXX_COMPILER}
     "-DCXX_FLAGS=${_pkg_flags}" "-DGENERATOR=${CMAKE_GENERATOR}" -DCPACK=${CMAKE_CPACK_COMMAND})
 
