@@ -169,7 +169,11 @@ class Batch(_Owned):
 
     @property
     def data_ptr(self):
-        """The data's address (a device pointer for CUDA batches)."""
+        """The data's address (a device pointer for CUDA batches). Read it again after the stream's
+        next(): a held batch may move out of the staging ring (docs/architecture.md, "Holding
+        batches"); a DLPack tensor pins it."""
+        if self._box.value is not None:
+            self._load()
         return self._info.data or 0
 
     @property
@@ -189,6 +193,8 @@ class Batch(_Owned):
     @property
     def ready_event(self):
         """The cudaEvent_t recorded after the batch's last kernel, as an int (0 on the host backend)."""
+        if self._box.value is not None:
+            self._load()
         return self._info.ready or 0
 
     def __len__(self):
@@ -276,7 +282,12 @@ class Batch(_Owned):
         not hold the memory: keep this Batch alive while the data is used (or use DLPack)."""
         if self._info.device < 0:
             raise AttributeError("a host-backend batch has no __cuda_array_interface__ (use numpy.from_dlpack)")
-        self._handle()
+        h = self._handle()
+        # The consumer keeps the address: pin the batch in its slot as a DLPack tensor does (one
+        # made and dropped; docs/architecture.md, "Holding batches").
+        ptr = ctypes.c_void_p()
+        check(lib.imgpipe_batch_to_dlpack(h, ctypes.c_void_p(-1), 0, ctypes.byref(ptr)))
+        lib.imgpipe_dlpack_delete(ptr, 0)
         return {"shape": self.shape, "typestr": TYPESTR[self._info.dtype], "data": (self.data_ptr, False),
                 "strides": None, "version": 3, "stream": self.stream or None}
 
