@@ -141,7 +141,7 @@ std::optional<Batch> PullRun::next(std::optional<std::chrono::milliseconds> time
     if (const std::string why = stuck(); !why.empty()) {
       if (move_out_one()) continue;
       throw std::logic_error("BatchStream::next: the caller holds " + why +
-                             ", each pinned by an external view (a DLPack tensor), so no batch can come: "
+                             ", zero-copy batches each pinned by an external view (a DLPack tensor), so no batch can come: "
                              "release a Batch first, or raise staging.slots");
     }
     // Woken by a batch, the end, or a release (which may end the deadlock check above).

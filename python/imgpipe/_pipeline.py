@@ -113,8 +113,10 @@ class Batch(_Owned):
     Zero-copy views: torch.from_dlpack(batch) / numpy.from_dlpack(batch) (DLPack), or
     __cuda_array_interface__ (CUDA batches). The memory stays valid, and unchanged, while this
     object or any tensor made from it lives; the staging slot goes back to the pipeline when the
-    last of them is gone (release() drops this object's hold early). At most staging.slots batches
-    can be held at once: the pipeline waits (back-pressure) while the caller holds them.
+    last of them is gone (release() drops this object's hold early). Any number of batches may be
+    held: when they keep every staging slot, the oldest moves out of the ring (at the same address,
+    values unchanged; with staging.transfer zero_copy its data is copied unless a tensor pins it;
+    the report's memory.held_batch_copies counts these; docs/architecture.md, "Holding batches").
     """
 
     __slots__ = ("_box", "_info", "_samples", "__weakref__")
