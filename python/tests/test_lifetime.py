@@ -107,8 +107,9 @@ def test_stopping_a_run_while_holding_every_slot(host):
     held = [s.next(), s.next()]
     want = [np.from_dlpack(b).copy() for b in held]
     p.stop()  # returns: the run's threads are joined although the caller holds both slots
-    with pytest.raises(imgpipe.UsageError, match="no run has ended"):
-        p.report()  # that run could not end normally: no report
+    # The held batches moved out of the ring, so the run could end: it has a report.
+    r = p.report()
+    assert r["interrupted"] and r["memory"]["held_batch_copies"] >= 1
     for b, w in zip(held, want):
         assert np.array_equal(np.from_dlpack(b), w)  # held batches stay valid
     assert s.next() is None

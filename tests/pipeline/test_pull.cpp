@@ -237,7 +237,7 @@ TEST_CASE("pull API: holding every batch with 2 slots moves them out of the ring
   }
 }
 
-TEST_CASE("pull API: a held batch moves out at the same address; zero-copy ones are copied (GPU)") {
+TEST_CASE("pull API: a held batch moves out at the same address, a zero-copy one as a copy (GPU)") {
   for (const auto& dev : imgpipe::test::test_devices()) {
     CAPTURE(label(dev));
     for (const bool zero_copy : {false, true}) {
