@@ -51,16 +51,10 @@ struct imgpipe_stream {
   imgpipe::BatchStream stream;
   imgpipe_pipeline* owner = nullptr;
   std::string report_json;
-  int slots = 0;  // staging.slots
-  // Batches of this stream the caller holds (shared: a batch may outlive
-  // the stream). BatchStream::report() after stop() waits for the run's end,
-  // which never comes while the caller holds every slot.
-  std::shared_ptr<std::atomic<int>> held = std::make_shared<std::atomic<int>>(0);
 };
 
 struct imgpipe_batch {
   std::atomic<int> refs{1};
-  std::shared_ptr<std::atomic<int>> held;  // the stream's count of batches held
   imgpipe::Batch batch;
   std::mutex m;
   std::vector<void*> after;  // consumers' streams the release waits for
@@ -377,7 +371,6 @@ imgpipe_status imgpipe_pipeline_start(imgpipe_pipeline* p, const char* device, i
     auto s = std::make_unique<imgpipe_stream>();
     s->stream = p->pipeline.start(options);
     s->owner = p;
-    s->slots = p->pipeline.config().staging.slots;
     p->refs.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard lock(p->m);
     p->running = s.get();
@@ -402,8 +395,6 @@ imgpipe_status imgpipe_stream_next(imgpipe_stream* s, int64_t timeout_ms, imgpip
     if (!b) return IMGPIPE_END;
     auto h = std::make_unique<imgpipe_batch>();
     h->batch = std::move(b);
-    h->held = s->held;
-    h->held->fetch_add(1);
     *out = h.release();
     return IMGPIPE_OK;
   });
@@ -523,7 +514,6 @@ void imgpipe_batch_free(imgpipe_batch* b, void* after) {
   }
   if (b->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   release(b);
-  if (b->held) b->held->fetch_sub(1);
   delete b;
 }
 

@@ -68,21 +68,39 @@ void PullRun::give_back(stages::BatchSlot& b) {
 
 bool PullRun::move_out_one() {
   // A batch the caller holds is a value to it: when the run needs its slot,
-  // the batch moves to memory of its own (docs/architecture.md, "Holding
-  // batches"). The copy is ordered on the slot's stream, before the slot's
-  // release, so the packer cannot overwrite the slot before it is read.
+  // the batch leaves the ring with memory of its own (docs/architecture.md,
+  // "Holding batches"). Where its data is a buffer of the slot's own (the
+  // kernels' output, or the staged copy: every mode but zero-copy), the
+  // batch keeps that buffer, so its address (and every view of it) stays,
+  // and the slot gets a new one of the same size. Otherwise (zero-copy: the
+  // data is the mapped ring slot) the data is copied, ordered on the slot's
+  // stream before the slot's release, and the batch then names the copy;
+  // a pinned batch cannot be copied so.
   for (auto it = holding_.begin(); it != holding_.end(); ++it) {
     HeldBatch& h = **it;
-    if (h.pinned) continue;
     stages::BatchSlot& b = *res_->slots().at(h.slot);
+    stages::DeviceBuffers& buf = b.buffers();
+    gpu::DeviceBuffer* slot_memory = nullptr;
+    if (buf.d_output.get() != nullptr && h.batch.data == buf.d_output.get())
+      slot_memory = &buf.d_output;
+    else if (buf.d_input.get() != nullptr && h.batch.data == buf.d_input.get())
+      slot_memory = &buf.d_input;
+    if (slot_memory == nullptr && h.pinned) continue;
     const gpu::Stream& s = b.dev->stream;
-    gpu::DeviceBuffer own(h.batch.device, h.batch.bytes);
-    gpu::copy_d2d_async(own.get(), h.batch.data, h.batch.bytes, s);
+    if (slot_memory != nullptr) {
+      gpu::DeviceBuffer fresh(slot_memory->device(), slot_memory->size());
+      h.own = std::exchange(*slot_memory, std::move(fresh));
+    } else {
+      gpu::DeviceBuffer own(h.batch.device, h.batch.bytes);
+      gpu::copy_d2d_async(own.get(), h.batch.data, h.batch.bytes, s);
+      h.own = std::move(own);
+      h.batch.data = h.own.get();
+    }
+    // The slot's `ready` event is recorded again by its next batch: the held
+    // batch gets its own, after its work (and the copy) on the slot's stream.
     gpu::Event ready(h.batch.device, false);
     if (h.batch.device >= 0) ready.record(s);
-    h.own = std::move(own);
     h.ready = std::move(ready);
-    h.batch.data = h.own.get();
     h.batch.ready = h.ready.get();
     h.slot = -1;
     holding_.erase(it);
@@ -123,7 +141,7 @@ std::optional<Batch> PullRun::next(std::optional<std::chrono::milliseconds> time
     if (const std::string why = stuck(); !why.empty()) {
       if (move_out_one()) continue;
       throw std::logic_error("BatchStream::next: the caller holds " + why +
-                             ", each pinned by an external view (a DLPack tensor), so no batch can come: "
+                             ", zero-copy batches each pinned by an external view (a DLPack tensor), so no batch can come: "
                              "release a Batch first, or raise staging.slots");
     }
     // Woken by a batch, the end, or a release (which may end the deadlock check above).
@@ -162,9 +180,10 @@ void PullRun::pin(HeldBatch& h) {
 void PullRun::release(HeldBatch& h, CUstream_st* after) {
   std::shared_ptr<stages::BatchResources> drop;
   {
-    std::lock_guard lk(m_);
+    std::unique_lock lk(m_);
     if (h.slot < 0) {
-      // Moved out: its memory goes with the handle, once `after`'s work is done.
+      // Moved out (for good): its memory goes with the handle, once `after`'s work is done.
+      lk.unlock();
       if (after && h.batch.device >= 0) {
         gpu::Event done(h.batch.device, false);
         done.record_on(after);

@@ -145,8 +145,10 @@ class Batch(_Owned):
     Zero-copy views: torch.from_dlpack(batch) / numpy.from_dlpack(batch) (DLPack), or
     __cuda_array_interface__ (CUDA batches). The memory stays valid, and unchanged, while this
     object or any tensor made from it lives; the staging slot goes back to the pipeline when the
-    last of them is gone (release() drops this object's hold early). At most staging.slots batches
-    can be held at once: the pipeline waits (back-pressure) while the caller holds them.
+    last of them is gone (release() drops this object's hold early). Any number of batches may be
+    held: when they keep every staging slot, the oldest moves out of the ring (at the same address,
+    values unchanged; with staging.transfer zero_copy its data is copied unless a tensor pins it;
+    the report's memory.held_batch_copies counts these; docs/architecture.md, "Holding batches").
     """
 
     __slots__ = ("_box", "_info", "_samples", "__weakref__")
@@ -207,7 +209,11 @@ class Batch(_Owned):
 
     @property
     def data_ptr(self) -> int:
-        """The data's address (a device pointer for CUDA batches)."""
+        """The data's address (a device pointer for CUDA batches). Read it again after the stream's
+        next(): a held batch may move out of the staging ring (docs/architecture.md, "Holding
+        batches"); a DLPack tensor pins it."""
+        if self._box.value is not None:
+            self._load()
         return int(self._i.data or 0)
 
     @property
@@ -227,6 +233,8 @@ class Batch(_Owned):
     @property
     def ready_event(self) -> int:
         """The cudaEvent_t recorded after the batch's last kernel, as an int (0 on the host backend)."""
+        if self._box.value is not None:
+            self._load()
         return int(self._i.ready or 0)
 
     def __len__(self) -> int:
@@ -315,7 +323,12 @@ class Batch(_Owned):
         not hold the memory: keep this Batch alive while the data is used (or use DLPack)."""
         if self._i.device < 0:
             raise AttributeError("a host-backend batch has no __cuda_array_interface__ (use numpy.from_dlpack)")
-        self._handle()
+        h = self._handle()
+        # The consumer keeps the address: pin the batch in its slot as a DLPack tensor does (one
+        # made and dropped; docs/architecture.md, "Holding batches").
+        ptr = ctypes.c_void_p()
+        check(lib.imgpipe_batch_to_dlpack(h, ctypes.c_void_p(-1), 0, ctypes.byref(ptr)))
+        lib.imgpipe_dlpack_delete(ptr, 0)
         return {"shape": self.shape, "typestr": TYPESTR[self._i.dtype], "data": (self.data_ptr, False),
                 "strides": None, "version": 3, "stream": self.stream or None}
 

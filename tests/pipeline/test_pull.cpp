@@ -156,10 +156,17 @@ TEST_CASE("pull API: a held batch stays intact while later ones come, and outliv
   }
 }
 
-TEST_CASE("pull API: back-pressure, holding every slot pinned is an error, not a hang") {
+// Only a zero-copy batch (its data the mapped ring slot) can be kept from
+// moving out of the ring: on the GPU. Run on the H200.
+TEST_CASE("pull API: back-pressure, zero-copy batches pinned in every slot are an error, not a hang") {
   for (const auto& dev : imgpipe::test::test_devices()) {
+    if (dev.kind == DeviceSelection::Kind::cpu) continue;  // no mapped staging on the host backend
     CAPTURE(label(dev));
-    Pipeline p(small_config(dev, 2, 2));
+    Config cfg = small_config(dev, 2, 2);
+    cfg.staging.transfer = imgpipe::TransferMode::zero_copy;
+    cfg.transform.resize.where = imgpipe::Where::cpu;
+    cfg.transform.normalize.where = imgpipe::Where::cpu;  // the tensor is the mapped slot itself
+    Pipeline p(cfg);
     BatchStream stream = p.start();
     Batch a = stream.next(), b = stream.next();
     REQUIRE(a);
@@ -227,6 +234,42 @@ TEST_CASE("pull API: holding every batch with 2 slots moves them out of the ring
     // The copies outlive the stream and the pipeline.
     stream = BatchStream();
     CHECK(copy_of(all[0]).bytes == want[0].bytes);
+  }
+}
+
+TEST_CASE("pull API: a held batch moves out at the same address, a zero-copy one as a copy (GPU)") {
+  for (const auto& dev : imgpipe::test::test_devices()) {
+    CAPTURE(label(dev));
+    for (const bool zero_copy : {false, true}) {
+      if (zero_copy && dev.kind == DeviceSelection::Kind::cpu) continue;  // no mapped staging on the host backend
+      CAPTURE(zero_copy);
+      Config c = small_config(dev, 2, 2);
+      if (zero_copy) {
+        c.staging.transfer = imgpipe::TransferMode::zero_copy;
+        c.transform.resize.where = imgpipe::Where::cpu;
+        c.transform.normalize.where = imgpipe::Where::cpu;
+      }
+      const std::vector<Got> want = callback_run(c);
+      Pipeline p(c);
+      BatchStream stream = p.start();
+      Batch a = stream.next(), b = stream.next();
+      REQUIRE(b);
+      const void* where_a = a->data;
+      Batch third = stream.next();  // both slots held: a moves out of the ring
+      REQUIRE(third);
+      CHECK(a.moved_out());
+      CHECK_FALSE(b.moved_out());
+      CHECK((a->data == where_a) == !zero_copy);
+      CHECK(copy_of(a).bytes == want[0].bytes);
+      CHECK(copy_of(b).bytes == want[1].bytes);
+      CHECK(copy_of(third).bytes == want[2].bytes);
+      a.release();
+      b.release();
+      third.release();
+      while (Batch rest = stream.next()) {
+      }
+      CHECK(stream.report().memory.held_batch_copies == 1);
+    }
   }
 }
 

@@ -136,10 +136,11 @@ struct Report {
     double slot_wait_s = 0;
     int fallbacks = 0;
     std::string fallback_reason;
-    // Pull API: batches the caller held that were moved out of the staging
-    // ring (copied to memory of their own) because the run needed their
-    // slot (docs/pull_api.md, "Holding batches"); 0 for a caller that lets
-    // go of each batch in time.
+    // Pull API: batches the caller held that moved out of the staging ring
+    // to memory of their own because the run needed their slot (the slot got
+    // a new buffer, or, zero-copy, the batch a copy; docs/architecture.md,
+    // "Holding batches"), and their bytes; 0 for a caller that lets go of
+    // each batch in time.
     std::uint64_t held_batch_copies = 0;
     std::uint64_t held_batch_copy_bytes = 0;
   } memory;

@@ -55,21 +55,22 @@ struct HeldBatch;
 
 // A batch the caller holds (the pull API: BatchStream::next()), a value to
 // its holder: any number may be held. While the handle lives, the batch's
-// values stay valid and unchanged. At first they are in the batch's staging
-// slot (zero copy); when the run needs that slot (the caller holds so many
-// batches that no other could come), next() moves the oldest held batch out
-// of the ring: its data is copied to memory of its own (device memory for a
-// GPU batch, cudaMemcpyAsync on `stream`; host memory on the host backend),
-// `data` and `ready` then name the copy, and the slot goes back to the run
-// (Report::memory.held_batch_copies counts these; docs/architecture.md,
-// "Holding batches"). So read `data` through the handle after each next(),
-// or pin() a batch whose address something outside keeps. Work the caller
-// enqueues on `stream` is ordered before the slot's reuse (and before a
-// move); work on other streams must wait on `ready` first, and finish before
-// release() (or be named to it) or the next next(). A handle may outlive its
+// values stay valid and unchanged. At first they are in its staging slot's
+// buffers (zero copy). When the run needs that slot (the caller holds so
+// many batches that no other could come), next() moves the oldest held
+// batch out of the ring (Report::memory.held_batch_copies counts these;
+// docs/architecture.md, "Holding batches"): the batch keeps the slot's
+// buffer that holds its data, so `data` stays where it was, and the slot
+// gets a new one; with staging.transfer zero_copy, where the data is the
+// mapped ring slot itself, it is copied instead (device memory for a GPU
+// batch, cudaMemcpyAsync on `stream`) and `data` names the copy, unless the
+// batch is pin()ned. `ready` then names an event of the batch's own. Work
+// the caller enqueues on `stream` is ordered before the slot's reuse (and
+// before a move); work on other streams must wait on `ready` first, and
+// finish before release() (or be named to it). A handle may outlive its
 // BatchStream and its Pipeline: the memory is freed when the last handle is
-// gone. Move-only; any thread, but next() may move a batch that another
-// thread reads: pin it.
+// gone. Move-only; any thread (a move happens inside next(): pin a batch
+// whose `data` another thread reads meanwhile in zero-copy mode).
 class Batch {
  public:
   Batch() noexcept;
@@ -92,13 +93,13 @@ class Batch {
   // CUDA error.
   void release(CUstream_st* after = nullptr);
 
-  // Keeps the batch in its staging slot until release(): something outside
-  // keeps `data` (a DLPack tensor, an address handed to another thread), so
-  // next() never moves it. Pinned batches count against staging.slots as
-  // before: next() throws std::logic_error when only pinned ones could move.
+  // Keeps `data` where it is until release(): something outside keeps the
+  // address (a DLPack tensor, another thread). Only a zero-copy batch's
+  // address can change (see above): a pinned one stays in its slot, and
+  // next() throws std::logic_error when only such batches could move.
   void pin();
-  // Whether next() moved this batch out of the staging ring (its data is a
-  // copy of its own).
+  // Whether next() moved this batch out of the staging ring (its memory is
+  // its own now).
   bool moved_out() const noexcept;
 
  private:
@@ -130,9 +131,9 @@ class BatchStream {
   // handle at the end of the run (or after stop()). Rethrows, once the
   // batches before it were taken, what ended the run (InputError under
   // on_error: fail, CudaError, ...). When the batches the caller holds keep
-  // every staging slot, the oldest one not pinned moves out of the ring (see
-  // Batch); std::logic_error when all of them are pinned (no batch could
-  // ever come): release one, or raise staging.slots. The GIL-free wait of a
+  // every staging slot, the oldest that can moves out of the ring (see
+  // Batch); std::logic_error when none can (zero-copy batches, all pinned:
+  // no batch could ever come): release one, or raise staging.slots. The GIL-free wait of a
   // binding: any thread, one caller at a time.
   Batch next();
   // The same, waiting at most `timeout`: std::nullopt when no batch came in

@@ -127,6 +127,36 @@ def test_kept_tensors_keep_their_data():
         assert torch.equal(k, c)
 
 
+def test_held_batches_and_tensors_with_two_slots():
+    """Issue 29: list(p), torch tensors of every batch and every other batch kept, with 2 slots:
+    held batches move out of the ring at the same address, values equal to the host run."""
+    import numpy as np
+    import torch
+    import imgpipe
+    extra = {"batch": {"size": 2}, "staging": {"slots": 2}}
+    want = host_arrays(**extra)
+    p = imgpipe.Pipeline(cfg(**extra), device=0)
+    batches = list(p)
+    tensors = [torch.from_dlpack(b) for b in batches]
+    assert len(tensors) == len(want) > 2
+    assert p.report()["memory"]["held_batch_copies"] >= len(want) - 2
+    del batches
+    p2 = imgpipe.Pipeline(cfg(**extra), device=0)
+    views = [torch.from_dlpack(b) for b in p2]  # only the tensors hold the batches
+    kept = [b for i, b in enumerate(imgpipe.Pipeline(cfg(**extra), device=0)) if i % 2 == 0]
+    torch.cuda.synchronize()
+    for got in (tensors, views):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.cpu().numpy(), w, rtol=0, atol=1e-5)
+    for k, w in zip(kept, want[::2]):
+        np.testing.assert_allclose(torch.from_dlpack(k).cpu().numpy(), w, rtol=0, atol=1e-5)
+    # A loop that lets go of each batch moves nothing.
+    p3 = imgpipe.Pipeline(cfg(**extra), device=0)
+    for b in p3:
+        torch.from_dlpack(b).sum()
+    assert p3.report()["memory"]["held_batch_copies"] == 0
+
+
 def test_consumer_on_another_stream_sees_each_batch_whole():
     import torch
     import imgpipe
