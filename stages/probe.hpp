@@ -16,11 +16,16 @@
 // coding, video frames) takes the CPU route.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
+
 #include "codecs/decode_meter.hpp"
+#include "codecs/jpeg_checks.hpp"
 #include "codecs/jpeg_engines.hpp"
 #include "codecs/route_steering.hpp"
 #include "imgpipe/config.hpp"
@@ -53,6 +58,9 @@ class Probe : public Stage<Probe, Takes::encoded_samples> {
 
   std::uint64_t gpu_able() const noexcept { return gpu_able_.load(); }
   std::uint64_t routed_to_gpu() const noexcept { return to_gpu_.load(); }
+  // JPEGs kept on the CPU route by the structural checks (codecs/jpeg_checks.hpp),
+  // by reason name; reasons with no JPEG are left out.
+  std::vector<std::pair<std::string, std::uint64_t>> cpu_route_reasons() const;
 
  private:
   bool gpu_able(const Work& w, int& width, int& height) const;
@@ -65,6 +73,7 @@ class Probe : public Stage<Probe, Takes::encoded_samples> {
   const codecs::GpuDecodeMeter& gpu_;
   std::vector<const StageStats*> others_;
   std::atomic<std::uint64_t> gpu_able_{0}, to_gpu_{0}, seen_{0};
+  mutable std::array<std::atomic<std::uint64_t>, codecs::jpeg_refusal_count> refusals_{};
 };
 
 }  // namespace imgpipe::stages
