@@ -127,6 +127,7 @@ void add_decode(Report& r, const RunPlan& plan, const StageSet& s, const stages:
   d.cpu_images_per_s = cpu_s > 0 ? plan.threads * s.decode.stats().items.load() / cpu_s : 0;
   if (s.probe) {
     d.gpu_able = s.probe->gpu_able();
+    d.cpu_route_reasons = s.probe->cpu_route_reasons();
     d.gpu_share = s.steering.history();
     d.gpu_share.insert(d.gpu_share.begin(), s.steering.started_at());
   }

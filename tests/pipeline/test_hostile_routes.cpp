@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -24,7 +25,13 @@ struct Routed {
   std::map<std::string, bool> on_gpu;  // delivered: decoded by the engines?
   std::map<std::string, std::vector<float>> tensor;
   std::map<std::string, std::string> failure;
+  std::map<std::string, std::uint64_t> reasons;  // decode.cpu_route_reasons
 };
+
+std::uint64_t reason_count(const Routed& r, const std::string& reason) {
+  const auto it = r.reasons.find(reason);
+  return it == r.reasons.end() ? 0 : it->second;
+}
 
 Routed run_route(const fs::path& dir, const std::string& device, Where where) {
   Config c;
@@ -50,6 +57,7 @@ Routed run_route(const fs::path& dir, const std::string& device, Where where) {
     }
   });
   for (const auto& f : r.inputs.failures) o.failure[fs::path(f.path).filename().string()] = f.reason;
+  for (const auto& [reason, n] : r.decode.cpu_route_reasons) o.reasons[reason] = n;
   return o;
 }
 
@@ -64,6 +72,14 @@ TEST_CASE("hostile routes (GPU): the corpus gets the CPU route's verdicts and pi
   const Routed cpu = run_route(dir.path(), "cuda:0", Where::cpu);
   for (Where where : {Where::gpu, Where::automatic}) {
     const Routed gpu = run_route(dir.path(), "cuda:0", where);
+    // The probe's checks counted by reason (with gpu every JPEG meets them;
+    // with auto those probed before the engines are ready do not): both
+    // oversubscribed tables, both RGB encodings, the three SOS classes.
+    if (where == Where::gpu) {
+      CHECK(reason_count(gpu, "huffman_oversubscribed") == 2);
+      CHECK(reason_count(gpu, "colour_transform") == 2);
+      CHECK(reason_count(gpu, "scan_components") == 3);
+    }
     for (const auto& h : test::hostile_jpegs()) {
       const std::string name = h.name + ".jpg";
       CAPTURE(name);
