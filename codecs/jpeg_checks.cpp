@@ -204,7 +204,7 @@ R check_scan(std::span<const unsigned char> b, JpegStructure& s) {
     }
     if (m == 0xD9) {
       s.eoi_at = j - 1;
-      s.scan_size = i - s.scan_at;
+      s.scan_size = s.eoi_at - s.scan_at;  // fill bytes before EOI included
       if (s.scan_size == 0) return R::empty_scan;
       break;
     }

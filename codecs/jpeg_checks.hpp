@@ -74,7 +74,7 @@ struct JpegStructure {
   bool jfif = false;           // APP0 "JFIF\0"
   int adobe_transform = -1;    // APP14 "Adobe": its transform flag; -1 none
   std::size_t scan_at = 0;     // first entropy-coded byte
-  std::size_t scan_size = 0;   // entropy-coded bytes up to EOI (RSTn markers included)
+  std::size_t scan_size = 0;   // bytes from scan_at to EOI (RSTn markers and fill bytes included)
   std::size_t eoi_at = 0;      // offset of FF D9 closing the scan; 0 when none
   int restarts = 0;            // RSTn markers in the scan
 };
