@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "codecs/jpeg_entropy.hpp"
+#include "codecs/jpeg_checks.hpp"
 #include "codecs/jpeg_markers.hpp"
 #include "decode.hpp"
 #include "geometry.hpp"
@@ -28,6 +29,13 @@ bool Probe::gpu_able(const Work& w, int& width, int& height) const {
   if (limits_.exif_orientation && h.orientation != 1) return false;
   const codecs::JpegLayout j = codecs::parse_jpeg_layout(b);
   if (!codecs::gpu_route_refusal(j).empty()) return false;
+  // Structure the engines would decode differently from libjpeg, or decode
+  // where libjpeg rejects the file: the CPU route gives libjpeg's verdict
+  // (docs/gpu-decode.md, "What the probe checks").
+  if (const codecs::JpegRefusal r = codecs::check_jpeg(b); r != codecs::JpegRefusal::none) {
+    ++refusals_[static_cast<std::size_t>(r)];
+    return false;
+  }
   const std::size_t frame = static_cast<std::size_t>(j.width) * static_cast<std::size_t>(j.height) * 3;
   if (j.width > limits_.max_pixels / j.height || frame > limits_.max_frame_bytes || b.size() > limits_.max_bitstream)
     return false;
@@ -36,6 +44,14 @@ bool Probe::gpu_able(const Work& w, int& width, int& height) const {
   width = j.width;
   height = j.height;
   return true;
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> Probe::cpu_route_reasons() const {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (std::size_t r = 1; r < refusals_.size(); ++r)
+    if (const std::uint64_t n = refusals_[r].load(); n > 0)
+      out.emplace_back(std::string(codecs::jpeg_refusal_name(static_cast<codecs::JpegRefusal>(r))), n);
+  return out;
 }
 
 void Probe::steer() {

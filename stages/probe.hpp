@@ -20,11 +20,16 @@
 // coding, video frames) takes the CPU route.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
+
 #include "codecs/decode_meter.hpp"
+#include "codecs/jpeg_checks.hpp"
 #include "codecs/jpeg_engines.hpp"
 #include "codecs/route_steering.hpp"
 #include "imgpipe/config.hpp"
@@ -62,6 +67,9 @@ class Probe : public Stage<Probe, Takes::encoded_samples> {
   // the CPU route (not clean).
   std::uint64_t entropy_checked() const noexcept { return entropy_checked_.load(); }
   std::uint64_t entropy_to_cpu() const noexcept { return entropy_to_cpu_.load(); }
+  // JPEGs kept on the CPU route by the structural checks (codecs/jpeg_checks.hpp),
+  // by reason name; reasons with no JPEG are left out.
+  std::vector<std::pair<std::string, std::uint64_t>> cpu_route_reasons() const;
 
  private:
   bool gpu_able(const Work& w, int& width, int& height) const;
@@ -74,6 +82,7 @@ class Probe : public Stage<Probe, Takes::encoded_samples> {
   const codecs::GpuDecodeMeter& gpu_;
   std::vector<const StageStats*> others_;
   std::atomic<std::uint64_t> gpu_able_{0}, to_gpu_{0}, seen_{0}, entropy_checked_{0}, entropy_to_cpu_{0};
+  mutable std::array<std::atomic<std::uint64_t>, codecs::jpeg_refusal_count> refusals_{};
 };
 
 }  // namespace imgpipe::stages

@@ -89,6 +89,10 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
     else
       os << fmt::format(" | {} decoded on the engines without entropy check (decode.verify: markers)",
                         count(d.unchecked_on_engines, "JPEGs"));
+    if (!d.cpu_route_reasons.empty()) {
+      os << " | kept on the CPU by the probe's checks:";
+      for (const auto& [reason, n] : d.cpu_route_reasons) os << fmt::format(" {} {}", reason, n);
+    }
     if (d.gpu_share.size() > 1)
       os << fmt::format(" | GPU share {:.2f} -> {:.2f}", d.gpu_share.front(), d.gpu_share.back());
     if (d.engines_ready_s > 0) os << fmt::format(" | engines ready {:.2f} s into the run", d.engines_ready_s);
@@ -110,6 +114,12 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
 }
 
 nlohmann::json rate(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+nlohmann::json reasons_json(const std::vector<std::pair<std::string, std::uint64_t>>& reasons) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [reason, n] : reasons) j[reason] = n;
+  return j;
+}
 
 nlohmann::json timeline_json(const Timeline& t) {
   nlohmann::json ticks = nlohmann::json::array();
@@ -207,6 +217,7 @@ std::string Report::to_json(int indent) const {
                  {"jpeg_engines", decode.jpeg_engines},
                  {"engines_ready_s", decode.engines_ready_s},
                  {"gpu_able", decode.gpu_able},
+                 {"cpu_route_reasons", reasons_json(decode.cpu_route_reasons)},
                  {"gpu", decode.gpu},
                  {"cpu", decode.cpu},
                  {"gpu_fallbacks", decode.gpu_fallbacks},

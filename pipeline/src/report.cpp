@@ -131,6 +131,7 @@ void add_decode(Report& r, const Config& cfg, const RunPlan& plan, const StageSe
     d.entropy_checked = s.probe->entropy_checked();
     d.entropy_to_cpu = s.probe->entropy_to_cpu();
     if (cfg.decode.verify == Verify::markers) d.unchecked_on_engines = d.gpu;
+    d.cpu_route_reasons = s.probe->cpu_route_reasons();
     d.gpu_share = s.steering.history();
     d.gpu_share.insert(d.gpu_share.begin(), s.steering.started_at());
   }

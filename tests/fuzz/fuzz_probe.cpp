@@ -8,11 +8,38 @@
 #include <cstdlib>
 #include <span>
 
+#include "codecs/jpeg_checks.hpp"
 #include "codecs/jpeg_markers.hpp"
 #include "stages/decode.hpp"
 
+// The structural checks (codecs/jpeg_checks.hpp): a JPEG they pass is one
+// the engines may take, so what they kept must hold together.
+static void check_structure(std::span<const unsigned char> bytes) {
+  using namespace imgpipe::codecs;
+  JpegStructure s;
+  const JpegRefusal r = check_jpeg(bytes, s);
+  if (jpeg_refusal_name(r) == "unknown") std::abort();
+  if (r != JpegRefusal::none) return;
+  if (s.precision != 8 || (s.sof != 0 && s.sof != 1) || s.width < 8 || s.height < 8) std::abort();
+  if ((s.frame.size() != 1 && s.frame.size() != 3) || s.scan.size() != s.frame.size()) std::abort();
+  for (std::size_t c = 0; c < s.frame.size(); ++c) {
+    if (s.scan[c].id != s.frame[c].id || !s.quant[static_cast<std::size_t>(s.frame[c].tq)].defined) std::abort();
+    const JpegHuffmanTable& dc = s.huffman[0][static_cast<std::size_t>(s.scan[c].td)];
+    const JpegHuffmanTable& ac = s.huffman[1][static_cast<std::size_t>(s.scan[c].ta)];
+    if (!huffman_table_ok(dc, true) || !huffman_table_ok(ac, false)) std::abort();
+  }
+  if (s.scan_size == 0 || s.scan_at + s.scan_size != s.eoi_at || s.eoi_at + 2 > bytes.size()) std::abort();
+  if (bytes[s.eoi_at] != 0xFF || bytes[s.eoi_at + 1] != 0xD9) std::abort();
+  if (s.restart_interval == 0 && s.restarts != 0) std::abort();
+  // No marker but RSTn inside the scan.
+  for (std::size_t i = s.scan_at; i + 1 < s.eoi_at; ++i)
+    if (bytes[i] == 0xFF && bytes[i + 1] != 0x00 && bytes[i + 1] != 0xFF && (bytes[i + 1] < 0xD0 || bytes[i + 1] > 0xD7))
+      std::abort();
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const unsigned char> bytes(data, size);
+  check_structure(bytes);
   const imgpipe::codecs::JpegLayout j = imgpipe::codecs::parse_jpeg_layout(bytes);
   const std::string refusal = imgpipe::codecs::gpu_route_refusal(j);
   if (!j.valid) {

@@ -170,6 +170,9 @@ struct Report {
     // began), negative when it never was.
     double engines_ready_s = -1;
     std::uint64_t gpu_able = 0;     // JPEGs the engines could take
+    // JPEGs the probe's structural checks kept on the CPU route, by reason
+    // name (docs/gpu-decode.md, "What the probe checks"); only reasons seen.
+    std::vector<std::pair<std::string, std::uint64_t>> cpu_route_reasons;
     std::uint64_t gpu = 0;          // decoded by the engines
     std::uint64_t cpu = 0;          // decoded on the CPU (every format, GPU fallbacks included)
     std::uint64_t gpu_fallbacks = 0;  // rejected by the engines, then decoded on the CPU
