@@ -66,6 +66,15 @@ TempDir::~TempDir() {
   fs::remove_all(path_, ec);
 }
 
+double max_level_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  constexpr double kStd[3] = {0.229, 0.224, 0.225};
+  const std::size_t plane = std::max<std::size_t>(1, a.size() / 3);
+  double most = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    most = std::max(most, std::abs(static_cast<double>(a[i]) - b[i]) * kStd[std::min<std::size_t>(i / plane, 2)] * 255.0);
+  return most;
+}
+
 std::vector<unsigned char> batch_to_host(const DeviceBatch& b) {
   std::vector<unsigned char> h(b.bytes);
   if (b.device < 0) {

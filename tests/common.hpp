@@ -71,6 +71,10 @@ void set_current_test_case(const std::string& name);
 // Copies a delivered batch to the host (synchronising with its stream).
 std::vector<unsigned char> batch_to_host(const DeviceBatch& b);
 
+// The largest difference between two NCHW RGB float tensors normalised with
+// ImageNet's std (the default config), in pixel levels: |diff| x std[c] x 255.
+double max_level_diff(const std::vector<float>& a, const std::vector<float>& b);
+
 // Reads a whole file / writes bytes to a file.
 std::vector<unsigned char> read_bytes(const std::filesystem::path& p);
 void write_bytes(const std::filesystem::path& p, const std::vector<unsigned char>& b);

@@ -126,17 +126,6 @@ Outcome run_once(Pipeline& p) {
   return o;
 }
 
-// The largest difference between two NCHW RGB tensors normalised with
-// ImageNet's std, in pixel levels (|diff| x std[c] x 255).
-double max_level_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  constexpr double kStd[3] = {0.229, 0.224, 0.225};
-  const std::size_t plane = a.size() / 3;
-  double most = 0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    most = std::max(most, std::abs(static_cast<double>(a[i]) - b[i]) * kStd[std::min<std::size_t>(i / plane, 2)] * 255.0);
-  return most;
-}
-
 Outcome run(const fs::path& dir, const std::string& device, Where where) {
   Pipeline p(config_for(dir, device, where));
   return run_once(p);
@@ -198,7 +187,7 @@ TEST_CASE("gpu decode: on the GPU, routes as stated, good images delivered, bad 
       const auto& a = gpu.tensor.at(name);
       const auto& b = cpu.tensor.at(name);
       REQUIRE(a.size() == b.size());
-      const double most = max_level_diff(a, b);
+      const double most = test::max_level_diff(a, b);
       MESSAGE(name << ": max |diff| " << most << " levels");
       CHECK(most <= 1.001);
     }
@@ -520,7 +509,7 @@ TEST_CASE("gpu decode: every JPEG the engines decode is within 1 level of the CP
     const auto& a = gpu.tensor.at(name);
     const auto& b = cpu.tensor.at(name);
     REQUIRE(a.size() == b.size());
-    const double most = max_level_diff(a, b);
+    const double most = test::max_level_diff(a, b);
     MESSAGE(name << " (" << route << "): max |diff| " << most << " levels");
     if (route == "gpu") {
       ++on_engines;
