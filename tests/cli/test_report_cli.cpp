@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <cstdio>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -189,7 +190,7 @@ TEST_CASE("report html: the page renders in headless Chromium without a console 
   // The failed input, as text: one row for its 3 failures, the reason counted.
   CHECK(contains(r.dom, "Failed inputs (3 from 1 path)"));
   CHECK(occurrences(r.dom, "<tr class=\"failure\">") == 1);
-  CHECK(contains(r.dom, "<td>bro&lt;ken&gt;&amp;\"x.jpg</td><td class=\"count\">3</td>"));
+  CHECK(contains(r.dom, "bro&lt;ken&gt;&amp;\"x.jpg</td><td class=\"count\">3</td>"));
   CHECK(contains(r.dom, "<span class=\"times\">×3</span>"));
 
   // The latency percentiles, as the JSON report has them.
@@ -206,7 +207,7 @@ TEST_CASE("report html: the page renders in headless Chromium without a console 
   CHECK_FALSE(c["hostname"].get<std::string>().empty());
   CHECK(contains(c["config"].get<std::string>(), "loop: 3"));
   CHECK(c["gpus"].empty());  // --device cpu
-  for (const std::string v : {"<section id=\"context\">", "<dd>" + c["command_line"].get<std::string>() + "</dd>",
+  for (const std::string v : {std::string("<section id=\"context\">"), "<dd>" + c["command_line"].get<std::string>() + "</dd>",
                               "<dd>" + c["hostname"].get<std::string>() + "</dd>", "<dd>" + c["os"].get<std::string>() + "</dd>",
                               fmt::format("{} hardware threads</dd>", c["cpu_count"].get<unsigned>()),
                               std::string("<dd>none (host backend)</dd>"),
@@ -223,7 +224,7 @@ TEST_CASE("report html: the page renders in headless Chromium without a console 
   const auto data = nlohmann::json::parse(html.substr(data_at, html.find("</script>", data_at) - data_at));
   CHECK(data["lanes"]["peak"].get<double>() > 0);
   CHECK(contains(r.dom, "scale " + imgpipe::report_format::number(data["lanes"]["peak"].get<double>()) + "/s</text>"));
-  CHECK_FALSE(contains(r.dom, "<td>0.000</td>"));
+  CHECK_FALSE(std::regex_search(r.dom, std::regex("<td>0\\.000</td><td>[0-9]+%</td>")));  // MB/s, before util
 
   // The checks above can fail: the same page with broken data reports the
   // script's error both ways (console and data-error), and draws nothing.
