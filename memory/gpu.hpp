@@ -26,6 +26,16 @@ void set_device(int device);
 // True when this build has the CUDA backend.
 bool built_with_cuda() noexcept;
 
+// The CUDA versions as "major.minor": `driver` is the newest CUDA the
+// installed driver supports (cudaDriverGetVersion), `runtime` the runtime
+// this build uses. "none" for what is absent: both without a CUDA build,
+// the driver on a machine without an NVIDIA driver.
+struct CudaVersions {
+  std::string driver = "none";
+  std::string runtime = "none";
+};
+CudaVersions cuda_versions();
+
 class Stream {
  public:
   Stream() = default;

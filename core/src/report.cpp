@@ -243,6 +243,11 @@ std::string Report::to_json(int indent) const {
     recs.push_back({{"index", r.index}, {"samples", r.samples}, {"checksum", fmt::format("{:016x}", r.checksum)}});
   j["batch_records"] = recs;
   j["timeline"] = timeline_json(timeline);
+  const auto& c = context;
+  j["context"] = {{"command_line", c.command_line}, {"hostname", c.hostname},         {"os", c.os},
+                  {"cpu_model", c.cpu_model},       {"cpu_count", c.cpu_count},       {"gpus", c.gpus},
+                  {"cuda_driver", c.cuda_driver},   {"cuda_runtime", c.cuda_runtime}, {"opencv", c.opencv},
+                  {"onetbb", c.onetbb},             {"config", c.config}};
   // Paths are bytes: one that is not UTF-8 gets U+FFFD rather than failing the report.
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -3,7 +3,9 @@
 // the page (report_html_assets.cpp).
 #include "report_html.hpp"
 
+#include <algorithm>
 #include <sstream>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -45,6 +47,57 @@ std::string script_safe_json(std::string_view json) {
   return out;
 }
 
+std::vector<FailureGroup> group_failures(const std::vector<InputFailure>& failures) {
+  std::vector<FailureGroup> groups;
+  std::unordered_map<std::string, std::size_t> at;  // path -> index in groups
+  for (const auto& f : failures) {
+    const auto [it, added] = at.try_emplace(f.path, groups.size());
+    if (added) groups.push_back({f.path, 0, {}});
+    FailureGroup& g = groups[it->second];
+    ++g.failures;
+    const std::string reason = f.frame >= 0 ? fmt::format("frame {}: {}", f.frame, f.reason) : f.reason;
+    const auto r = std::find_if(g.reasons.begin(), g.reasons.end(), [&](const auto& x) { return x.first == reason; });
+    if (r == g.reasons.end())
+      g.reasons.emplace_back(reason, 1);
+    else
+      ++r->second;
+  }
+  return groups;
+}
+
+bool shows_rate(const StageReport& s) { return s.items_per_s && s.utilization >= kMinRatedUtilization; }
+
+bool shows_mb_rate(const StageReport& s) { return shows_rate(s) && s.mb_per_s && s.bytes > 0; }
+
+Lanes lane_rates(const Report& r) {
+  Lanes l;
+  const auto& ticks = r.timeline.ticks;
+  const double per_batch = r.batches ? static_cast<double>(r.inputs.delivered) / r.batches : 1;
+  for (std::size_t j = 0; j < r.timeline.stages.size(); ++j) {
+    const bool batches = j < r.stages.size() && r.stages[j].unit == "batches";
+    std::vector<double>& lane = l.rates.emplace_back();
+    double t0 = 0;
+    std::uint64_t n0 = 0;
+    for (const auto& k : ticks) {
+      const std::uint64_t n = j < k.items.size() ? k.items[j] : n0;
+      const double dt = k.t_s - t0;
+      const double rate = dt > 0 ? static_cast<double>(n - std::min(n, n0)) / dt * (batches ? per_batch : 1) : 0;
+      lane.push_back(rate);
+      t0 = k.t_s;
+      n0 = n;
+    }
+  }
+  // The scale: the lanes of stages whose rate the page shows (a stage that
+  // only hands paths out would flatten every other lane), else all lanes.
+  for (const bool shown_only : {true, false}) {
+    for (std::size_t j = 0; j < l.rates.size(); ++j)
+      if (!shown_only || j >= r.stages.size() || shows_rate(r.stages[j]))
+        for (const double v : l.rates[j]) l.peak = std::max(l.peak, v);
+    if (l.peak > 0) break;
+  }
+  return l;
+}
+
 }  // namespace report_html
 
 namespace {
@@ -54,7 +107,7 @@ using report_format::mib;
 using report_format::number;
 using report_html::escape;
 
-// At most this many failed inputs are listed on the page (all are in the JSON report).
+// At most this many failed paths are listed on the page (all are in the JSON report).
 constexpr std::size_t kMaxFailuresListed = 1000;
 
 void figure(std::ostream& os, const std::string& value, const char* label) {
@@ -94,14 +147,17 @@ void stage_table(const Report& r, std::ostream& os) {
     os << (b ? "<tr class=\"bottleneck\">" : "<tr>") << "<td>" << escape(s.name) << (b ? " (bottleneck)" : "")
        << "</td><td>" << s.concurrency << "</td><td>" << escape(count(s.items, s.unit)) << "</td>"
        << fmt::format("<td>{:.3f}</td><td>{:.3f}</td>", s.busy_s, s.wait_s) << "<td>"
-       << (s.items_per_s ? escape(number(*s.items_per_s) + " " + s.unit + "/s") : "&ndash;") << "</td><td>"
-       << (s.mb_per_s ? number(*s.mb_per_s) : "&ndash;") << "</td>"
+       << (report_html::shows_rate(s) ? escape(number(*s.items_per_s) + " " + s.unit + "/s") : "&ndash;")
+       << "</td><td>" << (report_html::shows_mb_rate(s) ? number(*s.mb_per_s) : "&ndash;") << "</td>"
        << fmt::format("<td>{:.0f}%</td><td>{:.3f}</td></tr>\n", 100 * s.utilization, s.idle_s);
   }
   os << "</tbody></table>\n<p class=\"note\">rate and MB/s: what the stage sustains on its own with all its threads, "
         "blocking waits excluded; &ndash;: too little work to rate ("
      << fmt::format("under {:.0f} ms or {} items", kMinRatedWorkSeconds * 1e3, kMinRatedItems)
-     << "). util: the share of the run its threads worked. wait s: blocked inside the stage (a free staging "
+     << fmt::format("), busy under {:.0f}% of the run (it never came near bounding it: its rate says nothing) or no "
+                    "bytes moved. util:",
+                    100 * report_html::kMinRatedUtilization)
+     << " the share of the run its threads worked. wait s: blocked inside the stage (a free staging "
         "slot, the GPU). idle s: starved by upstream or held by the token limit.</p>\n"
         "<h3>Utilisation</h3>\n<div class=\"legend\"><i style=\"background:#2f6fdf\"></i>working"
         "<i style=\"background:#f0a030\"></i>blocked inside the stage</div>\n"
@@ -119,8 +175,10 @@ void chart(const Report& r, std::ostream& os, const char* id, const char* note) 
 void timeline_sections(const Report& r, std::ostream& os) {
   os << "<section id=\"throughput\"><h2>Throughput over time</h2>\n";
   chart(r, os, "chart-lanes",
-        fmt::format("Items per second between samples (every {:.2g} s), each lane scaled to its own peak.",
-                    r.timeline.interval_s)
+        fmt::format("Samples per second between ticks (every {:.2g} s; lanes that count batches at the run's "
+                    "samples per batch), every lane on one scale: {}/s at the top, the highest rate of the stages that "
+                    "show one.",
+                    r.timeline.interval_s, number(report_html::lane_rates(r).peak))
             .c_str());
   os << "</section>\n<section id=\"ring\"><h2>Staging ring occupancy</h2>\n";
   chart(r, os, "chart-ring",
@@ -147,20 +205,26 @@ void memory_section(const Report& r, std::ostream& os) {
 
 void failures_table(const Report& r, std::ostream& os) {
   const auto& f = r.inputs.failures;
-  os << "<h3>Failed inputs (" << f.size() << ")</h3>\n";
+  const auto groups = report_html::group_failures(f);
+  os << "<h3>Failed inputs (" << f.size() << (groups.size() != f.size() ? fmt::format(" from {}", count(groups.size(), "paths")) : "")
+     << ")</h3>\n";
   if (f.empty()) {
     os << "<p class=\"note\">None.</p>\n";
     return;
   }
-  os << "<table class=\"failures\" id=\"failures\"><thead><tr><th>input</th><th class=\"frame\">frame</th><th>reason</th></tr>"
-        "</thead><tbody>\n";
-  for (std::size_t i = 0; i < f.size() && i < kMaxFailuresListed; ++i)
-    os << "<tr><td>" << escape(f[i].path) << "</td><td class=\"frame\">"
-       << (f[i].frame >= 0 ? std::to_string(f[i].frame) : "") << "</td><td>" << escape(f[i].reason)
-       << "</td></tr>\n";
+  os << "<table class=\"failures\" id=\"failures\"><thead><tr><th>input</th><th class=\"count\">failures</th>"
+        "<th>reasons</th></tr></thead><tbody>\n";
+  for (std::size_t i = 0; i < groups.size() && i < kMaxFailuresListed; ++i) {
+    const auto& g = groups[i];
+    os << "<tr class=\"failure\"><td>" << escape(g.path) << "</td><td class=\"count\">" << g.failures << "</td><td>";
+    for (std::size_t k = 0; k < g.reasons.size(); ++k)
+      os << (k ? "<br>" : "") << escape(g.reasons[k].first)
+         << (g.reasons[k].second > 1 ? fmt::format(" <span class=\"times\">&times;{}</span>", g.reasons[k].second) : "");
+    os << "</td></tr>\n";
+  }
   os << "</tbody></table>\n";
-  if (f.size() > kMaxFailuresListed)
-    os << "<p class=\"note\">... and " << f.size() - kMaxFailuresListed << " more (see the JSON report).</p>\n";
+  if (groups.size() > kMaxFailuresListed)
+    os << "<p class=\"note\">... and " << groups.size() - kMaxFailuresListed << " more paths (see the JSON report).</p>\n";
 }
 
 void inputs_section(const Report& r, std::ostream& os) {
@@ -196,10 +260,47 @@ void transfer_section(const Report& r, std::ostream& os) {
   os << "</dl>\n</section>\n";
 }
 
+void latency_section(const Report& r, std::ostream& os) {
+  const auto& l = r.latency;
+  os << "<section id=\"latency\"><h2>Latency</h2>\n";
+  if (!l.samples) {
+    os << "<p class=\"note\">No sample delivered.</p>\n</section>\n";
+    return;
+  }
+  os << "<div class=\"figures\">\n";
+  figure(os, fmt::format("{:.1f} ms", l.p50_ms), "p50");
+  figure(os, fmt::format("{:.1f} ms", l.p95_ms), "p95");
+  figure(os, fmt::format("{:.1f} ms", l.p99_ms), "p99");
+  figure(os, fmt::format("{:.1f} ms", l.max_ms), "max");
+  os << "</div>\n<p class=\"note\">Per sample, from the source handing it out until its batch was ready (on the GPU: "
+        "its last kernel done), over "
+     << count(l.samples, "samples") << ".</p>\n</section>\n";
+}
+
+void context_section(const Report& r, std::ostream& os) {
+  const auto& c = r.context;
+  os << "<section id=\"context\"><h2>Run context</h2>\n<dl class=\"kv\">\n";
+  kv(os, "command line", c.command_line.empty() ? "(not run from the CLI)" : c.command_line);
+  kv(os, "host", c.hostname);
+  kv(os, "OS", c.os);
+  kv(os, "CPU", fmt::format("{}, {}", c.cpu_model.empty() ? "unknown model" : c.cpu_model,
+                            count(c.cpu_count, "hardware threads")));
+  std::string gpus;
+  for (const auto& g : c.gpus) gpus += (gpus.empty() ? "" : "; ") + g;
+  kv(os, "GPUs", gpus.empty() ? "none (host backend)" : gpus);
+  kv(os, "CUDA", fmt::format("driver {}, runtime {}", c.cuda_driver, c.cuda_runtime));
+  kv(os, "OpenCV", c.opencv);
+  kv(os, "oneTBB", c.onetbb);
+  os << "</dl>\n<h3>Effective config</h3>\n<pre class=\"config\" id=\"config\">" << escape(c.config) << "</pre>\n"
+     << "</section>\n";
+}
+
 // The report's JSON without the per-batch records (the charts do not use them).
 std::string page_data(const Report& r) {
   nlohmann::json j = nlohmann::json::parse(r.to_json(-1));
   j.erase("batch_records");
+  const report_html::Lanes lanes = report_html::lane_rates(r);
+  j["lanes"] = {{"rates", lanes.rates}, {"peak", lanes.peak}};
   return report_html::script_safe_json(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
@@ -213,10 +314,12 @@ std::string Report::to_html() const {
      << "</style>\n</head>\n<body data-drawn=\"0\">\n";
   header(*this, os);
   stage_table(*this, os);
+  latency_section(*this, os);
   timeline_sections(*this, os);
   memory_section(*this, os);
   inputs_section(*this, os);
   transfer_section(*this, os);
+  context_section(*this, os);
   os << "<script type=\"application/json\" id=\"imgpipe-data\">" << page_data(*this) << "</script>\n<script>"
      << report_html::kScript << "</script>\n</body>\n</html>\n";
   return os.str();

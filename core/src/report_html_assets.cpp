@@ -30,7 +30,9 @@ th { font-weight: 600; color: var(--muted); font-size: 12px; }
 th:first-child, td:first-child { text-align: left; }
 tr.bottleneck td { background: #fff4e0; font-weight: 600; }
 table.failures th, table.failures td { text-align: left; white-space: normal; word-break: break-all; }
-table.failures td.frame, table.failures th.frame { text-align: right; white-space: nowrap; }
+table.failures td.count, table.failures th.count { text-align: right; white-space: nowrap; }
+.times { color: var(--muted); }
+pre.config { background: var(--panel); padding: 8px 12px; border-radius: 6px; overflow-x: auto; font-size: 12px; }
 .chart { margin: 6px 0 4px; }
 .chart svg { display: block; width: 100%; height: auto; overflow: visible; }
 .chart text { font: 11px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif; fill: var(--fg); }
@@ -111,30 +113,29 @@ const char* const kScript = R"JS(
     return 1;
   }
 
-  // One lane per stage: items per second between ticks, each lane scaled to its own peak.
+  // One lane per stage: samples per second between ticks (data.lanes,
+  // Report::to_html), every lane against the same peak so lanes compare.
   function drawLanes(data) {
     var t = ticks(data), lanes = data.timeline.stages, lane = 34, end = t[t.length - 1].t_s || 1e-3;
-    var s = svg("chart-lanes", lanes.length * lane + 26), plot = W - LEFT - RIGHT;
+    var s = svg("chart-lanes", lanes.length * lane + 26), plot = W - LEFT - RIGHT, peak = data.lanes.peak;
     lanes.forEach(function (name, j) {
-      var rates = [], peak = 0, unit = (data.stages[j] || {}).unit || "items";
-      for (var i = 1; i < t.length; i++) {
-        var dt = t[i].t_s - t[i - 1].t_s, r = dt > 0 ? (t[i].items[j] - t[i - 1].items[j]) / dt : 0;
-        rates.push(r);
-        if (r > peak) peak = r;
-      }
+      var rates = data.lanes.rates[j], top = 0;
       var y0 = j * lane, base = y0 + lane - 4, h = lane - 8, d = "M" + LEFT + " " + base;
       for (var k = 0; k < rates.length; k++) {
-        var y = base - (peak > 0 ? h * rates[k] / peak : 0);
+        if (rates[k] > top) top = rates[k];
+        var y = base - (peak > 0 ? h * Math.min(rates[k], peak) / peak : 0);
         d += " L" + (LEFT + plot * t[k].t_s / end).toFixed(1) + " " + y.toFixed(1) +
              " L" + (LEFT + plot * t[k + 1].t_s / end).toFixed(1) + " " + y.toFixed(1);
       }
       d += " L" + (LEFT + plot) + " " + base + " Z";
       el("rect", {x: LEFT, y: y0 + 2, width: plot, height: lane - 4, fill: j % 2 ? "#fafbfc" : "#f3f5f8"}, s);
-      tip(el("path", {d: d, fill: COLORS[j % COLORS.length], "fill-opacity": 0.75, "class": "lane"}, s),
-          name + ": peak " + fmt(peak) + " " + unit + "/s");
+      tip(el("path", {d: d, fill: COLORS[j % COLORS.length], "fill-opacity": 0.75, "class": "lane",
+                      "data-top": fmt(top)}, s), name + ": peak " + fmt(top) + " samples/s");
       el("text", {x: LEFT - 8, y: y0 + lane / 2 + 4, "text-anchor": "end"}, s, name);
-      el("text", {x: W - RIGHT + 6, y: y0 + lane / 2 + 4, "class": "muted"}, s, fmt(peak) + "/s");
+      el("text", {x: W - RIGHT + 6, y: y0 + lane / 2 + 4, "class": "muted"}, s, fmt(top) + "/s");
     });
+    el("text", {x: W - RIGHT + 6, y: lanes.length * lane + 16, "class": "muted scale"}, s,
+       "scale " + fmt(peak) + "/s");
     timeAxis(s, lanes.length * lane + 2, end);
     return 1;
   }

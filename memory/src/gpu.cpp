@@ -43,6 +43,17 @@ std::string no_device_reason(cudaError_t e) {
 }  // namespace
 #endif
 
+CudaVersions cuda_versions() {
+  CudaVersions v;
+#if IMGPIPE_HAS_CUDA
+  int n = 0;
+  if (cudaDriverGetVersion(&n) == cudaSuccess && n > 0) v.driver = cuda_version_text(n);
+  if (cudaRuntimeGetVersion(&n) == cudaSuccess && n > 0) v.runtime = cuda_version_text(n);
+  cudaGetLastError();
+#endif
+  return v;
+}
+
 int device_count(std::string* why) noexcept {
 #if IMGPIPE_HAS_CUDA
   int n = 0;

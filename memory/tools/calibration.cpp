@@ -244,8 +244,7 @@ CalibrationKey current_calibration_key(int device) noexcept {
     if (device >= 0 && device < gpu::device_count()) {
       cudaDeviceProp p{};
       if (cudaGetDeviceProperties(&p, device) == cudaSuccess) k.gpu_name = p.name;
-      int v = 0;
-      if (cudaDriverGetVersion(&v) == cudaSuccess && v > 0) k.driver_version = fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+      k.driver_version = gpu::cuda_versions().driver;
       cudaGetLastError();
     }
 #else

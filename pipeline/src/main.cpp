@@ -17,6 +17,7 @@
 #include <iostream>
 #include <iterator>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -122,6 +123,7 @@ struct Args {
   bool progress = false;          // --progress: plain progress lines, also on a terminal
   double progress_interval = 5;   // --progress-interval
   std::string report_html_path;   // --report-html
+  std::string command_line;       // argv, shell-quoted: the report's context
   imgpipe::BenchMemoryOptions bench;
   std::string bench_sizes;
   CLI::App* validate = nullptr;
@@ -341,11 +343,22 @@ int run(const Args& a) {
     return g_signals ? 130 : 1;
   }
 
+  report.context.command_line = a.command_line;
   if (!a.quiet) report.print_table(std::cerr);
   if (!a.report_path.empty())
     if (const int rc = write_report(report, a.report_path)) return rc;
   if (!a.report_html_path.empty() && !write_file(a.report_html_path, report.to_html(), "HTML report")) return 1;
   return report.interrupted || g_signals ? 130 : 0;
+}
+
+// `arg` as one shell word: as is when only safe characters, else in single quotes.
+std::string shell_word(std::string_view arg) {
+  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+                          std::string_view::npos)
+    return std::string(arg);
+  std::string w = "'";
+  for (const char c : arg) w += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return w + "'";
 }
 
 }  // namespace
@@ -356,6 +369,7 @@ int main(int argc, char** argv) {
   const SignalWatcher signals;
   CLI::App app{"imgpipe: images and videos to normalised tensor batches on the GPU"};
   Args a;
+  for (int i = 0; i < argc; ++i) a.command_line += (i ? " " : "") + shell_word(argv[i]);
   add_options(app, a);
   try {
     app.parse(argc, argv);

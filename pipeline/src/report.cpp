@@ -1,8 +1,15 @@
 #include "report.hpp"
 
+#include <sys/utsname.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
+#include <thread>
 
 #include <fmt/format.h>
+#include <oneapi/tbb/version.h>
+#include <opencv2/core/version.hpp>
 
 #include "imgpipe/pipeline.hpp"
 
@@ -25,7 +32,7 @@ StageReport make_stage_report(const stages::StageStats& s, int concurrency, doub
   if (rateable(r.items, r.work_s)) {
     r.items_per_s_per_thread = r.items / r.work_s;
     r.items_per_s = *r.items_per_s_per_thread * r.concurrency;
-    r.mb_per_s = r.bytes / r.work_s / 1e6 * r.concurrency;
+    if (r.bytes > 0) r.mb_per_s = r.bytes / r.work_s / 1e6 * r.concurrency;  // none for a stage that moves no bytes
   }
   const double capacity = pipeline_s * r.concurrency;
   r.utilization = capacity > 0 ? r.work_s / capacity : 0;
@@ -137,6 +144,30 @@ void add_decode(Report& r, const Config& cfg, const RunPlan& plan, const StageSe
   }
 }
 
+// The host, the GPUs and the versions (README: "The run report").
+RunContext run_context(const Config& cfg, const RunPlan& plan) {
+  RunContext c;
+  char host[256] = {};
+  c.hostname = ::gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
+  if (utsname u{}; ::uname(&u) == 0) c.os = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; c.cpu_model.empty() && std::getline(cpuinfo, line);)
+    if (const auto colon = line.find(':'); line.rfind("model name", 0) == 0 && colon != std::string::npos) {
+      c.cpu_model = line.substr(colon + 1);
+      c.cpu_model.erase(0, c.cpu_model.find_first_not_of(" \t"));
+    }
+  c.cpu_count = std::thread::hardware_concurrency();
+  for (int d : plan.devices)
+    if (d >= 0) c.gpus.push_back(fmt::format("cuda:{} {}", d, gpu::device_description(d)));
+  const gpu::CudaVersions v = gpu::cuda_versions();
+  c.cuda_driver = v.driver;
+  c.cuda_runtime = v.runtime;
+  c.opencv = CV_VERSION;
+  c.onetbb = TBB_runtime_version();
+  c.config = cfg.to_yaml();
+  return c;
+}
+
 }  // namespace
 
 Report assemble_report(const Config& cfg, const RunPlan& plan, const StageSet& s,
@@ -160,6 +191,7 @@ Report assemble_report(const Config& cfg, const RunPlan& plan, const StageSet& s
   add_stages(r, s, plan.threads);
   add_memory_and_transfer(r, cfg, s, res);
   add_decode(r, cfg, plan, s, res, t);
+  r.context = run_context(cfg, plan);
   return r;
 }
 

@@ -11,13 +11,16 @@
 #include <fstream>
 #include <iostream>
 #include <cstdio>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common.hpp"
+#include "core/src/report_format.hpp"
 
 namespace fs = std::filesystem;
 using imgpipe::test::run_cli;
@@ -154,10 +157,16 @@ TEST_CASE("report html: the page renders in headless Chromium without a console 
   IMGPIPE_SKIP_UNLESS(!chromium.empty(), "chromium not found (apt-get install chromium; or set IMGPIPE_CHROMIUM)");
   TempDir d;
   make_inputs(d / "in", 1);
+  // The shipped config with the inputs looped 3 times: the broken file fails 3 times.
+  std::string config = read_text(imgpipe::test::source_dir() / "configs" / "pipeline.yaml");
+  const auto loop = config.find("\n  loop: 1\n");
+  REQUIRE(loop != std::string::npos);
+  config.replace(loop, 10, "\n  loop: 3\n");
+  std::ofstream(d / "looped.yaml") << config;
   const fs::path page = d / "report.html";
   std::string out;
-  REQUIRE(run_cli("-q --device cpu --config " + q(imgpipe::test::source_dir() / "configs" / "pipeline.yaml") +
-                      " --input " + q(d / "in") + " --report-html " + q(page) + " --report " + q(d / "r.json"),
+  REQUIRE(run_cli("-q --device cpu --config " + q(d / "looped.yaml") + " --input " + q(d / "in") +
+                      " --report-html " + q(page) + " --report " + q(d / "r.json"),
                   &out) == 0);
   const Rendered r = render(chromium, page, d.path());
   CAPTURE(r.console);
@@ -178,7 +187,44 @@ TEST_CASE("report html: the page renders in headless Chromium without a console 
   CHECK(occurrences(r.dom, "class=\"bar\"") == stages);
   CHECK(occurrences(r.dom, "class=\"lane\"") == stages);
   CHECK(occurrences(r.dom, "class=\"series\"") == 4);
-  CHECK(contains(r.dom, "bro&lt;ken&gt;&amp;\"x.jpg"));  // the failed input, as text
+  // The failed input, as text: one row for its 3 failures, the reason counted.
+  CHECK(contains(r.dom, "Failed inputs (3 from 1 path)"));
+  CHECK(occurrences(r.dom, "<tr class=\"failure\">") == 1);
+  CHECK(contains(r.dom, "bro&lt;ken&gt;&amp;\"x.jpg</td><td class=\"count\">3</td>"));
+  CHECK(contains(r.dom, "<span class=\"times\">×3</span>"));
+
+  // The latency percentiles, as the JSON report has them.
+  const auto report = nlohmann::json::parse(read_text(d / "r.json"));
+  CHECK(contains(r.dom, "<section id=\"latency\">"));
+  for (const char* p : {"p50", "p95", "p99", "max"}) {
+    CAPTURE(p);
+    CHECK(contains(r.dom, fmt::format("<b>{:.1f} ms</b><span>{}</span>", report["latency"][std::string(p) + "_ms"].get<double>(), p)));
+  }
+  // The run context: command line, host, versions, the effective config; the same in the JSON.
+  const auto& c = report["context"];
+  CHECK(contains(c["command_line"].get<std::string>(), "--report-html " + page.string()));
+  CHECK(c["cpu_count"].get<unsigned>() >= 1);
+  CHECK_FALSE(c["hostname"].get<std::string>().empty());
+  CHECK(contains(c["config"].get<std::string>(), "loop: 3"));
+  CHECK(c["gpus"].empty());  // --device cpu
+  for (const std::string v : {std::string("<section id=\"context\">"), "<dd>" + c["command_line"].get<std::string>() + "</dd>",
+                              "<dd>" + c["hostname"].get<std::string>() + "</dd>", "<dd>" + c["os"].get<std::string>() + "</dd>",
+                              fmt::format("{} hardware threads</dd>", c["cpu_count"].get<unsigned>()),
+                              std::string("<dd>none (host backend)</dd>"),
+                              "<dd>driver " + c["cuda_driver"].get<std::string>() + ", runtime " + c["cuda_runtime"].get<std::string>() + "</dd>",
+                              "<dd>" + c["opencv"].get<std::string>() + "</dd>", "<dd>" + c["onetbb"].get<std::string>() + "</dd>",
+                              std::string("<pre class=\"config\" id=\"config\">")}) {
+    CAPTURE(v);
+    CHECK(contains(r.dom, v));
+  }
+  CHECK(contains(r.dom, "loop: 3"));
+  // The lanes share one scale, drawn and printed; no stage rate that says nothing.
+  const std::string html = read_text(page), open = "id=\"imgpipe-data\">";
+  const auto data_at = html.find(open) + open.size();
+  const auto data = nlohmann::json::parse(html.substr(data_at, html.find("</script>", data_at) - data_at));
+  CHECK(data["lanes"]["peak"].get<double>() > 0);
+  CHECK(contains(r.dom, "scale " + imgpipe::report_format::number(data["lanes"]["peak"].get<double>()) + "/s</text>"));
+  CHECK_FALSE(std::regex_search(r.dom, std::regex("<td>0\\.000</td><td>[0-9]+%</td>")));  // MB/s, before util
 
   // The checks above can fail: the same page with broken data reports the
   // script's error both ways (console and data-error), and draws nothing.

@@ -3,6 +3,7 @@
 // tests/cli/test_report_browser.cpp renders it in headless Chromium.
 #include <doctest/doctest.h>
 
+#include <regex>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -80,9 +81,8 @@ TEST_CASE("report html: a failed input's path and reason are escaped, in the tab
   CHECK_FALSE(contains(page, "<b>header"));
   CHECK_FALSE(contains(page, "<!--"));
   CHECK(contains(page, "<td>in/&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;q&#39;.jpg</td>"));
-  CHECK(contains(page, "<td>bad &lt;b&gt;header&lt;/b&gt; &amp; &quot;quoted&quot; &#39;tail&#39; "
+  CHECK(contains(page, "<td>frame 7: bad &lt;b&gt;header&lt;/b&gt; &amp; &quot;quoted&quot; &#39;tail&#39; "
                        "&lt;/script&gt;&lt;!--</td>"));
-  CHECK(contains(page, "<td class=\"frame\">7</td>"));
   CHECK(contains(page, "backend host &lt;&amp;&gt;"));
   // The embedded data parses back to the same strings and holds no '<'.
   const std::string data = page_data(page);
@@ -118,4 +118,158 @@ TEST_CASE("report html: a run without a timeline says so instead of drawing empt
   CHECK_FALSE(contains(page, "id=\"chart-lanes\""));
   CHECK_FALSE(contains(page, "id=\"chart-ring\""));
   CHECK(contains(page, "Not sampled"));
+}
+
+TEST_CASE("report html: failures grouped by path, with counts and reasons") {
+  using imgpipe::report_html::group_failures;
+  // 3 files looped 40 times; b.jpg fails two ways, a video fails on frames.
+  Report r = report_with_failure(false);
+  r.inputs.failures.clear();
+  for (int pass = 0; pass < 40; ++pass) {
+    r.inputs.failures.push_back({"a.jpg", -1, "not an image"});
+    r.inputs.failures.push_back({"b<1>.jpg", -1, pass % 4 ? "truncated" : "bad <header>"});
+    r.inputs.failures.push_back({"c.mp4", pass % 2, "corrupt frame"});
+  }
+  r.inputs.failed = r.inputs.failures.size();
+  const auto g = group_failures(r.inputs.failures);
+  REQUIRE(g.size() == 3);
+  CHECK(g[0].path == "a.jpg");
+  CHECK(g[0].failures == 40);
+  REQUIRE(g[0].reasons.size() == 1);
+  CHECK(g[0].reasons[0] == std::pair<std::string, std::uint64_t>{"not an image", 40});
+  CHECK(g[1].path == "b<1>.jpg");
+  REQUIRE(g[1].reasons.size() == 2);
+  CHECK(g[1].reasons[0] == std::pair<std::string, std::uint64_t>{"bad <header>", 10});  // first seen first
+  CHECK(g[1].reasons[1] == std::pair<std::string, std::uint64_t>{"truncated", 30});
+  REQUIRE(g[2].reasons.size() == 2);
+  CHECK(g[2].reasons[0] == std::pair<std::string, std::uint64_t>{"frame 0: corrupt frame", 20});
+  CHECK(group_failures({}).empty());
+
+  const std::string page = r.to_html();
+  CHECK(contains(page, "Failed inputs (120 from 3 paths)"));
+  CHECK(occurrences(page, "<tr class=\"failure\">") == 3);
+  CHECK(contains(page, "<td>b&lt;1&gt;.jpg</td><td class=\"count\">40</td><td>bad &lt;header&gt; "
+                       "<span class=\"times\">&times;10</span><br>truncated <span class=\"times\">&times;30</span></td>"));
+}
+
+TEST_CASE("report html: rates that say nothing are hidden (a stage that only lists paths, no bytes moved)") {
+  using imgpipe::report_html::shows_mb_rate;
+  using imgpipe::report_html::shows_rate;
+  Report r = report_with_failure(false);
+  imgpipe::StageReport source;  // lists paths: rated, but busy 0.01% of the run
+  source.name = "source";
+  source.items = 101;
+  source.items_per_s = 2032838;
+  source.mb_per_s = 0;
+  source.utilization = 0.0001;
+  imgpipe::StageReport decode;  // the real work
+  decode.name = "decode";
+  decode.items = 101;
+  decode.bytes = 4e6;
+  decode.items_per_s = 812.4;
+  decode.mb_per_s = 32.4;
+  decode.utilization = 0.6;
+  imgpipe::StageReport sink = decode;  // busy, rated, but moves no bytes
+  sink.name = "sink";
+  sink.bytes = 0;
+  sink.mb_per_s = 0;
+  sink.items_per_s = 911;
+  r.stages = {source, decode, sink};
+  CHECK_FALSE(shows_rate(source));
+  CHECK_FALSE(shows_mb_rate(source));
+  CHECK(shows_rate(decode));
+  CHECK(shows_mb_rate(decode));
+  CHECK(shows_rate(sink));
+  CHECK_FALSE(shows_mb_rate(sink));
+  const std::string html = r.to_html(), page = html.substr(0, html.find("<script"));  // the table, not the data
+  CHECK_FALSE(contains(page, "2032838"));
+  CHECK_FALSE(std::regex_search(page, std::regex("<td>0\\.000</td><td>[0-9]+%</td>")));  // MB/s, before util
+  CHECK(contains(page, "<td>812 images/s</td><td>32.4</td>"));
+  CHECK(contains(page, "<td>911 images/s</td><td>&ndash;</td>"));
+}
+
+TEST_CASE("report html: throughput lanes on one scale, batch lanes in samples") {
+  using imgpipe::report_html::lane_rates;
+  Report r;
+  r.inputs.delivered = 80;
+  r.batches = 10;  // 8 samples per batch
+  imgpipe::StageReport source, decode, pack;
+  source.name = "source";  // a burst of paths: unrated, left off the scale
+  source.utilization = 0.0001;
+  source.items_per_s = 1e6;
+  decode.name = "decode";
+  decode.utilization = 0.5;
+  decode.items_per_s = 100;
+  pack.name = "pack";
+  pack.unit = "batches";
+  pack.utilization = 0.2;
+  pack.items_per_s = 20;
+  r.stages = {source, decode, pack};
+  r.timeline.interval_s = 0.5;
+  r.timeline.stages = {"source", "decode", "pack"};
+  for (const auto& [t, items] : std::vector<std::pair<double, std::vector<std::uint64_t>>>{
+           {0.5, {80, 20, 2}}, {1.0, {80, 60, 7}}, {1.5, {80, 80, 10}}}) {
+    imgpipe::Timeline::Tick k;
+    k.t_s = t;
+    k.items = items;
+    r.timeline.ticks.push_back(k);
+  }
+  const auto l = lane_rates(r);
+  REQUIRE(l.rates.size() == 3);
+  CHECK(l.rates[0] == std::vector<double>{160, 0, 0});
+  CHECK(l.rates[1] == std::vector<double>{40, 80, 40});
+  CHECK(l.rates[2] == std::vector<double>{32, 80, 48});  // batches x 8 samples
+  CHECK(l.peak == doctest::Approx(80));                // not the source's burst
+  // Every lane unrated: the scale is then the highest of all.
+  for (auto& s : r.stages) s.utilization = 0;
+  CHECK(lane_rates(r).peak == doctest::Approx(160));
+  // The page carries the lanes and says which scale they share.
+  r.stages[1].utilization = 0.5;
+  const std::string page = r.to_html();
+  const nlohmann::json j = nlohmann::json::parse(page_data(page));
+  CHECK(j["lanes"]["peak"].get<double>() == doctest::Approx(80));
+  CHECK(j["lanes"]["rates"][2][1].get<double>() == doctest::Approx(80));
+  CHECK(contains(page, "every lane on one scale: 80.0/s at the top"));
+}
+
+TEST_CASE("report html: latency percentiles and the run context, escaped") {
+  Report r = report_with_failure(false);
+  r.latency = {1000, 12.24, 30.5, 41.0, 77.76};
+  r.context.command_line = "imgpipe --input 'a <b>.jpg'";
+  r.context.hostname = "node<7>";
+  r.context.os = "Linux 6.1.0 x86_64";
+  r.context.cpu_model = "AMD EPYC 9654";
+  r.context.cpu_count = 16;
+  r.context.gpus = {"cuda:0 NVIDIA H200 (sm_90, 139 GiB)", "cuda:1 NVIDIA H200 (sm_90, 139 GiB)"};
+  r.context.cuda_driver = "12.4";
+  r.context.cuda_runtime = "12.2";
+  r.context.opencv = "4.6.0";
+  r.context.onetbb = "2021.8.0";
+  r.context.config = "batch:\n  size: 8  # <x>\n";
+  const std::string page = r.to_html();
+  CHECK(contains(page, "<section id=\"latency\">"));
+  for (const char* v : {"<b>12.2 ms</b><span>p50</span>", "<b>30.5 ms</b><span>p95</span>",
+                        "<b>41.0 ms</b><span>p99</span>", "<b>77.8 ms</b><span>max</span>", "1000 samples"}) {
+    CAPTURE(v);
+    CHECK(contains(page, v));
+  }
+  for (const char* v : {"<dd>imgpipe --input &#39;a &lt;b&gt;.jpg&#39;</dd>", "<dd>node&lt;7&gt;</dd>",
+                        "<dd>Linux 6.1.0 x86_64</dd>", "<dd>AMD EPYC 9654, 16 hardware threads</dd>",
+                        "<dd>cuda:0 NVIDIA H200 (sm_90, 139 GiB); cuda:1 NVIDIA H200 (sm_90, 139 GiB)</dd>",
+                        "<dd>driver 12.4, runtime 12.2</dd>", "<dd>4.6.0</dd>", "<dd>2021.8.0</dd>",
+                        "<pre class=\"config\" id=\"config\">batch:\n  size: 8  # &lt;x&gt;\n</pre>"}) {
+    CAPTURE(v);
+    CHECK(contains(page, v));
+  }
+  // The JSON report carries the same context.
+  const nlohmann::json j = nlohmann::json::parse(r.to_json());
+  CHECK(j["context"]["hostname"] == "node<7>");
+  CHECK(j["context"]["gpus"].size() == 2);
+  CHECK(j["context"]["cuda_driver"] == "12.4");
+  CHECK(j["context"]["cpu_count"] == 16);
+  CHECK(j["context"]["config"] == r.context.config);
+  CHECK(j["context"]["command_line"] == r.context.command_line);
+  // No sample delivered: said, no percentiles of nothing.
+  r.latency = {};
+  CHECK(contains(r.to_html(), "No sample delivered."));
 }

@@ -58,6 +58,12 @@ TEST_CASE("report assembly: units per stage kind, no rate for too little work") 
   CHECK(*r.items_per_s == doctest::Approx(4000));
   CHECK(*r.mb_per_s == doctest::Approx(400));
   CHECK(r.utilization == doctest::Approx(0.1));
+  // A stage that moves no bytes (the source lists paths) has a rate but no MB/s, not "0.000".
+  images.bytes = 0;
+  r = imgpipe::detail::make_stage_report(images, 2, 0.1, "frames");
+  CHECK(r.items_per_s);
+  CHECK_FALSE(r.mb_per_s);
+  images.bytes = 4'000'000;
 
   imgpipe::stages::StageStats samples("transform", true, imgpipe::stages::Counts::samples);
   samples.items = 40;

@@ -79,6 +79,23 @@ struct Timeline {
   std::vector<Tick> ticks;
 };
 
+// Where and how the run ran, so that a report read later says what it
+// measured. Filled by the Pipeline, but command_line: the CLI sets it (empty
+// for a library run). The same names in to_json()'s "context".
+struct RunContext {
+  std::string command_line;  // the CLI's arguments, shell-quoted
+  std::string hostname;
+  std::string os;            // "Linux 6.1.0-18-amd64 x86_64" (uname)
+  std::string cpu_model;     // /proc/cpuinfo's model name; empty when unknown
+  unsigned cpu_count = 0;    // hardware threads
+  std::vector<std::string> gpus;      // the run's GPUs, "cuda:0 NVIDIA H200 (sm_90, 139 GiB)"; empty on the host backend
+  std::string cuda_driver = "none";   // the newest CUDA the driver supports, "12.4" (gpu::cuda_versions)
+  std::string cuda_runtime = "none";  // the CUDA runtime of this build
+  std::string opencv;                 // OpenCV's version, as linked
+  std::string onetbb;                 // oneTBB's version, as linked
+  std::string config;                 // the effective config (Config::to_yaml)
+};
+
 struct Report {
   std::string backend;  // "cuda:0 NVIDIA H200 (...)" or "host"
   std::string version;
@@ -210,15 +227,17 @@ struct Report {
   std::uint64_t batches = 0;
   std::vector<BatchRecord> batch_records;
   Timeline timeline;
+  RunContext context;
 
   // Human-readable table (stage rows, inputs, memory, transfer).
   void print_table(std::ostream& os) const;
   // The same as JSON text (rates that could not be measured are null).
   std::string to_json(int indent = 2) const;
   // One self-contained HTML page (inline CSS, SVG and script; nothing
-  // fetched): the table's figures, per-stage utilisation, throughput over
-  // time with the stages as lanes, the staging ring's occupancy, memory,
-  // inputs and every failed input with its reason.
+  // fetched): the table's figures and latency percentiles, per-stage
+  // utilisation, throughput over time with the stages as lanes on one
+  // scale, the staging ring's occupancy, memory, inputs, the failed inputs
+  // grouped by path with their reasons, and the run's context.
   std::string to_html() const;
 };
 
