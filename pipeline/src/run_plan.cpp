@@ -268,7 +268,7 @@ std::vector<int> select_devices(const DeviceSelection& sel) {
   const int n = gpu::device_count(&why);
   auto need = [&](int ordinal) {
     if (ordinal >= n)
-      throw Error(fmt::format("devices: GPU {} requested but {} ({})", ordinal,
+      throw ConfigError("devices", 0, fmt::format("GPU {} requested but {} ({})", ordinal,
                               n == 0 ? "no CUDA device is available" : fmt::format("only {} found", n),
                               n == 0 ? why : "ordinals start at 0"));
     return ordinal;
@@ -281,7 +281,7 @@ std::vector<int> select_devices(const DeviceSelection& sel) {
       return v;
     }
     case K::all: {
-      if (n == 0) throw Error("devices: all GPUs requested but no CUDA device is available (" + why + ")");
+      if (n == 0) throw ConfigError("devices", 0, "all GPUs requested but no CUDA device is available (" + why + ")");
       std::vector<int> v(n);
       for (int i = 0; i < n; ++i) v[i] = i;
       return v;
