@@ -271,6 +271,14 @@ TEST_CASE("cli: --help lists the device values and the exit codes, parse errors 
   CHECK(out.rfind("imgpipe: ", 0) == 0);
   CHECK(contains(out, "--no-such-flag"));
   CHECK(every_line_prefixed(out));
+  CHECK_FALSE(contains(out, "did you mean"));  // nothing near it
+  // A misspelt flag: the nearest one suggested (also a subcommand's).
+  CHECK(run_cli("--reprot r.json", &out) == 2);
+  CHECK(contains(out, "imgpipe: --reprot: did you mean --report?"));
+  CHECK(every_line_prefixed(out));
+  CHECK(run_cli("--qiuet --log-levl=debug", &out) == 2);
+  CHECK(contains(out, "imgpipe: --qiuet: did you mean --quiet?"));
+  CHECK(contains(out, "imgpipe: --log-levl: did you mean --log-level?"));
   CHECK(run_cli("--config", &out) == 2);
   CHECK(out.rfind("imgpipe: ", 0) == 0);
   CHECK(run_cli("--config /nonexistent.yaml", &out) == 2);
