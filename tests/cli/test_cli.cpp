@@ -246,7 +246,7 @@ TEST_CASE("cli: inputs given and none delivered exit 1; each failed input is a w
   // The same run with one good image delivers it: exit 0, the failures still warned about.
   copy_samples(in, 1);
   CHECK(run_cli("-q --config " + q(d / "c.yaml") + inputs, &out) == 0);
-  CHECK(contains(out, "imgpipe: warning: " + (d / "notes.txt").string() + ": "));
+  CHECK(contains(out, "imgpipe: warning: " + (in / "broken100.jpg").string() + ": "));
   CHECK_FALSE(contains(out, "nothing delivered"));
 }
 
