@@ -1,7 +1,11 @@
 #include "dump_folder.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <optional>
 #include <string_view>
 #include <system_error>
@@ -65,7 +69,7 @@ std::vector<fs::directory_entry> entries_of(const fs::path& dir) {
   fs::directory_iterator it(dir, ec);
   if (ec == std::errc::no_such_file_or_directory) return out;
   for (; !ec && it != fs::directory_iterator(); it.increment(ec)) out.push_back(*it);
-  if (ec) throw Error("sink.dir: cannot list '" + dir.string() + "': " + ec.message());
+  if (ec) throw ConfigError("sink.dir", 0, "cannot list '" + dir.string() + "': " + ec.message());
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path() < b.path(); });
   return out;
 }
@@ -202,9 +206,14 @@ DumpFolder prepare_dump_folder(const SinkConfig& cfg, const ShardSpec& shard) {
       imgpipe::logger()->info("sink.overwrite: rank 0 removes the earlier run's output beside the rank folders in '{}': {}",
                    cfg.dir, names(s.rank0, top));
   }
+  // An output path checked before the run (README "Exit codes"): a folder
+  // that cannot be made or written into is a config error, not a run that
+  // fails at its first batch.
   std::error_code ec;
   fs::create_directories(d.path, ec);
-  if (ec) throw Error("sink.dir: cannot create '" + d.path.string() + "': " + ec.message());
+  if (ec) throw ConfigError("sink.dir", 0, "cannot create '" + d.path.string() + "': " + ec.message());
+  if (::access(d.path.c_str(), W_OK | X_OK) != 0)
+    throw ConfigError("sink.dir", 0, "cannot write into '" + d.path.string() + "': " + std::strerror(errno));
   return d;
 }
 

@@ -46,8 +46,8 @@ struct DumpFolder {
 // the way are removed and logged: rank R its own sub-folder's; a single
 // process, or rank 0, also those in sink.dir and in sub-folders of another
 // number of ranks (whose emptied sub-folders go too). Everything else stays
-// (logged). Throws Error when a folder cannot be made or listed, or a file
-// cannot be removed.
+// (logged). Throws ConfigError (key sink.dir) when the folder cannot be
+// listed, made or written into; Error when a file cannot be removed.
 DumpFolder prepare_dump_folder(const SinkConfig& cfg, const ShardSpec& shard);
 
 }  // namespace imgpipe::stages

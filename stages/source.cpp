@@ -1,6 +1,7 @@
 #include "source.hpp"
 
 #include <dirent.h>
+#include <fnmatch.h>
 #include <glob.h>
 
 #include <algorithm>
@@ -34,6 +35,75 @@ bool has_glob(const std::string& s) { return s.find_first_of("*?[") != std::stri
 bool is_pattern(const std::string& p) {
   std::error_code ec;
   return has_glob(p) && !fs::exists(p, ec);
+}
+
+// Where glob() could not read, and why: the path and its errno.
+struct GlobFailure {
+  std::string where;
+  int err = 0;
+};
+
+// The components of a path ("a/b/c" -> a, b, c); a leading "/" is kept as one.
+std::vector<std::string> components(const std::string& p) {
+  std::vector<std::string> out;
+  for (const auto& c : fs::path(p)) out.push_back(c.string());
+  return out;
+}
+
+// `path` (components) matched against `pattern` (components): fnmatch per
+// component (a leading '.' only by a '.'), "**" any number of them, zero included.
+bool match_components(const std::vector<std::string>& pattern, std::size_t i, const std::vector<std::string>& path,
+                      std::size_t j) {
+  if (i == pattern.size()) return j == path.size();
+  if (pattern[i] == "**")
+    return match_components(pattern, i + 1, path, j) ||
+           (j < path.size() && path[j][0] != '.' && match_components(pattern, i, path, j + 1));
+  return j < path.size() && ::fnmatch(pattern[i].c_str(), path[j].c_str(), FNM_PERIOD) == 0 &&
+         match_components(pattern, i + 1, path, j + 1);
+}
+
+// glob(3) with GLOB_ERR, plus "**" as a whole component matching any depth of
+// folders, zero included (README "Inputs": imgs/**/*.jpg). Returns glob's
+// codes (0, GLOB_NOMATCH, GLOB_ABORTED with `failure` set); the matches
+// sorted. Folders are walked without following symlinks.
+int expand_glob(const std::string& pattern, std::vector<std::string>& matches, GlobFailure& failure) {
+  const std::vector<std::string> parts = components(pattern);
+  if (std::find(parts.begin(), parts.end(), "**") == parts.end()) {
+    thread_local GlobFailure* current = nullptr;
+    current = &failure;
+    glob_t g{};
+    const int rc = ::glob(pattern.c_str(), GLOB_ERR,
+                          [](const char* path, int err) {
+                            *current = {path, err};
+                            return 1;  // stop: GLOB_ABORTED
+                          },
+                          &g);
+    for (std::size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) matches.emplace_back(g.gl_pathv[i]);
+    globfree(&g);
+    return rc;
+  }
+  // The folder to walk: the components before the first with glob characters.
+  fs::path base;
+  std::size_t fixed = 0;
+  while (fixed < parts.size() && !has_glob(parts[fixed])) base /= parts[fixed++];
+  const std::vector<std::string> rest(parts.begin() + static_cast<std::ptrdiff_t>(fixed), parts.end());
+  const fs::path root = base.empty() ? fs::path(".") : base;
+  std::error_code ec;
+  fs::path last = root;  // the entry before an error: the folder that could not be read
+  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    last = it->path();
+    const fs::path rel = last.lexically_relative(root);
+    if (match_components(rest, 0, components(rel.string()), 0))
+      matches.push_back(base.empty() ? rel.string() : (base / rel).string());
+  }
+  if (ec) {
+    failure = {last.string(), ec.value()};
+    matches.clear();
+    return GLOB_ABORTED;
+  }
+  std::sort(matches.begin(), matches.end());
+  return matches.empty() ? GLOB_NOMATCH : 0;
 }
 
 // input.extensions, matched case-insensitively.
@@ -259,10 +329,10 @@ class InputProbe {
   }
 
   void add_pattern(const std::string& p) {
-    glob_t g{};
-    glob_failure() = {};
-    const int rc = ::glob(p.c_str(), GLOB_ERR, &on_glob_error, &g);
-    const auto& [where, err] = glob_failure();
+    std::vector<std::string> matches;
+    GlobFailure failure;
+    const int rc = expand_glob(p, matches, failure);
+    const auto& [where, err] = failure;
     if (rc == GLOB_NOMATCH || (rc == GLOB_ABORTED && (err == ENOENT || err == ENOTDIR)))
       problems.push_back("pattern '" + p + "' matches nothing" +
                          (rc == GLOB_ABORTED ? " ('" + where + "' does not exist)" : std::string()) + relative_note(p));
@@ -270,18 +340,7 @@ class InputProbe {
       problems.push_back("pattern '" + p + "' cannot be expanded" +
                          (where.empty() ? std::string() : ": '" + where + "': " + std::strerror(err)) +
                          relative_note(p));
-    for (std::size_t i = 0; rc == 0 && !found && i < g.gl_pathc; ++i) found = match_yields(g.gl_pathv[i]);
-    globfree(&g);
-  }
-
-  // The folder glob() could not read, and why (its error callback is a plain function).
-  static std::pair<std::string, int>& glob_failure() {
-    thread_local std::pair<std::string, int> f;
-    return f;
-  }
-  static int on_glob_error(const char* path, int err) {
-    glob_failure() = {path, err};
-    return 1;  // stop: GLOB_ABORTED
+    for (std::size_t i = 0; rc == 0 && !found && i < matches.size(); ++i) found = match_yields(matches[i]);
   }
 
   // A glob match, as discover_inputs() takes it: folders are listed, files filtered by extension.
@@ -347,17 +406,16 @@ std::vector<InputItem> discover_inputs(const InputConfig& cfg, std::vector<std::
     if (is_live_input(p)) {
       c.add_live(p);
     } else if (is_pattern(p)) {
-      glob_t g{};
-      const int rc = ::glob(p.c_str(), GLOB_ERR, nullptr, &g);
+      std::vector<std::string> matches;
+      GlobFailure failure;
+      const int rc = expand_glob(p, matches, failure);
       if (rc == GLOB_NOMATCH) {
         c.add_path(p, true);  // reported as "no such file or directory"
       } else if (rc != 0) {
-        globfree(&g);
         throw Error("input.paths: cannot expand pattern '" + p + "'");
       } else {
-        for (size_t i = 0; i < g.gl_pathc; ++i) c.add_path(g.gl_pathv[i], false);  // sorted by glob
+        for (const auto& m : matches) c.add_path(m, false);  // sorted
       }
-      globfree(&g);
     } else {
       c.add_path(p, true);
     }

@@ -13,12 +13,36 @@
 
 namespace imgpipe {
 
+namespace {
+
+std::string join_messages(const std::vector<ConfigError::Issue>& issues) {
+  std::string text;
+  for (const auto& i : issues) {
+    if (!text.empty()) text += '\n';
+    text += ConfigError::message(i);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string ConfigError::message(const Issue& i) {
+  return (i.key.empty() ? std::string("config") : "config key '" + i.key + "'") +
+         (i.line > 0 ? " (line " + std::to_string(i.line) + ")" : std::string()) + ": " + i.reason;
+}
+
 ConfigError::ConfigError(std::string key, int line, const std::string& reason)
-    : Error((key.empty() ? std::string("config") : "config key '" + key + "'") +
-            (line > 0 ? " (line " + std::to_string(line) + ")" : std::string()) + ": " + reason),
-      key_(std::move(key)),
-      line_(line),
-      reason_(reason) {}
+    : ConfigError(std::vector<Issue>{{std::move(key), line, reason}}) {}
+
+ConfigError::ConfigError(std::vector<Issue> issues) : Error(join_messages(issues)), issues_(std::move(issues)) {
+  if (issues_.empty()) issues_.push_back({"", 0, "invalid config"});
+}
+
+ConfigError ConfigError::noted(const std::string& note) const {
+  std::vector<Issue> v = issues_;
+  for (auto& i : v) i.reason += note;
+  return ConfigError(std::move(v));
+}
 
 namespace detail {
 namespace {
@@ -63,24 +87,38 @@ void reject_retired(const std::string& key, const YAML::Node& value, int line) {
 
 using Visit = std::function<void(const KeySpec&, const YAML::Node&)>;
 
+// Runs `f`; a ConfigError it throws is added to `issues` instead (every
+// problem of a file in one error, not only the first).
+template <typename F>
+void collect(std::vector<ConfigError::Issue>& issues, F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    issues.insert(issues.end(), e.issues().begin(), e.issues().end());
+  }
+}
+
 // Calls visit for every table key that `node` (the mapping at `path`) gives a
-// value, descending into sections; a null value keeps the default. Throws
-// ConfigError for a non-mapping section, a repeated key, an unknown key and a
-// retired spelling.
-void walk(const YAML::Node& node, const std::string& path, const Visit& visit) {
+// value, descending into sections; a null value keeps the default. Adds to
+// `issues` a non-mapping section, a repeated key, an unknown key, a retired
+// spelling and what visit throws, and goes on with the next key.
+void walk(const YAML::Node& node, const std::string& path, const Visit& visit,
+          std::vector<ConfigError::Issue>& issues) {
   expect_mapping(node, path);
   if (!node || node.IsNull()) return;
   for (const auto& kv : node) {
     const std::string name = kv.first.Scalar();
     const std::string key = path.empty() ? name : path + "." + name;
-    reject_retired(key, kv.second, line_of(kv.second.IsNull() ? kv.first : kv.second));
-    if (const KeySpec* k = find_key(key)) {
-      if (!kv.second.IsNull()) visit(*k, kv.second);
-    } else if (is_section(key)) {
-      walk(kv.second, key, visit);
-    } else {
-      unknown_key(key, line_of(kv.first), children_of(path));
-    }
+    collect(issues, [&] {
+      reject_retired(key, kv.second, line_of(kv.second.IsNull() ? kv.first : kv.second));
+      if (const KeySpec* k = find_key(key)) {
+        if (!kv.second.IsNull()) visit(*k, kv.second);
+      } else if (is_section(key)) {
+        walk(kv.second, key, visit, issues);
+      } else {
+        unknown_key(key, line_of(kv.first), children_of(path));
+      }
+    });
   }
 }
 
@@ -98,9 +136,15 @@ YAML::Node load_document(const std::function<YAML::Node()>& load_yaml) {
   return root;
 }
 
+// Every problem of the document in one ConfigError: each key's value and
+// range (a key whose value was refused keeps its default), then, when each
+// key is fine, what involves several keys (Config::validate).
 Config parse(const YAML::Node& root) {
   Config c;
-  walk(root, "", [&](const KeySpec& k, const YAML::Node& value) { k.codec.read(value, k, c); });
+  std::vector<ConfigError::Issue> issues;
+  walk(root, "", [&](const KeySpec& k, const YAML::Node& value) { k.codec.read(value, k, c); }, issues);
+  for (const KeySpec& k : config_keys()) collect(issues, [&] { k.codec.check(k, c); });
+  if (!issues.empty()) throw ConfigError(std::move(issues));
   c.validate();
   return c;
 }
@@ -109,8 +153,10 @@ Config parse(const YAML::Node& root) {
 
 std::vector<std::string> keys_given(const std::string& yaml) {
   std::vector<std::string> keys;
+  std::vector<ConfigError::Issue> issues;
   walk(load_document([&] { return YAML::Load(yaml); }), "",
-       [&](const KeySpec& k, const YAML::Node&) { keys.emplace_back(k.key); });
+       [&](const KeySpec& k, const YAML::Node&) { keys.emplace_back(k.key); }, issues);
+  if (!issues.empty()) throw ConfigError(std::move(issues));
   return keys;
 }
 
@@ -164,7 +210,7 @@ Config Config::from_yaml_file(const std::filesystem::path& file) {
   try {
     return from_yaml_string(ss.str());
   } catch (const ConfigError& e) {
-    throw ConfigError(e.key(), e.line(), e.reason() + " [in " + file.string() + "]");
+    throw e.noted(" [in " + file.string() + "]");
   }
 }
 

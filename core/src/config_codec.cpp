@@ -7,6 +7,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/spelling.hpp"
+
 namespace imgpipe::detail {
 
 int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
@@ -61,22 +63,6 @@ T parse_integer(const YAML::Node& n, const std::string& key) {
   if (ec != std::errc() || p != s.data() + s.size())
     throw ConfigError(key, line_of(n), "expected an integer, got '" + s + "'");
   return v;
-}
-
-// Levenshtein distance, for "did you mean" on unknown keys.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
 }
 
 }  // namespace
@@ -165,13 +151,7 @@ void expect_mapping(const YAML::Node& n, const std::string& path) {
 
 void unknown_key(const std::string& key, int line, const std::vector<std::string>& known) {
   const std::string_view name = std::string_view(key).substr(key.rfind('.') + 1);
-  std::string nearest;
-  std::size_t best = std::max<std::size_t>(2, name.size() / 3) + 1;  // farther is no likely typo
-  for (const auto& k : known)
-    if (const std::size_t d = edit_distance(name, k); d < best) {
-      best = d;
-      nearest = k;
-    }
+  const std::string nearest = nearest_name(name, known);
   std::string reason = "unknown key (";
   if (!nearest.empty()) reason += "did you mean '" + nearest + "'? ";
   std::vector<std::string_view> all(known.begin(), known.end());

@@ -166,7 +166,8 @@ using Nm = NormalizeConfig;
 // clang-format off
 constexpr KeySpec kKeys[] = {
   field<&C::input, &In::paths>("input.paths", any_value(),
-      "Files, folders or glob patterns (`*`, `?`, `[...]` in the last component); one path may be written "
+      "Files, folders or glob patterns (`*`, `?`, `[...]`; `**` as a whole component matches any "
+      "number of folders, zero included: `imgs/**/*.jpg`); one path may be written "
       "as a plain string. Relative paths resolve against the current directory. A path that does not exist, "
       "a pattern that matches nothing or no input at all is an error before the run starts. Also stream URLs "
       "(a scheme and `://`: rtsp, rtsps, http, https, rtmp, udp, tcp, file, ..., opened by OpenCV's FFmpeg "

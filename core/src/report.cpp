@@ -163,6 +163,7 @@ std::string Report::to_json(int indent) const {
   j["version"] = version;
   j["backend"] = backend;
   j["interrupted"] = interrupted;
+  j["nothing_delivered"] = nothing_delivered();
   j["wall_s"] = wall_s;
   j["setup_s"] = setup_s;
   j["pipeline_s"] = pipeline_s;

@@ -1,6 +1,7 @@
 // imgpipe command line: run a pipeline from a config, or validate a config.
 // Exit codes: 0 success (bad inputs skipped and reported count as success under
-// on_error: skip), 1 run failed, 2 usage or config error (found before any
+// on_error: skip, as long as one sample was delivered), 1 run failed (also:
+// inputs given and none delivered, Report::nothing_delivered), 2 usage or config error (found before any
 // work: the config, the inputs, the --report path), 130 interrupted.
 // Messages go to stderr as "imgpipe: ..."; stdout carries only what was asked
 // for (validate's verdict, --report -, bench-memory's figures).
@@ -27,6 +28,7 @@
 #include "memory/tools/bench_memory.hpp"
 #include "core/diagnostics.hpp"
 #include "core/fault.hpp"
+#include "core/spelling.hpp"
 #include "imgpipe/log.hpp"
 #include "imgpipe/pipeline.hpp"
 
@@ -131,8 +133,35 @@ struct Args {
 };
 
 constexpr const char* kExitCodes =
-    "Exit codes: 0 success (bad inputs skipped and reported under input.on_error: skip count as success),\n"
-    "            1 the run failed, 2 usage or config error (nothing ran), 130 interrupted (SIGINT/SIGTERM).";
+    "Exit codes: 0 success (bad inputs skipped and reported under input.on_error: skip count as success\n"
+    "            when one sample was delivered), 1 the run failed (also: inputs given and none delivered),\n"
+    "            2 usage or config error (nothing ran), 130 interrupted (SIGINT/SIGTERM).";
+
+// Every flag of `app` and its subcommands ("--report", "-c"), and the subcommands' names.
+void collect_names(const CLI::App& app, std::vector<std::string>& names) {
+  for (const CLI::Option* o : app.get_options()) {
+    for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+    for (const auto& s : o->get_snames()) names.push_back("-" + s);
+  }
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    names.push_back(sub->get_name());
+    collect_names(*sub, names);
+  }
+}
+
+// "imgpipe: --reprot: did you mean --report?" for each unknown flag near a known one.
+std::string did_you_mean(const CLI::App& app) {
+  std::vector<std::string> names;
+  collect_names(app, names);
+  std::string text;
+  for (const std::string& arg : app.remaining(true)) {
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    const std::string flag = arg.substr(0, arg.find('='));
+    if (const std::string near = imgpipe::nearest_name(flag, names); !near.empty())
+      text += "imgpipe: " + flag + ": did you mean " + near + "?\n";
+  }
+  return text;
+}
 
 void add_options(CLI::App& app, Args& a) {
   app.set_version_flag("--version", std::string("imgpipe ") + imgpipe::version());
@@ -149,8 +178,10 @@ void add_options(CLI::App& app, Args& a) {
   app.add_flag("--quiet,-q", a.quiet, "no progress line and no report table (warnings and errors still show)");
   app.footer(kExitCodes);
   // Parse errors carry the prefix of every other message.
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return std::string("imgpipe: ") + e.what() + "\nRun with --help for more information.\n";
+  app.failure_message([](const CLI::App* parsed, const CLI::Error& e) {
+    std::string text = std::string("imgpipe: ") + e.what() + "\n";
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) text += did_you_mean(*parsed);
+    return text + "Run with --help for more information.\n";
   });
   // The run report and progress (README: "The run report").
   app.add_option("--report-html", a.report_html_path, "write the run report as one self-contained HTML page");
@@ -187,12 +218,15 @@ void configure_logging(const Args& a) {
 // A config error as the user wrote it: a key the command line overrides is
 // named by its option; one found after loading (the inputs) gets the file
 // name that the loader's own errors carry.
+// Every issue of the error on its own line.
 void print_config_error(const imgpipe::ConfigError& e, const Args& a, const std::string& config_path) {
-  const bool names_file = e.reason().find(" [in ") != std::string::npos;
-  if (!a.device.empty() && e.key() == "devices") std::cerr << "imgpipe: --device: " << e.reason() << "\n";
-  else if (!a.inputs.empty() && e.key() == "input.paths") std::cerr << "imgpipe: --input: " << e.reason() << "\n";
-  else if (names_file) std::cerr << "imgpipe: " << e.what() << "\n";
-  else std::cerr << "imgpipe: " << e.what() << " [in " << config_path << "]\n";
+  for (const imgpipe::ConfigError::Issue& i : e.issues()) {
+    const bool names_file = i.reason.find(" [in ") != std::string::npos;
+    if (!a.device.empty() && i.key == "devices") std::cerr << "imgpipe: --device: " << i.reason << "\n";
+    else if (!a.inputs.empty() && i.key == "input.paths") std::cerr << "imgpipe: --input: " << i.reason << "\n";
+    else if (names_file) std::cerr << "imgpipe: " << imgpipe::ConfigError::message(i) << "\n";
+    else std::cerr << "imgpipe: " << imgpipe::ConfigError::message(i) << " [in " << config_path << "]\n";
+  }
 }
 
 int bench_memory(Args& a) {
@@ -348,7 +382,13 @@ int run(const Args& a) {
   if (!a.report_path.empty())
     if (const int rc = write_report(report, a.report_path)) return rc;
   if (!a.report_html_path.empty() && !write_file(a.report_html_path, report.to_html(), "HTML report")) return 1;
-  return report.interrupted || g_signals ? 130 : 0;
+  if (report.interrupted || g_signals) return 130;
+  if (report.nothing_delivered()) {
+    std::cerr << "imgpipe: nothing delivered: " << plural(report.inputs.discovered, "input", "inputs") << ", "
+              << report.inputs.failed << " failed, " << report.inputs.dropped << " dropped (batch.drop_last)\n";
+    return 1;
+  }
+  return 0;
 }
 
 // `arg` as one shell word: as is when only safe characters, else in single quotes.

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <limits>
 #include <mutex>
-#include <thread>
 
 #include <spdlog/logger.h>
+#include <tbb/info.h>
 
 #include "imgpipe/log.hpp"
 #include "codecs/jpeg_gpu.hpp"
@@ -19,7 +19,11 @@ namespace imgpipe::detail {
 
 HostFacts HostFacts::of_this_machine(int device, bool jpeg) {
   HostFacts h;
-  h.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
+  // The threads this process may run on (its CPU affinity, as oneTBB counts
+  // them), not the machine's: a rank that mpirun binds to one core asking
+  // for more made oneTBB print "TBB Warning: The number of workers is
+  // currently limited to 0" past --quiet (issue 29).
+  h.hardware_threads = static_cast<unsigned>(std::max(1, tbb::info::default_concurrency()));
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page > 0) h.physical_memory = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
   if (device < 0) {
@@ -268,7 +272,7 @@ std::vector<int> select_devices(const DeviceSelection& sel) {
   const int n = gpu::device_count(&why);
   auto need = [&](int ordinal) {
     if (ordinal >= n)
-      throw Error(fmt::format("devices: GPU {} requested but {} ({})", ordinal,
+      throw ConfigError("devices", 0, fmt::format("GPU {} requested but {} ({})", ordinal,
                               n == 0 ? "no CUDA device is available" : fmt::format("only {} found", n),
                               n == 0 ? why : "ordinals start at 0"));
     return ordinal;
@@ -281,7 +285,7 @@ std::vector<int> select_devices(const DeviceSelection& sel) {
       return v;
     }
     case K::all: {
-      if (n == 0) throw Error("devices: all GPUs requested but no CUDA device is available (" + why + ")");
+      if (n == 0) throw ConfigError("devices", 0, "all GPUs requested but no CUDA device is available (" + why + ")");
       std::vector<int> v(n);
       for (int i = 0; i < n; ++i) v[i] = i;
       return v;

@@ -78,7 +78,8 @@ struct RunPlan {
 codecs::EngineCache::Wanted wanted_decoders(const Config& cfg);
 
 // Resolves config.devices (or --device): {-1} is the host backend. Says once
-// when no GPU is found. Throws Error for a GPU that does not exist.
+// when no GPU is found. Throws ConfigError (key devices) for a GPU that does
+// not exist (a usage error: nothing ran).
 std::vector<int> select_devices(const DeviceSelection& sel);
 
 }  // namespace imgpipe::detail

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include <tbb/info.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
@@ -144,7 +145,10 @@ void run_filter_chain(const RunPlan& plan, StageSet& s) {
   // Batches cut short (batch.timeout_ms) can outnumber the slots the token
   // limit assumes, so the packer may wait for a slot that only the stages
   // after it release: never with a single thread.
-  tbb::task_arena arena(s.live ? std::max(2, plan.threads) : plan.threads);
+  // No more than the process may run on (an explicit decode.threads above it
+  // would only make oneTBB print a warning past --quiet), save the live case's 2.
+  const int threads = std::min(plan.threads, std::max(1, tbb::info::default_concurrency()));
+  tbb::task_arena arena(s.live ? std::max(2, threads) : threads);
   arena.execute([&] {
     tbb::parallel_pipeline(static_cast<std::size_t>(plan.tokens),
                            tbb::make_filter<void, Tok>(filter_mode::serial_in_order, over(next)) &

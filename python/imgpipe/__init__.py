@@ -15,11 +15,13 @@ Interrupted, UsageError (all imgpipe.Error) with the C++ message.
 import os as _os
 from typing import Any
 
-from ._errors import ConfigError, CudaError, Error, InputError, InternalError, Interrupted, UsageError
+from ._errors import (ConfigError, CudaError, Error, InputError, InternalError, Interrupted, NothingDelivered,
+                      UsageError)
 from ._pipeline import Batch, Geometry, Pipeline, Sample, Stream, built_with_cuda, set_log_level, version
 
 __all__ = ["Pipeline", "Stream", "Batch", "Sample", "Geometry", "Error", "ConfigError", "InputError", "CudaError",
-           "Interrupted", "UsageError", "InternalError", "version", "built_with_cuda", "set_log_level"]
+           "Interrupted", "NothingDelivered", "UsageError", "InternalError", "version", "built_with_cuda",
+           "set_log_level"]
 __version__ = version()
 
 # As the CLI: warnings and errors (IMGPIPE_LOG_LEVEL=info|debug|error|off to change it).

@@ -33,6 +33,14 @@ class Interrupted(Error):
     """The run was stopped (imgpipe::Interrupted)."""
 
 
+class NothingDelivered(Error):
+    """Inputs were given and the run delivered none of them (Report::nothing_delivered: every input
+    failed under input.on_error: skip, or batch.drop_last dropped them all). Raised at the end of the
+    iteration; .report is the run's report (also Pipeline.report()), its inputs.failures say why."""
+
+    report = None
+
+
 class UsageError(Error):
     """A call out of order or a bad argument (std::logic_error on the C++ side), e.g. every staging
     slot held by the caller while asking for another batch."""
@@ -42,7 +50,8 @@ class InternalError(Error):
     """Any other C++ exception (std::bad_alloc ...)."""
 
 
-CLASSES = {c.__name__: c for c in (Error, ConfigError, InputError, CudaError, Interrupted, UsageError, InternalError)}
+CLASSES = {c.__name__: c for c in (Error, ConfigError, InputError, CudaError, Interrupted, NothingDelivered, UsageError,
+                                   InternalError)}
 FIELDS = {"ConfigError": ("key", "line", "reason"), "InputError": ("path", "frame", "reason"),
           "CudaError": ("name", "code")}
 _INTS = {"line", "frame", "code"}

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _capi
 from ._capi import lib, check, text
-from ._errors import UsageError
+from ._errors import NothingDelivered, UsageError
 
 # How long one wait for a batch lasts before Python gets a chance to handle a
 # signal (Ctrl-C): a signal is only acted on between bytecodes, and ctypes
@@ -367,6 +367,17 @@ class Batch(_Owned):
 
 # ---- runs --------------------------------------------------------------------
 
+def _nothing_delivered(report):
+    """The NothingDelivered for a run that delivered none of its inputs (the CLI's exit 1)."""
+    n = report["inputs"]
+    failures = n.get("failures", [])
+    first = f" (the first: {failures[0]['path']}: {failures[0]['reason']})" if failures else ""
+    e = NothingDelivered(f"nothing delivered: {n['discovered']} inputs, {n['failed']} failed, "
+                         f"{n['dropped']} dropped (batch.drop_last){first}")
+    e.report = report
+    return e
+
+
 class Stream(_Owned):
     """One run whose batches are pulled: iterate it (or call next()) until it ends. Made by
     Pipeline.start() (iterating a Pipeline makes one)."""
@@ -417,6 +428,8 @@ class Stream(_Owned):
                     continue
                 if status == _capi.END:
                     self._finish()
+                    if self._report is not None and self._report.get("nothing_delivered"):
+                        raise _nothing_delivered(self._report)
                     return None
                 if status < 0:
                     err = _capi.last_error()  # before any other call can replace it

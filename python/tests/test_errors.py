@@ -75,3 +75,19 @@ def test_errors_keep_their_class_names():
     for name in ("Error", "ConfigError", "InputError", "CudaError", "Interrupted", "UsageError"):
         cls = getattr(imgpipe, name)
         assert issubclass(cls, imgpipe.Error) and cls.__name__ == name
+
+
+def test_a_run_that_delivers_nothing_raises_nothing_delivered_and_warns_per_input(tmp_path, capfd):
+    for i in range(3):
+        (tmp_path / f"broken{i}.jpg").write_bytes(b"not a JPEG")
+    p = imgpipe.Pipeline(None, inputs=[str(tmp_path)], transform=SMALL)
+    with pytest.raises(imgpipe.NothingDelivered, match=r"nothing delivered: 3 inputs, 3 failed") as e:
+        drain(p)
+    assert isinstance(e.value, imgpipe.Error)
+    assert e.value.report["inputs"]["delivered"] == 0 and p.report()["inputs"]["failed"] == 3
+    err = capfd.readouterr().err
+    for i in range(3):  # a warning line per failed input at the default level
+        assert f"{tmp_path / f'broken{i}.jpg'}: " in err
+    # One good image: delivered, no exception.
+    shutil.copy(sample_images()[0], tmp_path)
+    assert drain(imgpipe.Pipeline(None, inputs=[str(tmp_path)], transform=SMALL)) == 1

@@ -86,6 +86,22 @@ TEST_CASE("cli: validate rejects a bad config with exit 2, naming the key and th
   CHECK(run_cli("validate --config " + q(d / "nope.yaml"), &out) == 2);
 }
 
+TEST_CASE("cli: every config error of a file is shown, one line each, exit 2") {
+  TempDir d;
+  std::ofstream(d / "bad.yaml") << "batch:\n  sise: 4\ntransform:\n  resize:\n    width: 0\nbogus: 1\n";
+  for (const std::string& args : {"validate " + q(d / "bad.yaml"), "--config " + q(d / "bad.yaml")}) {
+    std::string out;
+    CHECK(run_cli(args + " --input " + q(d.path()), &out) == 2);
+    CAPTURE(out);
+    const std::string in = " [in " + (d / "bad.yaml").string() + "]\n";
+    CHECK(contains(out, "imgpipe: config key 'batch.sise' (line 2): unknown key"));
+    CHECK(contains(out, "imgpipe: config key 'transform.resize.width' (line 5): "));
+    CHECK(contains(out, "imgpipe: config key 'bogus' (line 6): unknown key"));
+    CHECK(std::count(out.begin(), out.end(), '\n') == 3);
+    CHECK(contains(out, in));
+  }
+}
+
 TEST_CASE("cli: usage errors exit 2") {
   TempDir d;
   copy_samples(d.path(), 1);
@@ -209,7 +225,46 @@ TEST_CASE("cli: a bad input is skipped (exit 0) under on_error: skip and fails t
   CHECK(contains(out, "run failed"));
 }
 
-TEST_CASE("cli: --device picks the backend, an absent GPU exits 1, a malformed value exits 2") {
+TEST_CASE("cli: inputs given and none delivered exit 1; each failed input is a warning line, the first 20, then a count") {
+  TempDir d;
+  const fs::path in = d / "in";
+  fs::create_directories(in);
+  for (int i = 0; i < 23; ++i) std::ofstream(in / ("broken" + std::to_string(100 + i) + ".jpg")) << "not a JPEG";
+  std::ofstream(d / "notes.txt") << "plain text";  // named on its own: a folder lists only images and videos
+  const std::string inputs = " --input " + q(in) + " --input " + q(d / "notes.txt");
+  write_config(d / "c.yaml");
+  std::string out;
+  // Default log level: one warning per failed input, then how many more.
+  CHECK(run_cli("--config " + q(d / "c.yaml") + inputs, &out) == 1);
+  CAPTURE(out);
+  CHECK(contains(out, "imgpipe: nothing delivered: 24 inputs, 24 failed"));
+  std::size_t warnings = 0;
+  for (std::size_t at = 0; (at = out.find("imgpipe: warning: " + d.path().string(), at)) != std::string::npos; ++at)
+    ++warnings;
+  CHECK(warnings == 20);
+  CHECK(contains(out, "imgpipe: warning: 4 more failed inputs"));
+  // The same run with one good image delivers it: exit 0, the failures still warned about.
+  copy_samples(in, 1);
+  CHECK(run_cli("-q --config " + q(d / "c.yaml") + inputs, &out) == 0);
+  CHECK(contains(out, "imgpipe: warning: " + (in / "broken100.jpg").string() + ": "));
+  CHECK_FALSE(contains(out, "nothing delivered"));
+}
+
+TEST_CASE("cli: a dump folder that cannot be made is a config error naming sink.dir (exit 2), nothing ran") {
+  TempDir d;
+  copy_samples(d.path(), 1);
+  std::ofstream(d / "file") << "x";
+  write_config(d / "c.yaml", "sink: {type: dump, dir: " + (d / "file" / "out").string() + "}\n");
+  std::string out;
+  CHECK(run_cli("--config " + q(d / "c.yaml") + " --input " + q(d / (imgpipe::test::sample_images().at(0).filename().string())), &out) == 2);
+  CAPTURE(out);
+  CHECK(contains(out, "imgpipe: config key 'sink.dir': cannot "));
+  CHECK(contains(out, (d / "file" / "out").string()));
+  CHECK_FALSE(contains(out, "run failed"));
+  CHECK_FALSE(contains(out, "delivered"));  // no report table: nothing ran
+}
+
+TEST_CASE("cli: --device picks the backend, an absent GPU or a malformed value is a usage error (exit 2), nothing ran") {
   TempDir d;
   copy_samples(d.path(), 1);
   write_config(d / "c.yaml");
@@ -217,10 +272,16 @@ TEST_CASE("cli: --device picks the backend, an absent GPU exits 1, a malformed v
   // An ordinal this machine does not have (7 unless it has 8 or more GPUs).
   const int absent = std::max(7, imgpipe::gpu::device_count());
   CHECK(run_cli("-q --device " + std::to_string(absent) + " --config " + q(d / "c.yaml") + " --input " + q(d.path()),
-                &out) == 1);
+                &out) == 2);
   CAPTURE(out);
-  CHECK(contains(out, "GPU " + std::to_string(absent) + " requested"));
+  CHECK(contains(out, "imgpipe: --device: GPU " + std::to_string(absent) + " requested"));
+  CHECK_FALSE(contains(out, "run failed"));
   if (!imgpipe::test::have_gpu()) CHECK(contains(out, "no CUDA device"));
+  // In the config file: the key named, with the file.
+  write_config(d / "dev.yaml", "devices: [" + std::to_string(absent) + "]\n");
+  CHECK(run_cli("-q --config " + q(d / "dev.yaml") + " --input " + q(d.path()), &out) == 2);
+  CHECK(contains(out, "imgpipe: config key 'devices': GPU " + std::to_string(absent) + " requested"));
+  CHECK(contains(out, "[in " + (d / "dev.yaml").string() + "]"));
   CHECK(run_cli("-q --device bogus --config " + q(d / "c.yaml") + " --input " + q(d.path()), &out) == 2);
   CHECK(contains(out, "--device"));
   CHECK(contains(out, "bogus"));

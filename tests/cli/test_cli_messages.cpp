@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -271,9 +272,35 @@ TEST_CASE("cli: --help lists the device values and the exit codes, parse errors 
   CHECK(out.rfind("imgpipe: ", 0) == 0);
   CHECK(contains(out, "--no-such-flag"));
   CHECK(every_line_prefixed(out));
+  CHECK_FALSE(contains(out, "did you mean"));  // nothing near it
+  // A misspelt flag: the nearest one suggested (also a subcommand's).
+  CHECK(run_cli("--reprot r.json", &out) == 2);
+  CHECK(contains(out, "imgpipe: --reprot: did you mean --report?"));
+  CHECK(every_line_prefixed(out));
+  CHECK(run_cli("--qiuet --log-levl=debug", &out) == 2);
+  CHECK(contains(out, "imgpipe: --qiuet: did you mean --quiet?"));
+  CHECK(contains(out, "imgpipe: --log-levl: did you mean --log-level?"));
   CHECK(run_cli("--config", &out) == 2);
   CHECK(out.rfind("imgpipe: ", 0) == 0);
   CHECK(run_cli("--config /nonexistent.yaml", &out) == 2);
   CHECK(out.rfind("imgpipe: ", 0) == 0);
   CHECK(contains(out, "/nonexistent.yaml"));
+}
+
+TEST_CASE("cli quiet: bound to one CPU (as mpirun binds a rank), oneTBB prints no worker-limit warning") {
+  if (std::system("command -v taskset >/dev/null 2>&1") != 0) {
+    MESSAGE("taskset not installed: not run");
+    return;
+  }
+  TempDir d;
+  copy_samples(d.path(), 4);
+  write_config(d / "c.yaml");
+  for (const char* level : {"-q", "-q --log-level debug"}) {
+    std::string out;
+    CHECK(run_cli(std::string(level) + " --device cpu --config " + q(d / "c.yaml") + " --input " + q(d.path()), &out,
+                  "taskset -c 0") == 0);
+    CAPTURE(out);
+    CHECK_FALSE(contains(out, "TBB Warning"));
+    CHECK(every_line_prefixed(out));
+  }
 }

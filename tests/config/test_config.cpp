@@ -338,6 +338,41 @@ TEST_CASE("config: from_yaml_file names the file, a missing file is a ConfigErro
   CHECK_THROWS_AS(Config::from_yaml_file(dir / "missing.yaml"), ConfigError);
 }
 
+TEST_CASE("config: every problem of a file is in one ConfigError, in file order, each with its key and line") {
+  imgpipe::test::TempDir dir;
+  const auto path = dir / "bad.yaml";
+  std::ofstream(path) << "batch:\n  sise: 4\n  drop_last: maybe\ntransform:\n  resize:\n    width: 0\n"
+                         "staging:\n  slots: 2\nbogus: 1\n";
+  try {
+    (void)Config::from_yaml_file(path);
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    REQUIRE(e.issues().size() == 4);
+    CHECK(e.issues()[0].key == "batch.sise");
+    CHECK(e.issues()[0].line == 2);
+    CHECK(e.issues()[1].key == "batch.drop_last");
+    CHECK(e.issues()[1].line == 3);
+    CHECK(e.issues()[2].key == "transform.resize.width");
+    CHECK(e.issues()[2].line == 6);
+    CHECK(e.issues()[3].key == "bogus");
+    CHECK(e.key() == "batch.sise");  // the first's, as before
+    const std::string what = e.what();
+    CAPTURE(what);
+    for (const auto& i : e.issues()) {
+      CHECK(what.find(ConfigError::message(i)) != std::string::npos);
+      CHECK(i.reason.find("[in " + path.string() + "]") != std::string::npos);
+    }
+  }
+  // One problem: one issue, the message as it always was.
+  try {
+    (void)Config::from_yaml_string("batch:\n  size: 0\n");
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(e.issues().size() == 1);
+    CHECK(std::string(e.what()).rfind("config key 'batch.size' (line 2): ", 0) == 0);
+  }
+}
+
 TEST_CASE("config: to_yaml() round-trips") {
   SUBCASE("defaults") {
     const Config c;

@@ -3,6 +3,7 @@
 // receives nor changes imgpipe's messages, and imgpipe never touches it.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -97,4 +98,43 @@ TEST_CASE("log: a run leaves the application's default logger as it was") {
   CHECK(spdlog::default_logger() == app.logger());
   CHECK(app.logger()->level() == spdlog::level::critical);
   CHECK(app.logger()->sinks() == sinks);
+}
+
+TEST_CASE("log: a run that delivers nothing is nothing_delivered(), each failed input a warning (20, then a count)") {
+  imgpipe::test::TempDir d;
+  for (int i = 0; i < 22; ++i) std::ofstream(d / ("bad" + std::to_string(10 + i) + ".jpg")) << "not a JPEG";
+  imgpipe::Config c;
+  c.input.paths = {d.path().string()};
+  c.transform.resize.width = 32;
+  c.transform.resize.height = 24;
+  c.devices = imgpipe::DeviceSelection::parse("cpu");
+  const auto l = imgpipe::logger();
+  const auto level = l->level();
+  l->set_level(spdlog::level::warn);
+  std::ostringstream seen;
+  const auto capture = std::make_shared<spdlog::sinks::ostream_sink_mt>(seen);
+  capture->set_pattern("%l: %v");
+  const auto own_sinks = l->sinks();
+  l->sinks() = {capture};
+  const imgpipe::Report r = imgpipe::Pipeline(c).run();
+  l->sinks() = own_sinks;
+  l->set_level(level);
+  CHECK(r.inputs.failed == 22);
+  CHECK(r.nothing_delivered());
+  const std::string text = seen.str();
+  CAPTURE(text);
+  std::size_t lines = 0;
+  for (std::size_t at = 0; (at = text.find("warning: " + d.path().string(), at)) != std::string::npos; ++at) ++lines;
+  CHECK(lines == 20);
+  CHECK(text.find("warning: " + (d / "bad10.jpg").string() + ": ") != std::string::npos);
+  CHECK(text.find("warning: 2 more failed inputs") != std::string::npos);
+
+  imgpipe::Report ok;  // delivered one: not nothing_delivered; interrupted: neither
+  ok.inputs.discovered = 3;
+  ok.inputs.delivered = 1;
+  CHECK_FALSE(ok.nothing_delivered());
+  ok.inputs.delivered = 0;
+  CHECK(ok.nothing_delivered());
+  ok.interrupted = true;
+  CHECK_FALSE(ok.nothing_delivered());
 }

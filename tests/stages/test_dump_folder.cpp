@@ -3,6 +3,8 @@
 // keeps to its own sub-folder.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -164,9 +166,21 @@ TEST_CASE("dump folder: each rank has its own sub-folder and never touches anoth
   CHECK(listing(out) == std::set<std::string>{"notes.txt"});
 }
 
-TEST_CASE("dump folder: a folder that cannot be made is an error naming it") {
+TEST_CASE("dump folder: a folder that cannot be made or written into is a config error naming sink.dir and it") {
   TempDir d;
   touch(d / "file");
   CHECK_THROWS_WITH_AS(prepare_dump_folder(sink(d / "file" / "out", false), {}),
-                       doctest::Contains((d / "file" / "out").string().c_str()), imgpipe::Error);
+                       doctest::Contains((d / "file" / "out").string().c_str()), imgpipe::ConfigError);
+  try {
+    prepare_dump_folder(sink(d / "file" / "out", false), {});
+  } catch (const imgpipe::ConfigError& e) {
+    CHECK(e.key() == "sink.dir");
+  }
+  if (::geteuid() != 0) {  // root writes anywhere
+    fs::create_directories(d / "ro");
+    fs::permissions(d / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+    CHECK_THROWS_WITH_AS(prepare_dump_folder(sink(d / "ro", false), {}), doctest::Contains("cannot write into"),
+                         imgpipe::ConfigError);
+    fs::permissions(d / "ro", fs::perms::owner_all);
+  }
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "imgpipe/error.hpp"
 #include "stages/source.hpp"
 
 namespace fs = std::filesystem;
@@ -134,6 +135,31 @@ TEST_CASE("source: glob patterns in the last component, filtered and sorted") {
   REQUIRE(none.size() == 1);
   CHECK(none[0].path == (d / "nothing_*.jpg").string());
   CHECK(none[0].error.find("no such file") != std::string::npos);
+}
+
+TEST_CASE("source: ** in a glob matches any number of folders, zero included; check_inputs takes it too") {
+  TempDir d;
+  for (const char* n : {"imgs/top.jpg", "imgs/a/one.jpg", "imgs/a/b/two.jpg", "imgs/a/b/c/three.jpg",
+                        "imgs/a/notes.txt", "imgs/a/b/x.png", "imgs/.hidden/h.jpg", "other/o.jpg"})
+    touch(d / n);
+  const auto recursive_off = [&](const std::string& pattern) {
+    return good(discover_inputs(config_for({(d / pattern).string()}, false)), d.path());
+  };
+  CHECK(recursive_off("imgs/**/*.jpg") ==
+        std::vector<std::string>{"imgs/a/b/c/three.jpg", "imgs/a/b/two.jpg", "imgs/a/one.jpg", "imgs/top.jpg"});
+  CHECK(recursive_off("imgs/a/**/*.png") == std::vector<std::string>{"imgs/a/b/x.png"});
+  CHECK(recursive_off("*/**/t*.jpg") ==
+        std::vector<std::string>{"imgs/a/b/c/three.jpg", "imgs/a/b/two.jpg", "imgs/top.jpg"});
+  CHECK(recursive_off("imgs/**/b/*.jpg") == std::vector<std::string>{"imgs/a/b/two.jpg"});
+  // One that matches nothing: a failed item naming it, and an error before the run.
+  const auto none = discover_inputs(config_for({(d / "imgs/**/*.gif").string()}));
+  REQUIRE(none.size() == 1);
+  CHECK(none[0].path == (d / "imgs/**/*.gif").string());
+  CHECK_NOTHROW(imgpipe::stages::check_inputs(config_for({(d / "imgs/**/*.jpg").string()})));
+  CHECK_THROWS_WITH_AS(imgpipe::stages::check_inputs(config_for({(d / "imgs/**/*.gif").string()})),
+                       doctest::Contains("matches nothing"), imgpipe::ConfigError);
+  CHECK_THROWS_WITH_AS(imgpipe::stages::check_inputs(config_for({(d / "absent/**/*.jpg").string()})),
+                       doctest::Contains("does not exist"), imgpipe::ConfigError);
 }
 
 TEST_CASE("source: paths keep config order, the same file reached twice is delivered once") {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace imgpipe {
 
@@ -15,17 +16,29 @@ class Error : public std::runtime_error {
 
 // A configuration problem: names the key (dotted path, e.g. "batch.size") and
 // the 1-based line in the YAML source (0 when the value did not come from YAML).
+// A config file with several problems throws one ConfigError carrying them
+// all (issues(), in file order); key(), line() and reason() are the first's,
+// what() has one line per issue.
 class ConfigError : public Error {
  public:
+  struct Issue {
+    std::string key;
+    int line = 0;
+    std::string reason;
+  };
   ConfigError(std::string key, int line, const std::string& reason);
-  const std::string& key() const noexcept { return key_; }
-  int line() const noexcept { return line_; }
-  const std::string& reason() const noexcept { return reason_; }
+  explicit ConfigError(std::vector<Issue> issues);  // at least one
+  const std::string& key() const noexcept { return issues_.front().key; }
+  int line() const noexcept { return issues_.front().line; }
+  const std::string& reason() const noexcept { return issues_.front().reason; }
+  const std::vector<Issue>& issues() const noexcept { return issues_; }
+  // The same issues, each reason followed by `note` (" [in file.yaml]").
+  ConfigError noted(const std::string& note) const;
+  // "config key 'batch.size' (line 4): reason" ("config: reason" without a key).
+  static std::string message(const Issue& issue);
 
  private:
-  std::string key_;
-  int line_;
-  std::string reason_;
+  std::vector<Issue> issues_;
 };
 
 // A bad input under on_error: fail (or reported under skip): path, frame

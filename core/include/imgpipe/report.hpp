@@ -229,6 +229,12 @@ struct Report {
   Timeline timeline;
   RunContext context;
 
+  // Inputs were given and not one sample was delivered (every input failed,
+  // or batch.drop_last dropped them all): a failed run, though nothing threw
+  // (the CLI exits 1, Python raises NothingDelivered; README "Exit codes").
+  // An interrupted run is not one.
+  bool nothing_delivered() const noexcept { return !interrupted && inputs.discovered > 0 && inputs.delivered == 0; }
+
   // Human-readable table (stage rows, inputs, memory, transfer).
   void print_table(std::ostream& os) const;
   // The same as JSON text (rates that could not be measured are null).
