@@ -17,6 +17,7 @@
 #include <opencv2/videoio/registry.hpp>
 
 #include "imgpipe/log.hpp"
+#include "native_logs.hpp"
 
 namespace imgpipe::stages {
 
@@ -250,6 +251,7 @@ void VideoReader::State::read_frames(cv::VideoCapture& cap, std::int64_t& index)
 void VideoReader::State::run() {
   std::int64_t index = 0;  // the next frame's index in the file
   try {
+    route_native_logs();  // FFmpeg's own lines through imgpipe's logger
     cv::VideoCapture cap;
     if (live) {
       if (std::string why = open_live_input(cap, path, opts.stream); !why.empty()) return finish(std::move(why), 0);

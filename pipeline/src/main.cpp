@@ -119,7 +119,7 @@ constexpr spdlog::level::level_enum kSpdlogLevels[] = {spdlog::level::err, spdlo
 // What the command line asked for.
 struct Args {
   std::string config_path, report_path, device, validate_path;
-  std::string log_level = "warn";
+  std::string log_level;  // empty: warn, or error with --quiet
   std::vector<std::string> inputs;
   bool quiet = false;
   bool progress = false;          // --progress: plain progress lines, also on a terminal
@@ -173,9 +173,12 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--device", a.device,
                  "overrides devices: auto (the first GPU, else the host backend) | cpu (the host backend) | "
                  "all (every GPU) | a GPU ordinal such as 0 (several GPUs: devices: [0, 1] in the config)");
-  app.add_option("--log-level", a.log_level, "messages shown: error | warn | info | debug (default warn)")
+  app.add_option("--log-level", a.log_level,
+                 "messages shown: error | warn | info | debug (default warn; error with --quiet)")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(kLogLevels), std::end(kLogLevels))));
-  app.add_flag("--quiet,-q", a.quiet, "no progress line and no report table (warnings and errors still show)");
+  app.add_flag("--quiet,-q", a.quiet,
+               "nothing but errors: no progress line, no report table, no warnings (unless --log-level says "
+               "otherwise); native libraries' messages (FFmpeg, oneTBB, libjpeg) go through the same log");
   app.footer(kExitCodes);
   // Parse errors carry the prefix of every other message.
   app.failure_message([](const CLI::App* parsed, const CLI::Error& e) {
@@ -211,8 +214,9 @@ void add_options(CLI::App& app, Args& a) {
 void configure_logging(const Args& a) {
   const auto log = imgpipe::logger();
   log->set_pattern("imgpipe: %^%l%$: %v");
+  const std::string level = !a.log_level.empty() ? a.log_level : a.quiet ? "error" : "warn";
   for (std::size_t i = 0; i < std::size(kLogLevels); ++i)
-    if (a.log_level == kLogLevels[i]) log->set_level(kSpdlogLevels[i]);
+    if (level == kLogLevels[i]) log->set_level(kSpdlogLevels[i]);
 }
 
 // A config error as the user wrote it: a key the command line overrides is

@@ -245,7 +245,7 @@ TEST_CASE("cli: inputs given and none delivered exit 1; each failed input is a w
   CHECK(contains(out, "imgpipe: warning: 4 more failed inputs"));
   // The same run with one good image delivers it: exit 0, the failures still warned about.
   copy_samples(in, 1);
-  CHECK(run_cli("-q --config " + q(d / "c.yaml") + inputs, &out) == 0);
+  CHECK(run_cli("-q --log-level warn --config " + q(d / "c.yaml") + inputs, &out) == 0);
   CHECK(contains(out, "imgpipe: warning: " + (in / "broken100.jpg").string() + ": "));
   CHECK_FALSE(contains(out, "nothing delivered"));
 }
