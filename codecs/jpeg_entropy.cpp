@@ -293,12 +293,14 @@ struct Block {
 
 EntropyCheck check_entropy(Bytes b) noexcept {
   EntropyCheck out;
+  const auto fail = [&out](std::string_view why, std::uint64_t mcus) {
+    out.reason = why;
+    out.mcus = mcus;
+    return out;
+  };
   Layout lay;
   std::array<Huffman, 8> tables;  // DC 0-3, AC 0-3
-  if (const std::string_view why = walk(b, lay, tables); !why.empty()) {
-    out.reason = why;
-    return out;
-  }
+  if (const std::string_view why = walk(b, lay, tables); !why.empty()) return fail(why, 0);
   // The MCU: one block for a one-component scan, else each component's h x v.
   int hmax = 1, vmax = 1;
   for (int c = 0; c < lay.ncomp; ++c) {
@@ -306,10 +308,7 @@ EntropyCheck check_entropy(Bytes b) noexcept {
     vmax = std::max(vmax, lay.comp[c].v);
   }
   for (int c = 0; c < lay.ncomp; ++c)
-    if (hmax % lay.comp[c].h != 0 || vmax % lay.comp[c].v != 0) {
-      out.reason = "fractional sampling factors";
-      return out;
-    }
+    if (hmax % lay.comp[c].h != 0 || vmax % lay.comp[c].v != 0) return fail("fractional sampling factors", 0);
   std::array<Block, 10> blocks{};
   int nblocks = 0;
   std::uint64_t mcus_x, mcus_y;
@@ -325,10 +324,7 @@ EntropyCheck check_entropy(Bytes b) noexcept {
     for (int c = 0; c < lay.ncomp; ++c) {
       const Component& k = lay.comp[c];
       for (int n = 0; n < k.h * k.v; ++n) {
-        if (nblocks == 10) {
-          out.reason = "more than 10 blocks per MCU";
-          return out;
-        }
+        if (nblocks == 10) return fail("more than 10 blocks per MCU", 0);
         blocks[nblocks++] = {&tables[k.dc], &tables[4 + k.ac], c};
       }
     }
@@ -340,9 +336,7 @@ EntropyCheck check_entropy(Bytes b) noexcept {
   for (std::uint64_t m = 0; m < total; ++m) {
     if (lay.restart > 0 && m > 0 && m % static_cast<unsigned>(lay.restart) == 0) {
       if (!in.at_marker(0xD0 + next_rst)) {
-        out.reason = "restart marker missing or out of place";
-        out.mcus = m;
-        return out;
+        return fail("restart marker missing or out of place", m);
       }
       next_rst = (next_rst + 1) & 7;
       pred.fill(0);
@@ -353,14 +347,10 @@ EntropyCheck check_entropy(Bytes b) noexcept {
       int len = 0, sym = 0;
       decode_symbol(*blk.dc, in.acc, len, sym);
       if (len == 0 || len + sym > in.n) {
-        out.reason = len == 0 ? "bad Huffman code" : "entropy-coded data ends early";
-        out.mcus = m;
-        return out;
+        return fail(len == 0 ? "bad Huffman code" : "entropy-coded data ends early", m);
       }
       if (sym > 11) {
-        out.reason = "DC difference category above 11";
-        out.mcus = m;
-        return out;
+        return fail("DC difference category above 11", m);
       }
       in.skip(len);
       if (sym > 0) {
@@ -370,9 +360,7 @@ EntropyCheck check_entropy(Bytes b) noexcept {
         int& p = pred[blk.comp];
         p += diff;
         if (p < -2048 || p > 2047) {
-          out.reason = "DC value out of range";
-          out.mcus = m;
-          return out;
+          return fail("DC value out of range", m);
         }
       }
       const Huffman& ac = *blk.ac;
@@ -382,9 +370,7 @@ EntropyCheck check_entropy(Bytes b) noexcept {
         if (f != 0) {
           const int bits = f & 31;
           if (bits > in.n) {
-            out.reason = "entropy-coded data ends early";
-            out.mcus = m;
-            return out;
+            return fail("entropy-coded data ends early", m);
           }
           in.skip(bits);
           if (f & kEob) break;
@@ -393,32 +379,23 @@ EntropyCheck check_entropy(Bytes b) noexcept {
           decode_symbol(ac, in.acc, len, sym);
           const int s = sym & 15, r = sym >> 4;
           if (len == 0 || len + s > in.n) {
-            out.reason = len == 0 ? "bad Huffman code" : "entropy-coded data ends early";
-            out.mcus = m;
-            return out;
+            return fail(len == 0 ? "bad Huffman code" : "entropy-coded data ends early", m);
           }
           if (s > 10) {
-            out.reason = "AC coefficient size above 10";
-            out.mcus = m;
-            return out;
+            return fail("AC coefficient size above 10", m);
           }
           in.skip(len + s);
           if (s == 0 && r != 15) break;  // EOB
           k += s == 0 ? 16 : r + 1;
         }
         if (k > 64) {
-          out.reason = "coefficient index past 63";
-          out.mcus = m;
-          return out;
+          return fail("coefficient index past 63", m);
         }
       }
     }
   }
+  if (!in.at_marker(0xD9)) return fail("bytes or markers between the last MCU and EOI", total);
   out.mcus = total;
-  if (!in.at_marker(0xD9)) {
-    out.reason = "bytes or markers between the last MCU and EOI";
-    return out;
-  }
   out.clean = true;
   return out;
 }
