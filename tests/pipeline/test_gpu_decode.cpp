@@ -428,7 +428,10 @@ TEST_CASE("gpu decode: with decode.verify full, gpu and auto deliver and report 
       CHECK(o.report.decode.verify == "full");
       CHECK(o.report.decode.unchecked_on_engines == 0);
       if (where == Where::gpu) {
-        CHECK(o.report.decode.entropy_to_cpu >= 5);
+        // The three cuts and the zeroed scan pass every marker check: the
+        // entropy check keeps them on the CPU (the RST inside the scan is the
+        // probe's marker scan's, counted in cpu_route_reasons).
+        CHECK(o.report.decode.entropy_to_cpu >= 4);
         CHECK(o.report.decode.entropy_checked >= o.report.decode.gpu + o.report.decode.entropy_to_cpu);
         CHECK(o.report.decode.gpu >= 4);
       }

@@ -70,9 +70,9 @@ TEST_CASE("hostile routes (GPU): the corpus gets the CPU route's verdicts and pi
   IMGPIPE_SKIP_UNLESS(engines, test::have_gpu() ? why : std::string("no CUDA device"));
   test::TempDir dir;
   for (const auto& h : test::hostile_jpegs()) test::write_bytes(dir.path() / (h.name + ".jpg"), h.bytes);
-  const Routed cpu = run_route(dir.path(), "cuda:0", Where::cpu);
+  const Routed cpu = run_route(dir.path(), "0", Where::cpu);
   for (Where where : {Where::gpu, Where::automatic}) {
-    const Routed gpu = run_route(dir.path(), "cuda:0", where);
+    const Routed gpu = run_route(dir.path(), "0", where);
     // The probe's checks counted by reason (with gpu every JPEG meets them;
     // with auto those probed before the engines are ready do not): both
     // oversubscribed tables, both RGB encodings, the three SOS classes.
