@@ -1,5 +1,5 @@
 """The exceptions the C++ side throws, as Python exceptions with the same message."""
-from typing import Dict
+from typing import Any, Dict, Optional
 
 
 class Error(RuntimeError):
@@ -38,7 +38,7 @@ class NothingDelivered(Error):
     failed under input.on_error: skip, or batch.drop_last dropped them all). Raised at the end of the
     iteration; .report is the run's report (also Pipeline.report()), its inputs.failures say why."""
 
-    report = None
+    report: Optional[Dict[str, Any]] = None
 
 
 class UsageError(Error):

@@ -367,7 +367,7 @@ class Batch(_Owned):
 
 # ---- runs --------------------------------------------------------------------
 
-def _nothing_delivered(report):
+def _nothing_delivered(report: Dict[str, Any]) -> NothingDelivered:
     """The NothingDelivered for a run that delivered none of its inputs (the CLI's exit 1)."""
     n = report["inputs"]
     failures = n.get("failures", [])

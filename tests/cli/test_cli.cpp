@@ -225,7 +225,7 @@ TEST_CASE("cli: a bad input is skipped (exit 0) under on_error: skip and fails t
   CHECK(contains(out, "run failed"));
 }
 
-TEST_CASE("cli: inputs given and none delivered exit 1; each failed input is a warning line, the first 20, then a count") {
+TEST_CASE("cli: inputs given and none delivered exit 1, each failed input is a warning line, the first 20, then a count") {
   TempDir d;
   const fs::path in = d / "in";
   fs::create_directories(in);

@@ -137,7 +137,7 @@ TEST_CASE("source: glob patterns in the last component, filtered and sorted") {
   CHECK(none[0].error.find("no such file") != std::string::npos);
 }
 
-TEST_CASE("source: ** in a glob matches any number of folders, zero included; check_inputs takes it too") {
+TEST_CASE("source: ** in a glob matches any number of folders, zero included, and check_inputs takes it too") {
   TempDir d;
   for (const char* n : {"imgs/top.jpg", "imgs/a/one.jpg", "imgs/a/b/two.jpg", "imgs/a/b/c/three.jpg",
                         "imgs/a/notes.txt", "imgs/a/b/x.png", "imgs/.hidden/h.jpg", "other/o.jpg"})
