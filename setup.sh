@@ -22,6 +22,7 @@ packages=(build-essential cmake ninja-build pkg-config
           libopencv-dev libtbb-dev libyaml-cpp-dev doctest-dev libcli11-dev
           libspdlog-dev libfmt-dev nlohmann-json3-dev
           libjpeg-dev  # JPEG decode with libjpeg warnings; tests write CMYK JPEGs
+          libavformat-dev libavcodec-dev libavutil-dev libswscale-dev  # the CPU video route (FFmpeg's libraries)
           opencv-doc   # tests: real videos and images (/usr/share/doc/opencv-doc/examples/data)
           libdlpack-dev python3 python3-numpy)  # the C API's DLPack tensors; `import imgpipe` (build/python)
 if [ "$what" = test ]; then
@@ -29,6 +30,7 @@ if [ "$what" = test ]; then
              python3-pytest python3-opencv  # tests: the Python package (pytest, cv2.dnn.blobFromImage)
              python3-venv python3-pip python3-setuptools python3-wheel  # tests: pip install . into a venv, offline
              mypy           # tests: mypy --strict on the Python package (python_mypy)
+             ffmpeg         # tests: video clips made with Debian's encoders (samples/make_videos.sh)
              dpkg-dev file) # tests: cpack -G DEB (dpkg-shlibdeps reads the binary's dependencies)
 fi
 # Only for `test`: the HTML report rendered in headless Chromium

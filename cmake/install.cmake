@@ -37,7 +37,7 @@ install(FILES ${PROJECT_BINARY_DIR}/imgpipeConfig.cmake ${PROJECT_BINARY_DIR}/im
 # libjpeg.pc); CUDA's runtime has no .pc file: its folder is named.
 file(RELATIVE_PATH IMGPIPE_PC_TO_PREFIX /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
 string(REGEX REPLACE "/$" "" IMGPIPE_PC_TO_PREFIX "${IMGPIPE_PC_TO_PREFIX}")
-set(IMGPIPE_PC_REQUIRES "opencv4 tbb yaml-cpp spdlog fmt libjpeg")
+set(IMGPIPE_PC_REQUIRES "opencv4 tbb yaml-cpp spdlog fmt libjpeg libavformat libavcodec libavutil libswscale")
 set(IMGPIPE_PC_LIBS "-ldl -pthread")
 if(IMGPIPE_HAS_CUDA)
   set(IMGPIPE_PC_LIBS "-L${CUDAToolkit_LIBRARY_DIR} -lcudart ${IMGPIPE_PC_LIBS}")

@@ -385,8 +385,8 @@ void build_opencv_decoders() {
 }
 }  // namespace
 
-Decode::Decode(const DecodeConfig& cfg, const TransformConfig& transform)
-    : Stage("decode", true), cfg_(cfg), resize_(transform.resize) {
+Decode::Decode(const DecodeConfig& cfg, const TransformConfig& transform, bool video_orientation)
+    : Stage("decode", true), cfg_(cfg), resize_(transform.resize), video_orientation_(video_orientation) {
   build_opencv_decoders();
 }
 
@@ -424,7 +424,46 @@ std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, i
   return err;
 }
 
+namespace {
+
+// The EXIF orientation (1..8) that turns a picture `rotation` degrees
+// clockwise (0, 90, 180, 270), then mirrors it left to right when `flip`.
+int orientation_of(int rotation, bool flip) noexcept {
+  switch (rotation) {
+    case 90: return flip ? 5 : 6;
+    case 180: return flip ? 4 : 3;
+    case 270: return flip ? 7 : 8;
+    default: return flip ? 2 : 1;
+  }
+}
+
+}  // namespace
+
+Tally Decode::convert_video(Work& w) const {
+  const codecs::VideoFrame& f = *w.pixels.video;
+  const int stored_width = f.width(), stored_height = f.height();
+  cv::Mat& out = w.pixels.decoded;
+  out.create(stored_height, stored_width, CV_8UC3);
+  try {
+    f.to_bgr(out.data, out.step);
+  } catch (const std::exception& e) {
+    w.sample.error = fmt::format("frame {} cannot be converted: {}", w.sample.frame, e.what());
+  }
+  w.pixels.video.reset();  // the decoder's buffer goes back to its pool
+  if (w.failed()) return {1, 0};
+  const int o = video_orientation_ ? orientation_of(w.pixels.video_rotation, w.pixels.video_flip) : 1;
+  apply_exif_orientation(out, o);
+  SampleGeometry& g = w.sample.geometry;
+  g.stored_width = stored_width;
+  g.stored_height = stored_height;
+  g.width = out.cols;
+  g.height = out.rows;
+  g.orientation = o;
+  return {1, out.total() * out.elemSize()};
+}
+
 Tally Decode::run(Work& w) const {
+  if (w.pixels.video) return convert_video(w);
   w.sample.error = decode(w.pixels.bytes, w.pixels.decoded, nullptr, &w.sample.geometry);
   if (w.failed()) return {1, 0};
   return {1, w.pixels.decoded.total() * w.pixels.decoded.elemSize()};

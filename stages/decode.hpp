@@ -74,13 +74,16 @@ bool jpeg_has_eoi(std::span<const unsigned char> bytes) noexcept;
 // signature (a cut inside any chunk, or before IEND, gives false).
 bool png_has_iend(std::span<const unsigned char> bytes) noexcept;
 
-class Decode : public Stage<Decode, Takes::encoded_samples> {
+class Decode : public Stage<Decode, Takes::to_decode> {
  public:
   // `transform` gives the resize target that reduced decode must cover.
   // Builds OpenCV's decoder registry in this thread, before any run's
   // threads use it (see decode.cpp).
-  Decode(const DecodeConfig& cfg, const TransformConfig& transform);
-  // Decodes w.pixels.bytes into w.pixels.decoded, or sets w.sample.error.
+  Decode(const DecodeConfig& cfg, const TransformConfig& transform, bool video_orientation = true);
+  // Decodes w.pixels.bytes into w.pixels.decoded, or sets w.sample.error;
+  // a video file's frame (w.pixels.video) is converted to BGR with the
+  // stream's matrix and range (kernels/yuv.hpp), turned as its container
+  // says unless input.video.orientation is false.
   Tally run(Work& w) const;
   // Decodes `bytes` into `out` (BGR u8); returns the reason on failure.
   // `scale`, when given, receives the reduction used (1, 2, 4 or 8);
@@ -93,6 +96,7 @@ class Decode : public Stage<Decode, Takes::encoded_samples> {
  private:
   // The checks made on the header before any decoder runs: format, size limits, truncation.
   std::string check_header(std::span<const unsigned char> bytes, const ImageHeader& h) const;
+  Tally convert_video(Work& w) const;  // pixels.video -> pixels.decoded
   std::string decode_jpeg_bytes(std::span<const unsigned char> bytes, const ImageHeader& h, cv::Mat& out,
                                 int* scale) const;
   std::string decode_with_opencv(std::span<const unsigned char> bytes, const ImageHeader& h, cv::Mat& out) const;
@@ -100,6 +104,7 @@ class Decode : public Stage<Decode, Takes::encoded_samples> {
   SampleGeometry opencv_geometry(const ImageHeader& h, const cv::Mat& out) const;
   DecodeConfig cfg_;
   ResizeConfig resize_;
+  bool video_orientation_ = true;
 };
 
 }  // namespace imgpipe::stages

@@ -452,22 +452,41 @@ InputList build_input_list(const InputConfig& cfg) {
   return out;
 }
 
-Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, int video_ahead,
+Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, int threads,
                const std::atomic<bool>& stop, LiveOptions live)
     : items_(items), stop_(stop), live_(std::move(live)) {
   live_.batch_size = std::max(1, live_.batch_size);
-  if (std::any_of(items.begin(), items.end(), [](const InputItem& i) { return i.video; })) {
-    const VideoOptions opts{video.start, video.stride, video.max_frames, {video.open_timeout_s, video.read_timeout_s}};
-    videos_ = std::make_unique<VideoPrefetcher>(items, opts, video_ahead, 4, &stop_);
-    videos_->prefetch(0);  // the first videos decode while the pipeline starts
-  }
+  threads = std::max(1, threads);
+  const auto files = std::count_if(items.begin(), items.end(), [](const InputItem& i) { return i.video; });
+  if (files == 0) return;
+  interleave_ = video.interleave > 0 ? video.interleave : threads;
+  // Threads auto: the decode threads shared among the videos decoding at once.
+  const int at_once = static_cast<int>(std::min<std::int64_t>(interleave_, files));
+  video_threads_ = video.threads > 0 ? video.threads : std::max(1, threads / std::max(1, at_once));
+  VideoOptions opts{video.start, video.stride, video.max_frames, {video.open_timeout_s, video.read_timeout_s},
+                    video_threads_};
+  // Open beside the videos in turn a few more, so that the next one's header
+  // is read before its turn comes.
+  const int ahead = interleave_ + std::max(2, threads / 4);
+  videos_ = std::make_unique<VideoPrefetcher>(items, opts, ahead, 4, &stop_);
+  videos_->prefetch(0);  // the first videos decode while the pipeline starts
 }
 
 Source::~Source() = default;  // the prefetcher stops and joins its readers
 
-Source::Step Source::video_step() {
-  VideoReader& r = videos_->reader(next_);
-  in_video_ = true;
+void Source::start_videos() {
+  turn_ = 0;
+  while (next_ < items_.size() && items_[next_].video && static_cast<int>(active_.size()) < interleave_) {
+    const bool live = is_live_input(items_[next_].path);
+    if (live && !active_.empty()) break;  // a live input is taken alone
+    active_.push_back(next_++);
+    if (live) break;
+  }
+  videos_->prefetch(next_);
+}
+
+Source::Step Source::video_step(std::size_t item) {
+  VideoReader& r = videos_->reader(item);
   if (cut_pending_) {  // batch.timeout_ms: wait no longer than the pending batch may
     bool timed_out = false;
     if (r.next_until(frame_, frame_index_, cut_deadline_, timed_out)) return Step::frame;
@@ -481,14 +500,36 @@ Source::Step Source::video_step() {
     failure_frame_ = r.stopped_at();
     return Step::failure;  // the caller emits it, then finish_video()
   }
-  finish_video();
+  finish_video(item);
   return Step::end;
 }
 
-void Source::finish_video() {
-  videos_->release(next_);
-  in_video_ = false;
-  ++next_;
+void Source::take_frame(Work& w) {
+  Pixels& px = w.pixels;
+  std::swap(px.decoded, frame_.bgr);  // frame_.bgr now holds the Work's spent buffer, recycled by the reader
+  px.video = std::move(frame_.yuv);
+  px.video_rotation = frame_.rotation;
+  px.video_flip = frame_.flip;
+  frame_.yuv.reset();
+  if (px.video) {
+    stats_.bytes += px.video->bytes();
+  } else {
+    stats_.bytes += px.decoded.total() * px.decoded.elemSize();
+  }
+}
+
+void Source::finish_video(std::size_t item) {
+  videos_->release(item);
+  const auto at = std::find(active_.begin(), active_.end(), item);
+  if (at == active_.end()) return;
+  // The next video file in the list takes the finished one's turn.
+  if (next_ < items_.size() && items_[next_].video && !is_live_input(items_[next_].path) &&
+      !is_live_input(items_[item].path)) {
+    *at = next_++;
+  } else {
+    active_.erase(at);
+    if (turn_ >= active_.size()) turn_ = 0;
+  }
   videos_->prefetch(next_);
 }
 

@@ -72,12 +72,16 @@ InputList build_input_list(const InputConfig& cfg);
 // The serial input filter: hands out pooled Work items in input order, then
 // one flush item. An image item becomes one Work that the read and decode
 // stages fill. A video item becomes one Work per delivered frame
-// (input.video's start, stride and max_frames), of kind video_frame with the frame in
-// `pixels.decoded` and its index in `sample.frame`; the frames come from a VideoPrefetcher
-// that decodes up to `video_ahead` upcoming video files at once on their own
-// threads. A video that cannot be opened, has no frames or breaks off becomes,
-// after the frames it did deliver, one failed Work whose `frame` is where it
-// stopped. Stops early when `stop` becomes true.
+// (input.video's start, stride and max_frames), of kind video_frame with the
+// frame in `pixels.video` (a file's YUV frame, which the decode stage
+// converts) or `pixels.decoded` (a live input's BGR frame) and its index in
+// `sample.frame`. Consecutive video files in the list are taken in turns, one
+// frame of each (input.video.interleave of them at once, in a fixed order; a
+// finished one's turn goes to the next video in the list), so that they all
+// decode at once on their own threads (a VideoPrefetcher). A live input is
+// taken alone. A video that cannot be opened, has no frames or breaks off
+// becomes, after the frames it did deliver, one failed Work whose `frame` is
+// where it stopped. Stops early when `stop` becomes true.
 //
 // With a PushSource (`live.pushed`), the items come from the application
 // instead of `items`: an encoded image becomes an image Work whose bytes are
@@ -95,8 +99,10 @@ struct LiveOptions {
 
 class Source {
  public:
-  Source(const std::vector<InputItem>& items, const VideoConfig& video, int video_ahead,
-         const std::atomic<bool>& stop, LiveOptions live = {});
+  // `threads`: the run's decode threads (input.video's interleave and
+  // threads auto are derived from them).
+  Source(const std::vector<InputItem>& items, const VideoConfig& video, int threads, const std::atomic<bool>& stop,
+         LiveOptions live = {});
   ~Source();
   Source(const Source&) = delete;
   Source& operator=(const Source&) = delete;
@@ -110,28 +116,29 @@ class Source {
     if (done_) return nullptr;
     if (live_.pushed) return next_pushed(acquire);
     for (;;) {
-      if (next_ >= items_.size() || stop_.load(std::memory_order_relaxed)) {
+      if ((next_ >= items_.size() && active_.empty()) || stop_.load(std::memory_order_relaxed)) {
         end_of_input();
         Work* w = acquire();
         w->reset_for(Work::Kind::flush, next_, nullptr);
         return w;
       }
-      fault::check("source", next_);
-      const InputItem& in = items_[next_];
-      const Step step = in.video ? video_step() : Step::image;
+      if (active_.empty() && items_[next_].video) start_videos();
+      const std::size_t item = active_.empty() ? next_ : active_[turn_];
+      fault::check("source", item);
+      const InputItem& in = items_[item];
+      const Step step = in.video ? video_step(item) : Step::image;
       if (step == Step::end) continue;  // the video is done: on to the next item
       if (step == Step::cut) return cut(acquire());  // a stalled stream: the pending batch goes out
       Work* w = acquire();
-      w->reset_for(in.video ? Work::Kind::video_frame : Work::Kind::image, next_, &in);
+      w->reset_for(in.video ? Work::Kind::video_frame : Work::Kind::image, item, &in);
       if (step == Step::frame) {
         w->sample.frame = frame_index_;
-        cv::Mat& decoded = w->pixels.decoded;
-        std::swap(decoded, frame_);  // frame_ now holds the Work's spent buffer, recycled by the reader
-        stats_.bytes += decoded.total() * decoded.elemSize();
+        take_frame(*w);
+        turn_ = (turn_ + 1) % active_.size();  // the next video's turn
       } else if (step == Step::failure) {
         w->sample.error = std::move(failure_);
         w->sample.frame = failure_frame_;
-        finish_video();
+        finish_video(item);
       } else {
         ++next_;
         if (videos_) videos_->prefetch(next_);
@@ -151,10 +158,15 @@ class Source {
   // when the run stopped count as not reached: PushSource::size()).
   std::size_t not_reached() const noexcept {
     if (live_.pushed) return live_.pushed->size();
-    return items_.size() - next_ - (in_video_ ? 1 : 0);
+    return items_.size() - next_;  // the videos in turn have started
   }
   // True when every item was handed out to its end (not stopped early).
-  bool complete() const noexcept { return live_.pushed ? pushed_ended_ : next_ >= items_.size(); }
+  bool complete() const noexcept {
+    return live_.pushed ? pushed_ended_ : next_ >= items_.size() && active_.empty();
+  }
+  // Videos whose frames are taken in turns, and FFmpeg's threads per video.
+  int interleave() const noexcept { return interleave_; }
+  int video_threads() const noexcept { return video_threads_; }
 
  private:
   // The pushed items' loop: the next item, a cut when the pending batch's
@@ -190,19 +202,26 @@ class Source {
   void note_sample();            // batch.timeout_ms bookkeeping for one handed-out sample
 
   enum class Step { image, frame, failure, end, cut };
-  Step video_step();    // the current video's next frame, its failure, its end, or a cut (batch.timeout_ms)
-  void finish_video();  // closes the current video's reader and moves to the next item
+  Step video_step(std::size_t item);  // a video's next frame, its failure, its end, or a cut (batch.timeout_ms)
+  void start_videos();                // the video at next_ and those after it join active_ (interleave)
+  void finish_video(std::size_t item);  // closes its reader; the next video in the list takes its turn
+  void take_frame(Work& w);           // frame_ into the Work (its spent buffers back for the reader)
   void end_of_input();
 
   const std::vector<InputItem>& items_;
   StageStats stats_{"source"};
   const std::atomic<bool>& stop_;
   std::unique_ptr<VideoPrefetcher> videos_;  // null when the list has no video
-  std::size_t next_ = 0;    // the current item
-  bool in_video_ = false;   // next_ is a video whose reader has started
+  std::size_t next_ = 0;    // the first item not yet started
+  // The videos whose frames are taken in turns (input.video.interleave), in
+  // the order they joined; turn_ indexes the one whose frame is next.
+  std::vector<std::size_t> active_;
+  std::size_t turn_ = 0;
+  int interleave_ = 1;
+  int video_threads_ = 1;
   std::uint64_t emitted_ = 0;
   bool done_ = false;
-  cv::Mat frame_;           // the frame taken from the reader, or a spent buffer for it
+  VideoPayload frame_;      // the frame taken from the reader, or a spent buffer for it
   std::int64_t frame_index_ = -1;
   std::string failure_;
   std::int64_t failure_frame_ = -1;

@@ -14,6 +14,7 @@
 #include <opencv2/core.hpp>
 
 #include "batch_slot.hpp"
+#include "codecs/video_file.hpp"
 #include "core/fault.hpp"
 #include "core/nvtx.hpp"
 #include "imgpipe/batch.hpp"
@@ -98,7 +99,12 @@ struct FrameView {
 // grown to the inputs' size.
 struct Pixels {
   std::vector<unsigned char> bytes;   // read: the file
-  cv::Mat decoded;                    // decode (or the source, for a video frame): BGR u8
+  cv::Mat decoded;                    // decode (or the source, for a live video frame): BGR u8
+  // A video file's frame as decoded (YUV), which the decode stage converts
+  // into `decoded` with the container's display rotation.
+  std::shared_ptr<codecs::VideoFrame> video;
+  int video_rotation = 0;
+  bool video_flip = false;
   cv::Mat resized;                    // transform: u8 HWC at the target size (continuous)
   cv::Mat scratch;                    // transform: intermediate (center_crop)
   std::vector<unsigned char> tensor;  // transform: the normalised image (normalize.where: cpu)
@@ -160,7 +166,8 @@ struct Work {
 // Which tokens a stage works on; the base passes the others through untouched.
 enum class Takes : std::uint8_t {
   samples,          // image and video-frame tokens on the CPU route that have not failed
-  encoded_samples,  // the same, without video frames (already decoded)
+  encoded_samples,  // the same, without video frames
+  to_decode,        // encoded_samples and the video files' frames (pixels.video: YUV to convert)
   every_token,      // all, flush and failed tokens included
   staged_frames,    // tokens whose frame pack placed in a slot
   batches,          // tokens that carry batches (BatchSlot::then links the rest)
@@ -211,6 +218,8 @@ class Stage {
     switch (T) {
       case Takes::samples: return w.is_sample() && !w.failed() && w.route == Route::cpu;
       case Takes::encoded_samples: return w.kind == Work::Kind::image && !w.failed() && w.route == Route::cpu;
+      case Takes::to_decode:
+        return (w.kind == Work::Kind::image || w.pixels.video != nullptr) && !w.failed() && w.route == Route::cpu;
       case Takes::every_token: return true;
       case Takes::staged_frames: return w.dest.writer.has_value();
       case Takes::batches: return w.batch != nullptr;

@@ -30,8 +30,9 @@ std::string_view file_extension(std::string_view path) noexcept {
 }
 
 bool is_video_path(const std::string& path) {
-  static constexpr std::array<const char*, 13> exts = {".avi", ".mp4", ".mkv", ".mov", ".webm", ".m4v", ".mpg",
-                                                       ".mpeg", ".wmv", ".flv", ".ts", ".3gp", ".ogv"};
+  static constexpr std::array<const char*, 15> exts = {".avi", ".mp4", ".mkv",  ".mov", ".webm",
+                                                       ".m4v", ".mpg", ".mpeg", ".wmv", ".flv",
+                                                       ".ts",  ".m2ts", ".mts", ".3gp", ".ogv"};
   std::string e(file_extension(path));
   std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return std::tolower(c); });
   return std::find(exts.begin(), exts.end(), e) != exts.end();
@@ -51,6 +52,7 @@ struct VideoReader::State {
   using clock = std::chrono::steady_clock;
 
   void run();
+  void read_file(std::int64_t& index);
   void read_frames(cv::VideoCapture& cap, std::int64_t& index);
   bool wait_for_room(bool wanted, cv::Mat& frame);
   void end_of_stream(std::int64_t index, std::int64_t expected, std::int64_t covered, bool stalled, Pending& pending);
@@ -65,7 +67,7 @@ struct VideoReader::State {
   const bool camera;
   std::mutex m;
   std::condition_variable cv;
-  std::deque<std::pair<cv::Mat, std::int64_t>> ready;
+  std::deque<std::pair<VideoPayload, std::int64_t>> ready;
   std::vector<cv::Mat> spare;
   bool finished = false;
   bool stop = false;
@@ -149,7 +151,9 @@ void VideoReader::State::finish(std::string why, std::int64_t at) {
 void VideoReader::State::publish(Pending& p) {
   if (p.index < 0) return;
   std::lock_guard lk(m);
-  ready.emplace_back(std::move(p.frame), p.index);
+  VideoPayload payload;
+  payload.bgr = std::move(p.frame);
+  ready.emplace_back(std::move(payload), p.index);
   p.frame = cv::Mat();
   p.index = -1;
   cv.notify_all();
@@ -199,6 +203,49 @@ void VideoReader::State::end_of_stream(std::int64_t index, std::int64_t expected
     publish(pending);
     finish({}, index);
   }
+}
+
+// A file through libavformat/libavcodec: every frame is delivered as the
+// decoder made it (YUV); damage breaks the file at the first frame that is
+// not whole (codecs::VideoFile), after every frame before it.
+void VideoReader::State::read_file(std::int64_t& index) {
+  std::unique_ptr<codecs::VideoFile> file;
+  try {
+    file = std::make_unique<codecs::VideoFile>(path, codecs::VideoFileOptions{opts.threads});
+  } catch (const std::exception& e) {
+    // VideoFile's message starts with the path, which the failure names already.
+    std::string why = e.what();
+    const std::string prefix = "'" + path + "': ";
+    if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+    return finish(std::move(why), 0);
+  }
+  const codecs::VideoInfo& info = file->info();
+  std::int64_t delivered = 0;
+  cv::Mat unused;  // a file's frames need no spare BGR buffer
+  for (;; ++index) {
+    if (opts.max_frames > 0 && delivered >= opts.max_frames) break;
+    if (!wait_for_room(false, unused)) break;
+    std::shared_ptr<codecs::VideoFrame> frame;
+    const codecs::VideoFile::Next n = file->next(frame);
+    if (n == codecs::VideoFile::Next::end) {
+      if (index == 0) return finish("opened but yielded no frames", 0);
+      break;
+    }
+    if (n == codecs::VideoFile::Next::broken) return finish(file->error(), index);
+    const bool wanted = index >= opts.start && (index - opts.start) % opts.stride == 0;
+    if (!wanted) continue;
+    VideoPayload p;
+    p.yuv = std::move(frame);
+    p.rotation = info.rotation;
+    p.flip = info.flip;
+    {
+      std::lock_guard lk(m);
+      ready.emplace_back(std::move(p), index);
+    }
+    cv.notify_all();
+    ++delivered;
+  }
+  finish({}, index);
 }
 
 void VideoReader::State::read_frames(cv::VideoCapture& cap, std::int64_t& index) {
@@ -252,16 +299,9 @@ void VideoReader::State::run() {
   std::int64_t index = 0;  // the next frame's index in the file
   try {
     route_native_logs();  // FFmpeg's own lines through imgpipe's logger
+    if (!live) return read_file(index);
     cv::VideoCapture cap;
-    if (live) {
-      if (std::string why = open_live_input(cap, path, opts.stream); !why.empty()) return finish(std::move(why), 0);
-    } else {
-      // FFmpeg alone: the other backends (GStreamer, images) either cannot read
-      // what FFmpeg cannot or print errors for every file they reject.
-      const int api = cv::videoio_registry::hasBackend(cv::CAP_FFMPEG) ? cv::CAP_FFMPEG : cv::CAP_ANY;
-      if (!cap.open(path, api))
-        return finish("cannot open video (not a video file, or a container or codec FFmpeg cannot read)", 0);
-    }
+    if (std::string why = open_live_input(cap, path, opts.stream); !why.empty()) return finish(std::move(why), 0);
     read_frames(cap, index);
   } catch (const std::exception& e) {
     finish(fmt::format("video decode error at frame {}: {}", index, e.what()), index);
@@ -270,12 +310,12 @@ void VideoReader::State::run() {
   }
 }
 
-bool VideoReader::next(cv::Mat& out, std::int64_t& index) {
+bool VideoReader::next(VideoPayload& out, std::int64_t& index) {
   bool timed_out = false;
   return next_until(out, index, std::chrono::steady_clock::time_point::max(), timed_out);
 }
 
-bool VideoReader::next_until(cv::Mat& out, std::int64_t& index, std::chrono::steady_clock::time_point deadline,
+bool VideoReader::next_until(VideoPayload& out, std::int64_t& index, std::chrono::steady_clock::time_point deadline,
                              bool& timed_out) {
   State& s = *s_;
   timed_out = false;
@@ -296,7 +336,7 @@ bool VideoReader::next_until(cv::Mat& out, std::int64_t& index, std::chrono::ste
     s.cv.wait_for(lk, wait, woken);
   }
   if (s.ready.empty()) return false;
-  if (!out.empty() && out.u && out.u->refcount == 1) s.spare.push_back(std::move(out));
+  if (!out.bgr.empty() && out.bgr.u && out.bgr.u->refcount == 1) s.spare.push_back(std::move(out.bgr));
   out = std::move(s.ready.front().first);
   index = s.ready.front().second;
   s.ready.pop_front();

@@ -1,8 +1,10 @@
 // Video inputs: each video file (or stream URL or camera, live_input.hpp) is
-// decoded in order by its own reader thread (OpenCV VideoCapture, FFmpeg
-// backend; V4L2 for cameras) into a small bounded queue; up to `ahead` files
-// decode at once, so several videos decode in parallel while the pipeline's
-// source stage takes their frames in input order.
+// decoded in order by its own reader thread into a small bounded queue:
+// files with FFmpeg's libraries directly (codecs/video_file.hpp: frames stay
+// YUV until the decode stage converts them, with the stream's matrix and
+// range), stream URLs and cameras with OpenCV's VideoCapture (BGR). Several
+// videos decode at once while the pipeline's source stage takes their frames
+// (input.video.interleave).
 #pragma once
 
 #include <atomic>
@@ -17,6 +19,7 @@
 
 #include <opencv2/core.hpp>
 
+#include "codecs/video_file.hpp"
 #include "live_input.hpp"
 #include "stage.hpp"
 
@@ -31,6 +34,16 @@ struct VideoOptions {
   std::int64_t stride = 1;      // deliver every stride-th frame from start
   std::int64_t max_frames = 0;  // per file; 0 = all
   StreamTimeouts stream;        // stream URLs only (files and cameras ignore them)
+  int threads = 1;              // files: libavcodec's decoding threads
+};
+
+// One frame from a reader: a file's decoded YUV frame (`yuv`, with the
+// container's display rotation to apply), or a live input's BGR frame.
+struct VideoPayload {
+  cv::Mat bgr;
+  std::shared_ptr<codecs::VideoFrame> yuv;
+  int rotation = 0;  // clockwise degrees, then
+  bool flip = false;  // a horizontal mirror
 };
 
 // True when the file name has one of the video extensions OpenCV's FFmpeg
@@ -43,10 +56,10 @@ bool is_video_path(const std::string& path);
 std::string_view file_extension(std::string_view path) noexcept;
 
 // Decodes one file, stream URL or camera (live_input.hpp) on a background
-// thread into a queue of at most `depth` frames (BGR u8). Frames keep their
-// buffers: the caller swaps its spent Mat in, so steady state allocates
-// nothing. Never throws from the thread: OpenCV errors end the input with
-// error() set.
+// thread into a queue of at most `depth` frames. A live input's frames keep
+// their buffers: the caller swaps its spent Mat in, so steady state allocates
+// nothing (a file's frames come from the decoder's own pool). Never throws
+// from the thread: errors end the input with error() set.
 class VideoReader {
  public:
   // `cancel` (may be null; must outlive the reader) ends a next() that
@@ -64,11 +77,11 @@ class VideoReader {
   // buffer is recycled) and sets its index. Returns false at the end of the
   // file or stream (then finished() is true and error() says whether it
   // ended early), or when stopped or cancelled (finished() may be false).
-  bool next(cv::Mat& frame, std::int64_t& index);
+  bool next(VideoPayload& frame, std::int64_t& index);
   // The same, waiting no later than `deadline`: false with *timed_out set
   // when no frame came by then and the input goes on (batch.timeout_ms cuts
   // the pending batch meanwhile).
-  bool next_until(cv::Mat& frame, std::int64_t& index, std::chrono::steady_clock::time_point deadline,
+  bool next_until(VideoPayload& frame, std::int64_t& index, std::chrono::steady_clock::time_point deadline,
                   bool& timed_out);
   // The input has ended (normally or not); error() and stopped_at() are final.
   bool finished() const;
@@ -79,7 +92,8 @@ class VideoReader {
   // stopped_at() (0 when the input could not be opened). Valid once
   // finished().
   //
-  // A stream "broke" when it ended before the frame count its container
+  // A file breaks at its first damaged frame (codecs/video_file.hpp has the
+  // policy). For live inputs, a stream "broke" when it ended before the frame count its container
   // declares: the frames read, or the presentation time of the last one (AVI
   // files may hold empty "repeat the last frame" chunks that count without
   // being decoded), fall short of that count by more than max(2, 1%). A

@@ -208,6 +208,16 @@ constexpr KeySpec kKeys[] = {
   field<&C::input, &In::video, &Vid::read_timeout_s>("input.video.read_timeout_s", above(0),
       "Stream URLs: seconds a read may wait for data; a stream that stops sending for that long ends as a "
       "failure at that frame, after the frames it delivered. Files and cameras ignore it."),
+  field<&C::input, &In::video, &Vid::interleave>("input.video.interleave", between(0, 1024),
+      "Video files whose frames are taken in turns, one frame of each in input order, so that they decode at "
+      "once on their own threads; the order is fixed (it does not depend on timing). 0 = auto (the decode "
+      "threads); 1 = each video's frames one after another, then the next video."),
+  field<&C::input, &In::video, &Vid::threads>("input.video.threads", between(0, 256),
+      "FFmpeg's decoding threads per video file; 0 = auto: the decode threads shared among the videos "
+      "decoding at once (one long video gets them all, a folder one each)."),
+  field<&C::input, &In::video, &Vid::orientation>("input.video.orientation", any_value(),
+      "Apply the container's display rotation (and mirroring), as phone videos carry it; false delivers "
+      "the frames as stored."),
   choice<labels_names, &C::input, &In::labels>("input.labels",
       "none: samples carry no label (-1). folders: as torchvision's ImageFolder, every folder named in paths "
       "(directly, by a glob or in input.list) is a root whose first-level sub-folders are the classes; the "

@@ -93,7 +93,6 @@ void plan_tokens(RunPlan& p, const Config& cfg, const HostFacts& host, int& slot
   // host; samples/bench/RESULTS.md, "where the engine thread's time goes").
   const unsigned hw = std::max(1u, host.hardware_threads);
   p.threads = cfg.decode.threads > 0 ? cfg.decode.threads : static_cast<int>(p.gpu_decode && hw > 2 ? hw - 1 : hw);
-  p.video_ahead = std::max(2, p.threads / 4);
   // With GPU decode most tokens wait at the in-order pack stage for the few
   // CPU-route images decoding ahead of them: keep 9x as many in flight, so
   // that neither the CPU threads nor the engines wait, and as many slots as

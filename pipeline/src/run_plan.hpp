@@ -32,7 +32,6 @@ struct HostFacts {
 struct RunPlan {
   std::vector<int> devices{-1};  // CUDA ordinals; {-1} = the host backend
   int threads = 1;               // worker threads (read, decode, transform, pack_copy)
-  int video_ahead = 2;           // video files decoded ahead at once
   int wanted_tokens = 4;         // pipeline.max_tokens, or 2 x threads (at least 4)
   int tokens = 4;                // frames in flight: wanted_tokens, capped so a slot is never reused early
   int slots = 2;                 // staging slots: staging.slots, raised for GPU decode (see plan_tokens)

@@ -101,7 +101,8 @@ TEST_CASE("config: the shipped pipeline.yaml states exactly the built-in default
   CHECK(def.staging.memory == imgpipe::StagingMemory::write_combined);
   CHECK(def.decode.max_pixels == 100'000'000);
   CHECK(def.input.extensions == std::vector<std::string>{".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff",
-                                                         ".avi", ".mp4", ".mkv", ".mov", ".webm"});
+                                                         ".avi", ".mp4", ".mkv", ".mov", ".webm", ".ts", ".m2ts",
+                                                         ".mts"});
   CHECK(def.decode.reduced);
   CHECK(def.decode.exif_orientation);
   CHECK(def.input.loop == 1);

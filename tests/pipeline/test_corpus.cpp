@@ -151,7 +151,7 @@ void build(Corpus& c) {
   {
     const Bytes v = imgpipe::test::read_bytes(imgpipe::test::opencv_data_dir() / "vtest.avi");
     imgpipe::test::write_bytes(c.mixed / c.cut_video, head(v, v.size() / 12));
-    c.bad[c.cut_video] = {"stream broke at frame", true};
+    c.bad[c.cut_video] = {"at frame", true};
     add_bad(c, "b_video_fake.mp4", Bytes(300, 'x'), "cannot open video");
   }
   // Links and special files: a dangling link, a link to itself, a FIFO (must

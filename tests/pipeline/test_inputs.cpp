@@ -120,7 +120,7 @@ std::string q(const fs::path& p) {
 
 }  // namespace
 
-TEST_CASE("inputs: every frame of vtest.avi is delivered, counted, in order, with the pixels of cv::VideoCapture") {
+TEST_CASE("inputs: every frame of vtest.avi is delivered, counted, in order, with cv::VideoCapture's pixels +-4") {
   const fs::path video = data("vtest.avi");
   const std::int64_t n = count_frames(video);
   REQUIRE(n > 700);  // 795 in opencv-doc 4.6
@@ -155,8 +155,9 @@ TEST_CASE("inputs: every frame of vtest.avi is delivered, counted, in order, wit
     REQUIRE(s.path == video.string());
     REQUIRE(s.input_index == 0);
   }
-  // Pixels: the pipeline's frame k equals frame k read here, resized and
-  // swapped to RGB as blobFromImage does.
+  // Pixels: the pipeline's frame k is frame k read here, resized and swapped
+  // to RGB as blobFromImage does, within the two BT.601 conversions' rounding
+  // (OpenCV's swscale and kernels/yuv.hpp; docs/video.md).
   cv::VideoCapture cap(video.string(), cv::CAP_FFMPEG);
   cv::Mat f;
   for (std::int64_t i = 0; cap.read(f); ++i) {
@@ -164,7 +165,9 @@ TEST_CASE("inputs: every frame of vtest.avi is delivered, counted, in order, wit
     CAPTURE(i);
     const cv::Mat blob = cv::dnn::blobFromImage(f, 1.0, cv::Size(64, 48), cv::Scalar(), true, false, CV_8U);
     REQUIRE(got.count(i));
-    CHECK(std::memcmp(got[i].data(), blob.ptr<unsigned char>(), got[i].size()) == 0);
+    const cv::Mat mine(1, static_cast<int>(got[i].size()), CV_8U, got[i].data());
+    const cv::Mat theirs = blob.reshape(1, 1);
+    CHECK(cv::norm(mine, theirs, cv::NORM_INF) <= 4);
   }
 }
 
@@ -234,6 +237,7 @@ TEST_CASE("inputs: a broken video delivers its good frames and one failure where
   std::ofstream(d / "c_fake.mp4") << "plain text, not a video";
   fs::copy_file(imgpipe::test::sample_images()[0], d / "a.jpg");
   Config cfg = small_config({d.path().string()}, 16);
+  cfg.input.video.interleave = 1;  // the cut file's frames, then the fake's failure
   TempDir out;
   const Run r = run_dump(cfg, out / "out");
   const auto& in = r.report.inputs;
@@ -242,7 +246,7 @@ TEST_CASE("inputs: a broken video delivers its good frames and one failure where
   const auto& cut = in.failures[0];
   CHECK(cut.path == (d / "b_cut.avi").string());
   CAPTURE(cut.reason);
-  CHECK(cut.reason.find("stream broke at frame " + std::to_string(cut.frame)) != std::string::npos);
+  CHECK(cut.reason.find("at frame " + std::to_string(cut.frame)) != std::string::npos);
   CHECK(cut.frame > 200);  // ~40% of 795
   CHECK(cut.frame < 400);
   const auto& fake = in.failures[1];
@@ -267,7 +271,7 @@ TEST_CASE("inputs: a broken video delivers its good frames and one failure where
   } catch (const imgpipe::InputError& e) {
     CHECK(e.path() == (d / "b_cut.avi").string());
     CHECK(e.frame() == cut.frame);
-    CHECK(e.reason().find("stream broke") != std::string::npos);
+    CHECK(e.reason().find("at frame " + std::to_string(cut.frame)) != std::string::npos);
   }
 }
 

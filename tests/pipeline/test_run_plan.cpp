@@ -56,7 +56,6 @@ TEST_CASE("run plan: tokens are 2 x threads but never more than the staging ring
   p = RunPlan::make(c, {-1}, facts(16, 64 * GiB));
   CHECK(p.threads == 3);
   CHECK(p.tokens == 6);
-  CHECK(p.video_ahead == 2);
 }
 
 TEST_CASE("run plan: slot and output sizes, they agree with the transform stage's frame size") {

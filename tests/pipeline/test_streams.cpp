@@ -92,7 +92,9 @@ TEST_CASE("pipeline streams: batches from an HTTP URL equal the same file's, sam
   server.serve("vtest.avi", imgpipe::test::read_bytes(data("vtest.avi")));
   for (const auto& dev : imgpipe::test::test_devices()) {
     CAPTURE(dev.to_string());
-    Config cfg = small_config({data("vtest.avi").string()});
+    // The file as a file:// URL: through the same stream route (OpenCV's
+    // conversion; video files take FFmpeg's libraries, docs/video.md).
+    Config cfg = small_config({"file://" + data("vtest.avi").string()});
     cfg.devices = dev;
     cfg.input.video.start = 3;
     cfg.input.video.max_frames = 41;  // a partial last batch

@@ -69,12 +69,12 @@ Read read_and_compare(const std::string& url, const fs::path& file, VideoOptions
   cv::Mat d;
   VideoReader r(url, o);
   Read out;
-  cv::Mat f;
+  imgpipe::stages::VideoPayload f;
   std::int64_t i = -1;
   while (r.next(f, i)) {
     out.index.push_back(i);
     while (direct_index < i && direct.read(d)) ++direct_index;
-    if (direct_index != i || !same_pixels(f, d)) out.bit_exact = false;
+    if (direct_index != i || !same_pixels(f.bgr, d)) out.bit_exact = false;
   }
   REQUIRE(r.finished());
   out.error = r.error();
@@ -230,7 +230,7 @@ TEST_CASE("stream: stopping while a stalled stream waits for data returns at onc
       // An hour of read timeout: only the stop can end this read in time
       // (a hang would show as the test's CTest timeout).
       VideoReader r(server.url("vtest.avi"), stream_options(30, 3600), 4, &cancel);
-      cv::Mat f;
+      imgpipe::stages::VideoPayload f;
       std::int64_t i = -1, frames = 0;
       std::thread stopper;
       while (r.next(f, i)) {
@@ -252,7 +252,7 @@ TEST_CASE("stream: stopping while a stalled stream waits for data returns at onc
 TEST_CASE("stream: an absent camera fails at once, naming its number and device") {
   // /dev/video97: no machine the tests run on has 98 cameras.
   VideoReader r("camera:97", stream_options());
-  cv::Mat f;
+  imgpipe::stages::VideoPayload f;
   std::int64_t i = -1;
   CHECK_FALSE(r.next(f, i));
   CHECK(r.finished());

@@ -57,6 +57,14 @@ struct VideoConfig {
   // Stream URLs only: seconds FFmpeg may take to open one, and to get data on each read.
   float open_timeout_s = 10;
   float read_timeout_s = 10;
+  // Videos whose frames are taken in turns, one frame each (so that they all
+  // decode at once); 0 = auto (the decode threads). 1 = one video after another.
+  int interleave = 0;
+  // libavcodec's threads per video file; 0 = auto (the decode threads shared
+  // among the videos decoding at once).
+  int threads = 0;
+  // Apply the container's display rotation (phone videos).
+  bool orientation = true;
   bool operator==(const VideoConfig&) const = default;
 };
 
@@ -73,8 +81,8 @@ struct InputConfig {
   // URLs (rtsp://, http://, file://, ...) and cameras (camera:N).
   std::vector<std::string> paths;
   bool recursive = true;
-  std::vector<std::string> extensions{".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff",
-                                      ".avi", ".mp4", ".mkv", ".mov", ".webm"};
+  std::vector<std::string> extensions{".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff", ".avi",
+                                      ".mp4", ".mkv", ".mov", ".webm", ".ts", ".m2ts", ".mts"};
   OnError on_error = OnError::skip;
   std::string list;  // a file naming one input per line (added after paths)
   int loop = 1;      // repeat the input list this many times

@@ -42,8 +42,10 @@ struct SampleGeometry {
   int stored_width = 0, stored_height = 0;
   // The EXIF orientation the pipeline applied (1..8; 1 = none): the file's tag
   // for a JPEG decoded on the CPU with decode.exif_orientation true, else 1
-  // (then displayed == stored coordinates). PNG, BMP, WebP, TIFF, video frames
-  // and pushed frames: 1.
+  // (then displayed == stored coordinates). PNG, BMP, WebP, TIFF, live video
+  // frames and pushed frames: 1. A video file's frames: the code of its
+  // container's display rotation (6: 90 degrees clockwise, 3: 180, 8: 270;
+  // 2, 4, 5, 7 mirrored) when input.video.orientation, else 1.
   int orientation = 1;
   // The DCT reduction the JPEG was decoded at (1, 2, 4 or 8; 1 for every
   // other format and for the GPU's JPEG engines, which decode at full size).

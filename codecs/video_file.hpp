@@ -1,0 +1,111 @@
+// A video file through FFmpeg's libraries directly (libavformat demuxes,
+// libavcodec decodes with its own threads): the CPU video route. Frames come
+// out in display order as the decoder made them (YUV planes, 8 to 16 bits),
+// with what the container and the stream say about them: the colour matrix
+// and range (kernels/yuv.hpp converts them), the display rotation, the frame
+// count. docs/video.md has the route's rules; this header the API.
+//
+// Damage policy (the same on every route): a video BREAKS at the first frame
+// that is not whole. Every frame before it, in display order, is delivered
+// (the decoder is drained first, so B-frames still inside it are not lost);
+// the break is the video's one failure, naming that frame. A frame is not
+// whole when
+//  - the demuxer fails other than at the end of the file (a read error, a
+//    packet the container marks corrupt, data missing inside a packet);
+//  - the decoder rejects a packet (libavcodec's AV_EF_EXPLODE: it reports
+//    damage it would otherwise conceal), or returns a frame flagged corrupt
+//    or with decode errors (concealed damage);
+//  - the file ends before the frame count its container declares (a cut MP4
+//    or MKV whose index still lists the missing frames), beyond a tolerance
+//    of max(2, 1%) frames for containers whose count is an estimate.
+// FFmpeg's own CLI conceals such damage and goes on; here a damaged frame is
+// never delivered as if it were good.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels/yuv.hpp"
+
+struct AVFrame;
+
+namespace imgpipe::codecs {
+
+struct VideoInfo {
+  std::string codec;            // FFmpeg's codec name ("h264", "hevc", "vp9", "av1", ...)
+  std::string container;        // the demuxer ("mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "mpegts", ...)
+  std::string pixel_format;     // the decoder's output (FFmpeg's name: "yuv420p", "yuv420p10le", ...)
+  int width = 0, height = 0;    // coded frame size of the first frame (later frames may differ)
+  int bit_depth = 8;
+  int chroma_shift_x = 1, chroma_shift_y = 1;
+  int profile = -1;             // FFmpeg's profile number (FF_PROFILE_*), -1 unknown
+  std::int64_t declared_frames = -1;  // the container's count (or duration x rate), -1 unknown
+  bool declared_exact = false;  // the count is the container's index (MP4), not an estimate
+  double fps = 0;
+  // The display rotation the container asks for, clockwise degrees to apply
+  // (0, 90, 180, 270), and a horizontal flip applied after it.
+  int rotation = 0;
+  bool flip = false;
+};
+
+// One decoded frame (a reference to the decoder's buffer: holding it keeps
+// that buffer; dropping it returns the buffer to the decoder's pool).
+class VideoFrame {
+ public:
+  explicit VideoFrame(AVFrame* f) noexcept : f_(f) {}  // takes the reference
+  ~VideoFrame();
+  VideoFrame(const VideoFrame&) = delete;
+  VideoFrame& operator=(const VideoFrame&) = delete;
+
+  int width() const noexcept;
+  int height() const noexcept;
+  // The frame's planes as kernels::yuv_to_bgr converts them, with the
+  // frame's own matrix and range (the stream's tags; untagged: BT.709 for HD
+  // sizes, BT.601 below, limited range; the yuvj formats are full range).
+  // False for formats that are not YUV (RGB, palette): to_bgr() handles those.
+  bool yuv(kernels::YuvImage& out) const noexcept;
+  // The frame as BGR u8 (3 bytes a pixel, rows `pitch` bytes apart): through
+  // kernels::yuv_to_bgr_ref for YUV, libswscale for other formats.
+  void to_bgr(std::uint8_t* dst, std::size_t pitch) const;
+  std::size_t bytes() const noexcept;  // of the decoded planes
+  const AVFrame* raw() const noexcept { return f_; }
+
+ private:
+  AVFrame* f_;
+};
+
+struct VideoFileOptions {
+  int threads = 1;  // libavcodec's decoding threads (frame and slice threading); 0 = FFmpeg's choice
+};
+
+class VideoFile {
+ public:
+  // Opens the file and its first video stream and starts the decoder.
+  // Throws imgpipe::Error with the reason (no such file, not a media file, no
+  // video stream, no decoder for the codec) and the path.
+  VideoFile(const std::string& path, VideoFileOptions opts = {});
+  ~VideoFile();
+  VideoFile(const VideoFile&) = delete;
+  VideoFile& operator=(const VideoFile&) = delete;
+
+  const VideoInfo& info() const noexcept;
+
+  enum class Next { frame, end, broken };
+  // The next frame in display order into `out`, or the end of the file, or
+  // the break (then error() says why and frames() is where it broke). After
+  // end or broken every later call returns the same.
+  Next next(std::shared_ptr<VideoFrame>& out);
+  // Frames returned so far (the index of the next one).
+  std::int64_t frames() const noexcept;
+  const std::string& error() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> d_;
+};
+
+// The libav* versions this was built and runs with ("libavformat 59.27.100, ...").
+std::string libav_versions();
+
+}  // namespace imgpipe::codecs
