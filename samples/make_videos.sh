@@ -101,11 +101,14 @@ meta=$out/.meta.tsv; : > "$meta"
 ff=(ffmpeg -nostdin -hide_banner -v error -y)
 
 # --- helpers ----------------------------------------------------------------
-# part NAME PARAMS: (re)start folder NAME when its parameters changed.
+# A part's recipe version: raise it when the part's recipe changes, and its
+# files are made again.
+declare -A recipe=([w2]=1 [long]=1 [codecs]=1 [colour]=1 [hostile]=2)
+# part NAME PARAMS: (re)start folder NAME when its recipe or parameters changed.
 part() {
-  local dir=$out/$1
-  if [ ! -f "$dir/.params" ] || [ "$(cat "$dir/.params")" != "$2" ]; then
-    rm -rf "$dir"; mkdir -p "$dir"; printf '%s' "$2" > "$dir/.params"
+  local dir=$out/$1 params="${recipe[$1]} $2"
+  if [ ! -f "$dir/.params" ] || [ "$(cat "$dir/.params")" != "$params" ]; then
+    rm -rf "$dir"; mkdir -p "$dir"; printf '%s' "$params" > "$dir/.params"
   fi
 }
 want() { [[ ,$parts, == *,$1,* ]]; }
@@ -270,19 +273,30 @@ fi
 # --- hostile ----------------------------------------------------------------
 # cut FILE OUT: the first 60% of FILE's bytes.
 cut60() { head -c $(( $(stat -c %s "$1") * 60 / 100 )) "$1" > "$2"; }
-# flip FILE OUT: FILE with 8 bytes inverted in the middle of the packet in the
-# middle of the video stream (ffprobe's packet positions).
+# flip FILE OUT: FILE with 8 bytes inverted inside the key frame nearest the
+# middle of the video stream (ffprobe's packet positions), at the first of
+# 1/2, 1/3, 2/3, 1/4 ... of the packet where FFmpeg's decoder reports the
+# damage (it conceals it and goes on): damage a decoder can see.
 flip() {
-  local pkts pos size
-  mapfile -t pkts < <(ffprobe -v error -select_streams v:0 -show_entries packet=pos,size -of csv=p=0 "$1")
-  IFS=, read -r pos size <<< "${pkts[$(( ${#pkts[@]} / 2 ))]}"
-  python3 - "$1" "$2" "$((pos + size / 2))" <<'PY'
-import sys
-data = bytearray(open(sys.argv[1], "rb").read())
-at = int(sys.argv[3])
-for k in range(at, min(at + 8, len(data))):
-    data[k] ^= 0xFF
-open(sys.argv[2], "wb").write(data)
+  python3 - "$1" "$2" <<'PY'
+import json, subprocess, sys
+src, dst = sys.argv[1], sys.argv[2]
+pk = json.loads(subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                                "packet=pos,size,flags", "-of", "json", src],
+                               capture_output=True, text=True, check=True).stdout)["packets"]
+keys = [i for i, p in enumerate(pk) if "K" in p["flags"] and i > 0] or [len(pk) // 2]
+p = pk[min(keys, key=lambda i: abs(i - len(pk) // 2))]
+pos, size = int(p["pos"]), int(p["size"])
+orig = open(src, "rb").read()
+for num, den in ((1, 2), (1, 3), (2, 3), (1, 4), (3, 4), (1, 5), (2, 5), (3, 5), (4, 5)):
+    data = bytearray(orig)
+    at = pos + size * num // den
+    for k in range(at, min(at + 8, len(data))):
+        data[k] ^= 0xFF
+    open(dst, "wb").write(data)
+    r = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", dst, "-f", "null", "-"], capture_output=True, text=True)
+    if r.stderr.strip():
+        break
 PY
 }
 if want hostile; then
@@ -308,9 +322,9 @@ if want hostile; then
       made cut60 "$out/hostile/.base_bf${bf}.$ext" "$out/hostile/truncated_bf${bf}.$ext"
       note "hostile/truncated_bf${bf}.$ext" "{\"part\":\"hostile\",\"case\":\"truncated\",\"container\":\"$ext\",$common,\"b_frames\":$bf,\"frames\":$nh,\"expect\":\"break\",\"note\":\"first 60% of the bytes; deliver every frame FFmpeg decodes, then one failure\"}"
     done
-    for ext in mp4 ts; do
+    for ext in mp4 mkv ts; do
       made flip "$out/hostile/.base_bf${bf}.$ext" "$out/hostile/flipped_bf${bf}.$ext"
-      note "hostile/flipped_bf${bf}.$ext" "{\"part\":\"hostile\",\"case\":\"flipped\",\"container\":\"$ext\",$common,\"b_frames\":$bf,\"frames\":$nh,\"expect\":\"damaged\",\"note\":\"8 bytes inverted inside the middle packet; FFmpeg conceals and goes on\"}"
+      note "hostile/flipped_bf${bf}.$ext" "{\"part\":\"hostile\",\"case\":\"flipped\",\"container\":\"$ext\",$common,\"b_frames\":$bf,\"frames\":$nh,\"expect\":\"damaged\",\"note\":\"8 bytes inverted inside the key frame nearest the middle; FFmpeg reports decode errors, conceals and goes on\"}"
     done
   done
   made cut60 "$out/hostile/.base_moov_end.mp4" "$out/hostile/truncated_moov_at_end.mp4"
