@@ -30,6 +30,17 @@
 # FFmpeg and imgpipe go over the W2 clips LOOP times (the FFmpeg list
 # repeated, imgpipe's input.loop), so that every run lasts seconds.
 #
+# On the GPU machine (no ffmpeg there, no encoder, 64 MiB carried): make the
+# corpus here small and carry it with FFmpeg in the bundle, e.g.
+#   samples/make_videos.sh --seconds 2.5 --long 10 --codec-clips 1 --codec-seconds 2 PHOTOS out/w2corpus
+#   ../shared/tools/gpu-bundle --xz --out .gpu /usr/bin/ffmpeg build-h200/pipeline/imgpipe
+#   run, carry [".gpu.txz", "out/w2corpus"]:  tar xJf .gpu.txz && FFMPEG=".gpu/run bin/ffmpeg" \
+#     IMGPIPE=".gpu/run bin/imgpipe" OUT=$OUT samples/bench/w2.sh out/w2corpus
+# (the corpus is ~30 MiB, the bundle ~17 MiB xz'd: samples/bench/RESULTS.md,
+# "W2 corpus"). The GPU machine's torchvision has neither VideoReader nor
+# read_video and torchcodec is not installed there: those entries print
+# why they are absent; torch_cv2 runs.
+#
 # Env:
 #   FFMPEG          the ffmpeg command (words allowed, e.g. ".gpu/run bin/ffmpeg");
 #                   needed to repeat short clips and by the ffmpeg_* entries
