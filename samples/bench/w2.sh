@@ -89,7 +89,7 @@ for e in json.load(open(os.path.join(corpus, "manifest.json")))["files"]:
     out = src if times == 1 else os.path.join(dst, e["file"].replace("/", "_").replace(".mp4", f"_x{times}.mp4"))
     print(f"{e['part']}\t{src}\t{times}\t{out}\t{e['frames'] * times}")
 PY
-while IFS=$'\t' read -r part src times out frames; do
+while IFS=$'\t' read -r _ src times out _; do
   [ "$times" = 1 ] || [ -s "$out" ] && continue
   [ -n "${FFMPEG:-}" ] || { echo "w2.sh: FFMPEG is not set: needed to repeat $src $times times" >&2; exit 2; }
   # shellcheck disable=SC2086  # FFMPEG may be several words
@@ -105,7 +105,7 @@ long_n=$(awk -F'\t' '$1 == "long" {print $5}' "$work/plan.tsv")
 # The W2 folder imgpipe reads: links to the (repeated) clips.
 rm -rf "$work/w2"; mkdir -p "$work/w2"
 while read -r f; do ln -s "$f" "$work/w2/$(basename "$f")"; done < "$work/w2_once.txt"
-cat $(cat "$work/w2_once.txt") ${long:+"$long"} > /dev/null  # page cache warm
+{ cat "$work/w2_once.txt"; [ -z "$long" ] || echo "$long"; } | xargs -d '\n' cat > /dev/null  # page cache warm
 echo "W2 corpus: $(wc -l < "$work/w2_once.txt") clips, $w2_frames frames (x$loop per run), long video $long_n frames; $cores cores"
 
 # --- runs ------------------------------------------------------------------------
@@ -200,7 +200,7 @@ entries = {}
 for line in open(results):
     r = json.loads(line)
     entries.setdefault(r["entry"], {"what": r["what"], "runs": []})["runs"].append(r["run"])
-lines = [f"W2: {w2_frames} frames of 1080p H.264 per pass (x{loop} for FFmpeg and imgpipe), long video {long_n} frames; "
+lines = [f"W2: {w2_frames} frames of W2 clips per pass (x{loop} for FFmpeg and imgpipe), long video {long_n} frames; "
          f"frames/s = frames counted / seconds; {took} s in all", "",
          "| entry | what | frames | runs (frames/s) | median frames/s | notes |", "|---|---|---|---|---|---|"]
 summary, failed = {}, False
