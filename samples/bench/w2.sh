@@ -21,7 +21,9 @@
 #                     (an FFmpeg run in which a process fails counts as failed)
 #   torch_*           decode + W1 preprocessing (640x640 bilinear, ImageNet
 #                     normalise, NCHW float32 on the GPU, batches of 32), DataLoader
-#                     with persistent workers (nproc - 1), one cv2 thread each:
+#                     with persistent workers (one per clip, at most nproc: a
+#                     worker decodes whole videos, so more clips than workers
+#                     leave a tail with few busy), one cv2 thread each:
 #                     torch_torchcodec, torch_torchcodec_cuda, torch_tv_reader,
 #                     torch_tv_read_video, torch_cv2 (each skipped, and said so,
 #                     when absent here); once over the W2 clips (not looped)
@@ -152,7 +154,8 @@ fi
 for d in torchcodec torchcodec_cuda tv_reader tv_read_video cv2; do
   want "torch_$d" || continue
   repeat "torch_$d" "$d + W1 preprocessing, batches of 32 on the GPU" \
-    "$python" "$here/samples/bench/w2_peers.py" torch --decoder "$d" --files "$work/w2_once.txt" --workers $((cores - 1))
+    "$python" "$here/samples/bench/w2_peers.py" torch --decoder "$d" --files "$work/w2_once.txt" \
+    --workers "$(( $(wc -l < "$work/w2_once.txt") < cores ? $(wc -l < "$work/w2_once.txt") : cores ))"
 done
 
 # imgpipe: every config of IMGPIPE_CONFIGS, on the W2 folder and on the long video.
