@@ -30,8 +30,8 @@ if [ "$what" = test ]; then
              python3-pytest python3-opencv  # tests: the Python package (pytest, cv2.dnn.blobFromImage)
              python3-venv python3-pip python3-setuptools python3-wheel  # tests: pip install . into a venv, offline
              mypy           # tests: mypy --strict on the Python package (python_mypy)
-             ffmpeg         # tests: video clips made with Debian's encoders (samples/make_videos.sh)
-             dpkg-dev file) # tests: cpack -G DEB (dpkg-shlibdeps reads the binary's dependencies)
+             dpkg-dev file  # tests: cpack -G DEB (dpkg-shlibdeps reads the binary's dependencies)
+             ffmpeg)        # tests: samples/make_videos.sh makes the video clips (sample_make_videos)
 fi
 # Only for `test`: the HTML report rendered in headless Chromium
 # (tests/cli/test_report_cli.cpp; skipped, not passed, without it).
