@@ -60,7 +60,11 @@ enum class Fit : std::uint8_t {
 // Where the planes of a YUV source image lie. Plane k starts `plane[k]`
 // bytes after the image's base (SrcImage::data, or ResizeBatch::src +
 // SrcImage::offset): plane 0 is Y, plane 1 U (or the interleaved UV pairs of
-// NV12/P016), plane 2 V (unused when interleaved or monochrome).
+// NV12/P016), plane 2 V (unused when interleaved or monochrome). Examples: an
+// NVDEC NV12 surface is data = the surface, plane = {0, pitch * surface
+// height}, pitch = {pitch, pitch}; a w x h I420 frame staged densely at
+// `offset` is plane = {0, w * h, w * h + cw * ch} (cw x ch: chroma_width /
+// chroma_height, yuv.hpp), pitches 0.
 struct SrcYuv {
   YuvFormat format;
   std::size_t plane[3] = {0, 0, 0};  // bytes from the image base to the plane's first row

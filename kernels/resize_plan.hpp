@@ -59,8 +59,12 @@ void resample_image_ref(const ResizeBatch& b, const ImagePlan& p, std::uint8_t* 
 // CPU: every image of b into dense u8 HWC at dst (oneTBB over images when parallel).
 void resample_batch_ref(const ResizeBatch& b, std::uint8_t* dst, bool parallel);
 
-// GPU: enqueues the resample(+normalise) kernel for every image of b (b and
-// out already validated). Defined in resize.cu.
-void resample_gpu(const ResizeBatch& b, const OutputSpec& out, CUstream_st* stream);
+// Which images of a batch a GPU launcher takes.
+enum class Images : std::uint8_t { all, bgr, yuv };
+
+// GPU: enqueues the resample(+normalise) kernels for the images of b that
+// `which` selects (b and out already validated): u8 images through the BGR
+// kernel, YUV images through the YUV kernel (both in resize.cu).
+void resample_gpu(const ResizeBatch& b, const OutputSpec& out, CUstream_st* stream, Images which = Images::all);
 
 }  // namespace imgpipe::kernels::detail

@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -269,7 +270,7 @@ TEST_CASE("yuv: yuv_to_bgr_ref is within 1 level of the double-precision convers
       }
 }
 
-TEST_CASE("yuv: range anchors convert exactly (black, white, grey)") {
+TEST_CASE("yuv: range anchors convert exactly (black and white and clamped)") {
   for (ColorMatrix m : {ColorMatrix::bt601, ColorMatrix::bt709, ColorMatrix::bt2020, ColorMatrix::smpte240m})
     for (int bits : {8, 10, 16}) {
       const int unit = 1 << (bits - 8);
@@ -499,7 +500,7 @@ FusedParams fused_params(const test::PackedBatch& p, const std::uint8_t* base, i
 
 }  // namespace
 
-TEST_CASE("yuv: the resize family's CPU twins resample a YUV image as its BGR conversion, bit for bit") {
+TEST_CASE("yuv: the resize family CPU twins resample a YUV image as its BGR conversion bit for bit") {
   const std::vector<cv::Mat> bgr = {test::random_image(200, 150, 3, 1), test::random_roi(17, 9, 3, 2)};
   const MixedBatch m = mixed_batch(bgr, some_yuv_images(100), "ybyyybyyy", 3);
   for (Interp interp : {Interp::linear, Interp::nearest})
@@ -622,3 +623,162 @@ TEST_CASE("yuv: validation names the YUV image's offending field") {
   CHECK_THROWS_WITH_AS(kn::fused_ref(f), doctest::Contains("images[1].pitch"), std::invalid_argument);
 }
 
+#if IMGPIPE_HAS_CUDA
+
+namespace {
+
+#define YUV_CUDA(expr) \
+  REQUIRE_MESSAGE((expr) == cudaSuccess, #expr " failed: " << cudaGetErrorName(cudaGetLastError()))
+
+// A YUV image in one cudaMallocPitch allocation, as NVDEC delivers its
+// frames: every plane with the allocation's pitch, chroma after the luma rows
+// (plus a gap of `gap` rows).
+struct DeviceFrame {
+  void* p = nullptr;
+  SrcYuv yuv;
+  DeviceFrame(const HostYuv& h, int gap) {
+    const YuvImage img = h.image();
+    const YuvFormat& f = img.format;
+    const int planes = f.monochrome ? 1 : (f.uv_interleaved ? 2 : 3);
+    const int ch = kn::chroma_height(f, h.height);
+    const std::size_t row = static_cast<std::size_t>(h.width) * f.bytes;
+    const std::size_t crow = static_cast<std::size_t>(kn::chroma_width(f, h.width)) * f.bytes;
+    const std::size_t rowb[3] = {row, f.uv_interleaved ? 2 * crow : crow, crow};
+    const int rows[3] = {h.height, ch, ch};
+    std::size_t pitch = 0;
+    const auto all_rows = static_cast<std::size_t>(h.height + gap + 2 * (ch + gap));
+    YUV_CUDA(cudaMallocPitch(&p, &pitch, std::max(row, rowb[1]), all_rows));
+    YUV_CUDA(cudaMemset(p, 0x5A, pitch * all_rows));
+    yuv = h.yuv;
+    std::size_t at = 0;
+    for (int k = 0; k < planes; ++k) {
+      yuv.plane[k] = at;
+      yuv.pitch[k] = pitch;
+      YUV_CUDA(cudaMemcpy2D(static_cast<std::uint8_t*>(p) + at, pitch, img.plane[k], img.pitch[k], rowb[k], rows[k],
+                            cudaMemcpyHostToDevice));
+      at += pitch * static_cast<std::size_t>(rows[k] + gap);
+    }
+  }
+  ~DeviceFrame() { (void)cudaFree(p); }
+  DeviceFrame(const DeviceFrame&) = delete;
+  DeviceFrame& operator=(const DeviceFrame&) = delete;
+};
+
+// The mixed batch on the device: the batch buffer copied, the images given by
+// pointer as pitched device frames. Returns the device descriptors.
+struct DeviceMixed {
+  test::DeviceCopy bytes;
+  std::vector<std::unique_ptr<DeviceFrame>> frames;
+  std::vector<SrcImage> images;
+  DeviceMixed(const MixedBatch& m, const imgpipe::gpu::Stream& s)
+      : bytes(m.mixed.bytes.data(), m.mixed.bytes.size(), s), images(m.mixed.images) {
+    s.synchronize();
+    for (std::size_t j = 0; j < m.yuv_index.size(); ++j) {
+      SrcImage& im = images[m.yuv_index[j]];
+      if (!im.data) continue;
+      frames.push_back(std::make_unique<DeviceFrame>(m.yuv[j], static_cast<int>(j % 3)));
+      im.data = static_cast<const std::uint8_t*>(frames.back()->p);
+      im.yuv = frames.back()->yuv;
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("yuv fused (GPU): a mixed batch of NV12 P016 I420 I422 I444 grey and BGR equals the CPU twin") {
+  IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device: GPU twin not run");
+  imgpipe::gpu::Stream s(0);
+  const std::vector<cv::Mat> bgr = {test::random_image(1920, 1080, 3, 11), test::random_roi(129, 33, 3, 12),
+                                    test::random_image(1, 1, 3, 13)};
+  std::vector<HostYuv> yuv = some_yuv_images(200);
+  MemLayout nv12;
+  nv12.interleaved = true;
+  yuv.push_back(pack_yuv(random_planes(1280, 720, 1, 1, 8, 300), nv12, ColorMatrix::bt709));
+  MemLayout p016;
+  p016.bytes = 2;
+  p016.shift = 6;
+  p016.interleaved = true;
+  yuv.push_back(pack_yuv(random_planes(1919, 1081, 1, 1, 10, 301), p016, ColorMatrix::bt709));
+  const MixedBatch m = mixed_batch(bgr, yuv, "yybyyybyyyb", 5);
+  const DeviceMixed d(m, s);
+  for (Interp interp : {Interp::linear, Interp::nearest})
+    for (Fit fit : {Fit::stretch, Fit::letterbox, Fit::center_crop})
+      for (auto [W, H] : {std::pair{640, 640}, std::pair{129, 31}, std::pair{1, 1}})
+        for (DType dt : {DType::float32, DType::float16, DType::uint8})
+          for (Layout l : {Layout::nchw, Layout::nhwc})
+            for (bool swap : {false, true}) {
+              FusedParams f = fused_params(m.mixed, m.mixed.bytes.data(), W, H, interp, fit, dt, l, swap);
+              const std::size_t bytes = kn::output_bytes(f);
+              std::vector<std::uint8_t> want(bytes);
+              f.dst = want.data();
+              kn::fused_ref(f);
+              imgpipe::gpu::DeviceBuffer d_out(0, bytes);
+              f.in.src = d.bytes.get();
+              f.in.images = d.images.data();
+              f.dst = d_out.get();
+              kn::fused_gpu(f, s.get());
+              const std::vector<std::uint8_t> got = test::download(d_out, bytes, s);
+              INFO("interp " << static_cast<int>(interp) << " fit " << static_cast<int>(fit) << " " << W << "x" << H
+                             << " " << dname(dt) << " " << imgpipe::to_string(l) << " swap " << swap);
+              const test::Diff diff = test::diff_u8(got.data(), want.data(), bytes);
+              INFO(diff.count << " bytes differ, first at " << diff.first);
+              CHECK(diff.count == 0);
+            }
+}
+
+TEST_CASE("yuv fused (GPU): resize letterbox and centre crop of a mixed batch equal their CPU twins") {
+  IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device: GPU twin not run");
+  imgpipe::gpu::Stream s(0);
+  const std::vector<cv::Mat> bgr = {test::random_image(300, 200, 3, 21), test::random_roi(17, 9, 3, 22)};
+  // More YUV images than one launch takes (16), so that a call makes several.
+  std::vector<HostYuv> yuv = some_yuv_images(400);
+  const std::vector<HostYuv> more = some_yuv_images(500);
+  yuv.insert(yuv.end(), more.begin(), more.end());
+  yuv.insert(yuv.end(), more.begin(), more.begin() + 5);
+  std::string order;
+  for (std::size_t k = 0; k < yuv.size(); ++k) order += k == 3 || k == 15 ? "yb" : "y";
+  const MixedBatch m = mixed_batch(bgr, yuv, order, 1);
+  const DeviceMixed d(m, s);
+  for (Interp interp : {Interp::linear, Interp::nearest})
+    for (Fit fit : {Fit::stretch, Fit::letterbox, Fit::center_crop})
+      for (auto [W, H] : {std::pair{320, 240}, std::pair{33, 65}}) {
+        ResizeBatch b = test::batch_of(m.mixed, m.mixed.bytes.data(), W, H, interp, fit);
+        const std::size_t bytes = kn::output_bytes(b);
+        std::vector<std::uint8_t> want(bytes);
+        imgpipe::gpu::DeviceBuffer d_out(0, bytes);
+        ResizeBatch db = b;
+        db.src = d.bytes.get();
+        db.images = d.images.data();
+        auto* out = static_cast<std::uint8_t*>(d_out.get());
+        switch (fit) {
+          case Fit::stretch:
+            kn::resize_ref(b, want.data());
+            kn::resize_gpu(db, out, s.get());
+            break;
+          case Fit::letterbox:
+            kn::letterbox_ref(b, want.data());
+            kn::letterbox_gpu(db, out, nullptr, s.get());
+            break;
+          case Fit::center_crop:
+            kn::center_crop_ref(b, want.data());
+            kn::center_crop_gpu(db, out, s.get());
+            break;
+        }
+        const std::vector<std::uint8_t> got = test::download(d_out, bytes, s);
+        INFO("interp " << static_cast<int>(interp) << " fit " << static_cast<int>(fit) << " " << W << "x" << H);
+        const test::Diff diff = test::diff_u8(got.data(), want.data(), bytes);
+        INFO(diff.count << " bytes differ, first at " << diff.first);
+        CHECK(diff.count == 0);
+        // And the fused kernel (u8 NHWC is the canvas itself).
+        FusedParams f;
+        f.in = db;
+        f.dst = d_out.get();
+        f.dtype = DType::uint8;
+        f.layout = Layout::nhwc;
+        YUV_CUDA(cudaMemset(d_out.get(), 0, bytes));
+        kn::fused_gpu(f, s.get());
+        CHECK(test::download(d_out, bytes, s) == want);
+      }
+}
+
+#endif  // IMGPIPE_HAS_CUDA
