@@ -2,7 +2,9 @@
 // shared-memory budget (below: downscales up to about 7x for 3 channels) take
 // a dedicated kernel; everything else (nearest, larger downscales) goes
 // through the resize family's kernel (resize.cu), which writes normalised
-// float32/float16 (or u8) in NCHW/NHWC directly, without the u8 canvas. Both
+// float32/float16 (or u8) in NCHW/NHWC directly, without the u8 canvas. The
+// YUV images of a batch (SrcImage::yuv) always take resize.cu's YUV kernel,
+// in the same call: the dedicated kernel takes the batch's u8 images only. All
 // compute every canvas value with resize_math.hpp's integer arithmetic,
 // shared with the CPU twin, and normalise through a per-block table of the
 // C x 256 values built with normalize.cu's operations (__fmul_rn, __fsub_rn,
@@ -37,6 +39,7 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "core/cuda_check.hpp"
 #include "fused.hpp"
@@ -343,11 +346,16 @@ void launch_c(Args& a, int channels, Layout l, int smem, cudaStream_t s) {
   }
 }
 
-// The bilinear kernel, when every image's strip span fits the shared-memory
-// budget; false (nothing enqueued) otherwise.
+// The bilinear kernel for the u8 (BGR) images of the batch, when every such
+// image's strip span fits the shared-memory budget (true also when there are
+// none); false (nothing enqueued) otherwise. YUV images are not its.
 bool fused_linear_gpu(const FusedParams& p, cudaStream_t stream) {
   const ResizeBatch& b = p.in;
   if (b.interp != Interp::linear) return false;
+  std::vector<int> bgr;
+  for (int i = 0; i < b.batch; ++i)
+    if (!b.images[i].yuv) bgr.push_back(i);
+  if (bgr.empty()) return true;
   const int C = b.channels, W = b.width, H = b.height;
   const int elem = static_cast<int>(dtype_size(p.dtype));
   const int table = p.dtype == DType::uint8 ? 0 : (C * 256 * elem + 15) & ~15;
@@ -371,7 +379,7 @@ bool fused_linear_gpu(const FusedParams& p, cudaStream_t stream) {
   // consecutive columns tap 0 moves by at most floor(127 * scale) + 1 pixels
   // (one more for float rounding) and tap 1 is tap 0 + 1: 127 * scale + 4 pixels.
   int span_bytes = 0;
-  for (int i = 0; i < b.batch; ++i) {
+  for (const int i : bgr) {
     const detail::ImagePlan q = detail::plan_image(b, i);
     const double px = std::min(static_cast<double>(q.sw), std::ceil(127.0 * q.scale_x) + 4.0);
     span_bytes = std::max(span_bytes, static_cast<int>(std::min(px * C, 1e9)));
@@ -382,10 +390,10 @@ bool fused_linear_gpu(const FusedParams& p, cudaStream_t stream) {
   if (smem > kMaxSmem) return false;
   a.span = span;
 
-  for (int first = 0; first < b.batch; first += kMaxImages) {
-    const int n = std::min(kMaxImages, b.batch - first);
+  for (std::size_t first = 0; first < bgr.size(); first += kMaxImages) {
+    const int n = static_cast<int>(std::min<std::size_t>(kMaxImages, bgr.size() - first));
     for (int k = 0; k < n; ++k) {
-      a.img[k] = detail::image_arg(b, first + k, C);
+      a.img[k] = detail::image_arg(b, bgr[first + k], C);
     }
     a.images = n;
     switch (p.dtype) {
@@ -402,7 +410,7 @@ bool fused_linear_gpu(const FusedParams& p, cudaStream_t stream) {
 
 void fused_gpu(const FusedParams& p, CUstream_st* stream) {
   validate(p);
-  if (fused_linear_gpu(p, stream)) return;
+  const bool bgr_done = fused_linear_gpu(p, stream);
   detail::OutputSpec out;
   out.dst = p.dst;
   out.layout = p.layout;
@@ -411,7 +419,9 @@ void fused_gpu(const FusedParams& p, CUstream_st* stream) {
   out.scale = p.scale;
   out.mean = p.mean;
   out.std = p.std;
-  detail::resample_gpu(p.in, out, stream);
+  // YUV images (and the u8 ones the bilinear kernel did not take) through
+  // the resize family's kernels.
+  detail::resample_gpu(p.in, out, stream, bgr_done ? detail::Images::yuv : detail::Images::all);
 }
 
 }  // namespace imgpipe::kernels

@@ -14,7 +14,9 @@
 // / std[c]; no FMA), float16 rounds that float32 to nearest-even. Output
 // channel c takes input channel (swap_rb && c < 3 ? 2 - c : c); mean and std
 // are in output channel order. The pad value is a u8 and is normalised like
-// any pixel.
+// any pixel. A YUV image of the batch (SrcImage::yuv, resize.hpp) is
+// resampled as its BGR conversion (yuv_to_bgr_ref) would be, so the identity
+// above holds for mixed batches too.
 #pragma once
 
 #include <array>

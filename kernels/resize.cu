@@ -20,6 +20,13 @@
 // Float outputs come from a per-block table of the C x 256 normalised values,
 // built with normalize.cu's operations (__fmul_rn, __fsub_rn, __fdiv_rn), so
 // the hot loop has no division.
+//
+// YUV images (SrcImage::yuv, resize.hpp) take a second kernel of the same
+// work layout, launched by the same call for the batch's YUV images (each
+// image's output position is its own, so a mixed batch is two sets of
+// launches into one output): it converts each source tap with yuv.hpp's
+// arithmetic and resamples as above. A batch without YUV images launches
+// exactly what it did before (one pass over the descriptors on the host).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -28,10 +35,12 @@
 #include <cstdint>
 #include <stdexcept>
 #include <type_traits>
+#include <vector>
 
 #include "core/cuda_check.hpp"
 #include "resize_math.hpp"
 #include "resize_plan.hpp"
+#include "yuv.hpp"
 #include "device_common.cuh"
 
 namespace imgpipe::kernels {
@@ -44,8 +53,8 @@ constexpr int kTileW = 32 * kCols;  // 128
 constexpr int kMaxImages = 32;      // images per launch (kernel-argument array, < 4 KiB)
 constexpr int kMinBlocks = 4;       // 64 registers, no spills (ptxas -v), 32 warps per SM
 
-struct Args {
-  ImageArg img[kMaxImages];
+// What every launch of the family's kernels shares: the output and the work split.
+struct OutArgs {
   void* dst;
   long long image_stride;  // output elements per image
   int cstride;             // output elements between channels of a pixel (an image has < 2^31, validated)
@@ -60,7 +69,25 @@ struct Args {
   float mean[4];
   float stdv[4];
 };
+
+struct Args : OutArgs {
+  ImageArg img[kMaxImages];
+};
 static_assert(sizeof(Args) <= 4000, "kernel arguments must stay under 4 KiB");
+
+// A YUV image of a launch: its geometry (ImageArg; src, size and pitch
+// unused), planes and coefficients.
+struct YuvArg {
+  ImageArg g;
+  YuvImage img;
+  YuvCoeffs coef;
+};
+constexpr int kMaxYuvImages = 16;  // YUV images per launch (< 4 KiB of arguments)
+
+struct YuvArgs : OutArgs {
+  YuvArg img[kMaxYuvImages];
+};
+static_assert(sizeof(YuvArgs) <= 4000, "kernel arguments must stay under 4 KiB");
 
 // Bytes [o, o + need) of an image (offsets from its pixel (0, 0) at src, whose
 // address is `mis` past an 8-byte boundary; the image has `size` bytes),
@@ -94,6 +121,34 @@ template <typename OutT, int C>
 struct OutTable {
   OutT v[C * 256];
 };
+
+// The table's entries for channels 0..C-1 (float outputs); the block syncs.
+template <int C, typename OutT, int N>
+__device__ __forceinline__ void build_table(OutTable<OutT, N>& table, const OutArgs& a) {
+  for (int k = threadIdx.x; k < C * 256; k += kThreads) {
+    const int c = k >> 8;
+    table.v[k] = convert<OutT>(normalized(k & 255, a.scale, a.mean[c], a.stdv[c]));
+  }
+  __syncthreads();
+}
+
+// Writes one canvas pixel's C u8 values v (input channel order) at o, output
+// channel c at o[c * cs]: output channel c takes input channel 2 - c for
+// c < 3 when swapping; float outputs through the table.
+template <int C, bool kU8, typename OutT, int N>
+__device__ __forceinline__ void store_pixel(OutT* o, const int (&v)[C], int cs, bool swap,
+                                            const OutTable<OutT, N>& table) {
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    int vin = v[c];
+    if constexpr (C >= 3) {
+      if (swap && c == 0) vin = v[2];
+      if (swap && c == 2) vin = v[0];
+    }
+    if constexpr (kU8) o[c * cs] = static_cast<unsigned char>(vin);
+    else o[c * cs] = table.v[(c << 8) + vin];
+  }
+}
 
 // Per-thread column taps of one image (recomputed when a block's rows cross
 // into the next image). Packed: the kernel is register-bound at 4 blocks of
@@ -130,13 +185,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) resample_kernel(const __
   // First, while nothing else is live (__fdiv_rn's slow path is a call).
   constexpr bool kU8 = std::is_same_v<OutT, unsigned char>;
   __shared__ OutTable<OutT, kU8 ? 1 : C> table;
-  if constexpr (!kU8) {
-    for (int k = threadIdx.x; k < C * 256; k += kThreads) {
-      const int c = k >> 8;
-      table.v[k] = convert<OutT>(normalized(k & 255, a.scale, a.mean[c], a.stdv[c]));
-    }
-    __syncthreads();
-  }
+  if constexpr (!kU8) build_table<C>(table, a);
 
   // This block: one 128-column strip, and an equal contiguous share of the
   // launch's rows (image n row Y is row n * H + Y), interleaved over its warps.
@@ -218,18 +267,118 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) resample_kernel(const __
 #pragma unroll
         for (int c = 0; c < C; ++c) v[c] = byte_of(q0[j], c);
       }
-      OutT* const o = dst + (row + X) * xs;
+      store_pixel<C, kU8>(dst + (row + X) * xs, v, cs, swap, table);
+    }
+  }
+}
+
+// The YUV kernel: the work layout of resample_kernel (3 channels), each
+// source tap converted to BGR with yuv.hpp's integer arithmetic
+// (detail::yuv_at, the function the CPU twin's yuv_to_bgr_ref applies), then
+// resampled with the same integer arithmetic, so that a YUV image gives the
+// bits of its BGR conversion. A tap is its samples read in place (Y, and U/V
+// or the UV pair): lane l's taps are next to lane l+1's, so a warp's loads of
+// one plane touch one or two consecutive spans, served by L1. Taps that are
+// one pixel (edge clamp, or the two rows of a clamped row pair) are converted
+// once.
+template <bool kLinear, typename OutT>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) resample_yuv_kernel(const __grid_constant__ YuvArgs a) {
+  constexpr int C = 3;
+  constexpr bool kU8 = std::is_same_v<OutT, unsigned char>;
+  __shared__ OutTable<OutT, kU8 ? 1 : C> table;
+  if constexpr (!kU8) build_table<C>(table, a);
+
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int W = a.W, H = a.H;
+  const int strip = static_cast<int>(blockIdx.x) % a.strips;
+  const int part = static_cast<int>(blockIdx.x) / a.strips;
+  const long long rows = static_cast<long long>(a.images) * H;
+  const int r_begin = static_cast<int>(rows * part / a.parts);
+  const int r_end = static_cast<int>(rows * (part + 1) / a.parts);
+  const int xbase = strip * kTileW + lane;
+  const int cs = a.cstride, xs = a.xstride;
+  const bool swap = a.swap_rb != 0;
+
+  int current = -1;
+  int s0[kCols], s1[kCols];  // source columns of the taps; s0 = -1: pad (or beyond the canvas)
+  int w0[kCols], w1[kCols];
+
+#pragma unroll 1
+  for (int r = r_begin + warp; r < r_end; r += kThreads / 32) {
+    const int n = r / H, Y = r - n * H;  // warp-uniform
+    const YuvArg& im = a.img[n];         // read in place (constant bank)
+    if (n != current) {
+      current = n;
 #pragma unroll
-      for (int c = 0; c < C; ++c) {
-        // Output channel c takes input channel 2 - c for c < 3 when swapping.
-        int vin = v[c];
-        if constexpr (C >= 3) {
-          if (swap && c == 0) vin = v[2];
-          if (swap && c == 2) vin = v[0];
+      for (int j = 0; j < kCols; ++j) {
+        const int X = xbase + 32 * j;
+        const int rx = X - im.g.x0;
+        const bool inside = X < W && rx >= 0 && rx < im.g.rw;
+        if constexpr (kLinear) {
+          const LinearTap t = linear_tap(rx, im.g.scale_x, im.g.sw, true);
+          s0[j] = inside ? t.s0 : -1;
+          s1[j] = t.s1;
+          w0[j] = t.w0;
+          w1[j] = t.w1;
+        } else {
+          s0[j] = inside ? nearest_index(rx, im.g.scale_x, im.g.sw) : -1;
+          s1[j] = s0[j];
+          w0[j] = w1[j] = 0;
         }
-        if constexpr (kU8) o[c * cs] = static_cast<unsigned char>(vin);
-        else o[c * cs] = table.v[(c << 8) + vin];
       }
+    }
+    const int ry = Y - im.g.y0;
+    const bool row_in = ry >= 0 && ry < im.g.rh;
+    int y0 = 0, y1 = 0, b0 = 0, b1 = 0;
+    if (row_in) {
+      if constexpr (kLinear) {
+        const LinearTap t = linear_tap(ry, im.g.scale_y, im.g.sh, false);
+        y0 = t.s0;
+        y1 = t.s1;
+        b0 = t.w0;
+        b1 = t.w1;
+      } else {
+        y0 = y1 = nearest_index(ry, im.g.scale_y, im.g.sh);
+      }
+    }
+
+    OutT* const dst = static_cast<OutT*>(a.dst) + im.g.index * a.image_stride;
+    const int row = Y * W;
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+      const int X = xbase + 32 * j;
+      if (X >= W) continue;
+      int v[C];
+      if (!row_in || s0[j] < 0) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) v[c] = a.pad;
+      } else {
+        unsigned char p00[C];
+        yuv_at(im.img, im.coef, s0[j], y0, p00);
+        if constexpr (kLinear) {
+          unsigned char p01[C], p10[C], p11[C];
+          if (s1[j] != s0[j]) yuv_at(im.img, im.coef, s1[j], y0, p01);
+          else for (int c = 0; c < C; ++c) p01[c] = p00[c];
+          if (y1 != y0) {
+            yuv_at(im.img, im.coef, s0[j], y1, p10);
+            if (s1[j] != s0[j]) yuv_at(im.img, im.coef, s1[j], y1, p11);
+            else for (int c = 0; c < C; ++c) p11[c] = p10[c];
+          } else {
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+              p10[c] = p00[c];
+              p11[c] = p01[c];
+            }
+          }
+#pragma unroll
+          for (int c = 0; c < C; ++c)
+            v[c] = vlinear(p00[c] * w0[j] + p01[c] * w1[j], p10[c] * w0[j] + p11[c] * w1[j], b0, b1);
+        } else {
+#pragma unroll
+          for (int c = 0; c < C; ++c) v[c] = p00[c];
+        }
+      }
+      store_pixel<C, kU8>(dst + (row + X) * xs, v, cs, swap, table);
     }
   }
 }
@@ -249,11 +398,9 @@ void launch_t(const Args& a, int channels, bool linear, dim3 grid, cudaStream_t 
   }
 }
 
-}  // namespace
-
-void resample_gpu(const ResizeBatch& b, const OutputSpec& out, CUstream_st* stream) {
+// The output fields of a launch.
+void fill_output(OutArgs& a, const ResizeBatch& b, const OutputSpec& out) {
   const int C = b.channels, W = b.width, H = b.height;
-  Args a{};
   a.dst = out.dst;
   a.W = W;
   a.H = H;
@@ -273,19 +420,82 @@ void resample_gpu(const ResizeBatch& b, const OutputSpec& out, CUstream_st* stre
     a.stdv[c] = out.std[c];
   }
   a.strips = (W + kTileW - 1) / kTileW;
+}
+
+// One wave: as many blocks as fit at once, each strip's rows split evenly
+// (to within a row) over its blocks, at least 8 rows (one per warp) each.
+dim3 one_wave(OutArgs& a) {
   const int resident = sm_count() * kMinBlocks;
-  for (int first = 0; first < b.batch; first += kMaxImages) {
-    const int n = std::min(kMaxImages, b.batch - first);
+  const long long rows = static_cast<long long>(a.images) * a.H;
+  a.parts = static_cast<int>(std::max<long long>(1, std::min<long long>(resident / a.strips, (rows + 7) / 8)));
+  return dim3(static_cast<unsigned>(a.strips * a.parts));
+}
+
+template <typename OutT>
+void launch_yuv(const YuvArgs& a, bool linear, dim3 grid, cudaStream_t s) {
+  if (linear) resample_yuv_kernel<true, OutT><<<grid, kThreads, 0, s>>>(a);
+  else resample_yuv_kernel<false, OutT><<<grid, kThreads, 0, s>>>(a);
+}
+
+// The YUV images `idx` of b.
+void resample_yuv_gpu(const ResizeBatch& b, const OutputSpec& out, const std::vector<int>& idx, cudaStream_t stream) {
+  YuvArgs a{};
+  fill_output(a, b, out);
+  const bool linear = b.interp == Interp::linear;
+  for (std::size_t first = 0; first < idx.size(); first += kMaxYuvImages) {
+    const int n = static_cast<int>(std::min<std::size_t>(kMaxYuvImages, idx.size() - first));
     for (int k = 0; k < n; ++k) {
-      a.img[k] = image_arg(b, first + k, C);
+      const int i = idx[first + k];
+      const ImagePlan q = plan_image(b, i);
+      YuvArg& y = a.img[k];
+      y.g = ImageArg{};
+      y.g.scale_x = q.scale_x;
+      y.g.scale_y = q.scale_y;
+      y.g.sw = q.sw;
+      y.g.sh = q.sh;
+      y.g.x0 = q.x0;
+      y.g.y0 = q.y0;
+      y.g.rw = q.rw;
+      y.g.rh = q.rh;
+      y.g.index = i;
+      y.img = q.yuv;
+      y.coef = make_coeffs(q.yuv.format.matrix, q.yuv.format.range, q.yuv.format.bits);
     }
     a.images = n;
-    // One wave: as many blocks as fit at once, each strip's rows split evenly
-    // (to within a row) over its blocks, at least 8 rows (one per warp) each.
-    const long long rows = static_cast<long long>(n) * H;
-    a.parts = static_cast<int>(std::max<long long>(1, std::min<long long>(resident / a.strips, (rows + 7) / 8)));
-    const dim3 grid(static_cast<unsigned>(a.strips * a.parts));
-    const bool linear = b.interp == Interp::linear;
+    const dim3 grid = one_wave(a);
+    switch (out.dtype) {
+      case DType::float32: launch_yuv<float>(a, linear, grid, stream); break;
+      case DType::float16: launch_yuv<__half>(a, linear, grid, stream); break;
+      case DType::uint8: launch_yuv<unsigned char>(a, linear, grid, stream); break;
+    }
+    IMGPIPE_CUDA_TRY(cudaGetLastError());
+  }
+}
+
+}  // namespace
+
+void resample_gpu(const ResizeBatch& b, const OutputSpec& out, CUstream_st* stream, Images which) {
+  // The images each kernel takes (a batch without YUV images: all, in order).
+  std::vector<int> bgr, yuv;
+  for (int i = 0; i < b.batch; ++i) {
+    if (b.images[i].yuv) {
+      if (which != Images::bgr) yuv.push_back(i);
+    } else if (which != Images::yuv) {
+      bgr.push_back(i);
+    }
+  }
+  if (!yuv.empty()) resample_yuv_gpu(b, out, yuv, stream);
+  const int C = b.channels;
+  Args a{};
+  fill_output(a, b, out);
+  const bool linear = b.interp == Interp::linear;
+  for (std::size_t first = 0; first < bgr.size(); first += kMaxImages) {
+    const int n = static_cast<int>(std::min<std::size_t>(kMaxImages, bgr.size() - first));
+    for (int k = 0; k < n; ++k) {
+      a.img[k] = image_arg(b, bgr[first + k], C);
+    }
+    a.images = n;
+    const dim3 grid = one_wave(a);
     switch (out.dtype) {
       case DType::float32: launch_t<float>(a, C, linear, grid, stream); break;
       case DType::float16: launch_t<__half>(a, C, linear, grid, stream); break;

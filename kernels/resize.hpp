@@ -11,6 +11,15 @@
 // size0 + size1, ...; a sub-image (ROI) is an offset into its parent with the
 // parent's pitch.
 //
+// YUV images (decoded video frames: NV12/P016 from NVDEC, I420/I422/I444 and
+// 10-bit planar from libavcodec): an image with SrcImage::yuv set holds YUV
+// planes instead of u8 BGR pixels (channels must be 3); a batch may mix the
+// two. Definition: a YUV image is resampled exactly as its BGR conversion
+// (kernels::yuv_to_bgr_ref, yuv.hpp) would be, bit for bit, on both twins: the
+// CPU twin converts the image, then resamples the BGR pixels; the kernels
+// convert each tap with yuv.hpp's integer arithmetic (detail::yuv_at) and
+// resample with the same integer arithmetic as for BGR images.
+//
 // Output: a dense batch x height x width x channels u8 tensor (HWC, input
 // channel order). Each image is resized to its placement (see Fit) and the
 // canvas pixels not covered are set to pad_value.
@@ -32,7 +41,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <optional>
+
 #include "imgpipe/types.hpp"
+#include "yuv.hpp"
 
 namespace imgpipe::kernels {
 
@@ -45,6 +57,20 @@ enum class Fit : std::uint8_t {
   center_crop,  // shorter side to the canvas, centre cut (crop.hpp has the geometry)
 };
 
+// Where the planes of a YUV source image lie. Plane k starts `plane[k]`
+// bytes after the image's base (SrcImage::data, or ResizeBatch::src +
+// SrcImage::offset): plane 0 is Y, plane 1 U (or the interleaved UV pairs of
+// NV12/P016), plane 2 V (unused when interleaved or monochrome). Examples: an
+// NVDEC NV12 surface is data = the surface, plane = {0, pitch * surface
+// height}, pitch = {pitch, pitch}; a w x h I420 frame staged densely at
+// `offset` is plane = {0, w * h, w * h + cw * ch} (cw x ch: chroma_width /
+// chroma_height, yuv.hpp), pitches 0.
+struct SrcYuv {
+  YuvFormat format;
+  std::size_t plane[3] = {0, 0, 0};  // bytes from the image base to the plane's first row
+  std::size_t pitch[3] = {0, 0, 0};  // bytes between the plane's rows; 0: its row bytes (dense)
+};
+
 // One source image of a batch.
 struct SrcImage {
   std::size_t offset = 0;  // bytes from ResizeBatch::src to pixel (0, 0)
@@ -54,6 +80,10 @@ struct SrcImage {
   // The image's own pixels (device memory for the GPU kernels), for an image
   // that does not lie in `src` (a frame the GPU decoded); null: src + offset.
   const std::uint8_t* data = nullptr;
+  // Set: the image is YUV (SrcYuv above; width/height are the luma size,
+  // `pitch` must be 0: the planes' pitches are in yuv->pitch). Unset: u8
+  // pixels of `channels` channels.
+  std::optional<SrcYuv> yuv = std::nullopt;
 };
 
 // Where one resized image lies in the canvas: the source is resized as

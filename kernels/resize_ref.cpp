@@ -20,6 +20,31 @@ namespace imgpipe::kernels {
 namespace {
 // Dimensions are kept well inside int arithmetic (x * channels, grid sizes).
 constexpr int kMaxDim = 1 << 20;
+
+// Image i of b, a YUV image (its width and height already checked).
+template <typename Fail>
+void validate_yuv(const ResizeBatch& b, int i, const std::string& name, Fail fail) {
+  const SrcImage& im = b.images[i];
+  if (b.channels != 3) fail(name + ".yuv: a YUV image needs channels == 3 (it converts to BGR)");
+  if (im.pitch != 0) fail(name + ".pitch must be 0 for a YUV image (its planes' pitches are in .yuv->pitch)");
+  const YuvFormat& f = im.yuv->format;
+  if (f.chroma_shift_x < 0 || f.chroma_shift_x > 1 || f.chroma_shift_y < 0 || f.chroma_shift_y > 1)
+    fail(name + ".yuv: format.chroma_shift_x and format.chroma_shift_y must be 0 or 1");
+  const YuvImage y = detail::yuv_image(b, i);
+  try {
+    validate(y);
+  } catch (const std::invalid_argument& e) {
+    std::string what = e.what();
+    if (what.rfind("yuv: ", 0) == 0) what.erase(0, 5);
+    fail(name + ".yuv: " + what);
+  }
+  const int planes = y.format.monochrome ? 1 : (y.format.uv_interleaved ? 2 : 3);
+  for (int k = 0; k < planes; ++k) {
+    const int rows = k == 0 ? im.height : chroma_height(y.format, im.height);
+    if (static_cast<double>(rows) * static_cast<double>(y.pitch[k]) >= 1073741824.0)
+      fail(name + ".yuv plane " + std::to_string(k) + " spans 1 GiB or more (rows * pitch)");
+  }
+}
 }  // namespace
 
 void validate(const ResizeBatch& b) {
@@ -38,6 +63,10 @@ void validate(const ResizeBatch& b) {
     const std::string name = "images[" + std::to_string(i) + "]";
     if (im.width < 1 || im.height < 1) fail(name + ".width and .height must be >= 1");
     if (im.width > kMaxDim || im.height > kMaxDim) fail(name + ".width and .height must be <= " + std::to_string(kMaxDim));
+    if (im.yuv) {
+      validate_yuv(b, i, name, fail);
+      continue;
+    }
     if (im.pitch != 0 && im.pitch < static_cast<std::size_t>(im.width) * b.channels)
       fail(name + ".pitch is smaller than width * channels");
     const std::size_t pitch = im.pitch ? im.pitch : static_cast<std::size_t>(im.width) * b.channels;
@@ -87,12 +116,35 @@ Placement placement(const ResizeBatch& b, int i) {
 
 namespace detail {
 
+YuvImage yuv_image(const ResizeBatch& b, int i) {
+  const SrcImage& im = b.images[i];
+  const SrcYuv& s = *im.yuv;
+  const std::uint8_t* base = im.data ? im.data : b.src + im.offset;
+  const std::size_t row = static_cast<std::size_t>(im.width) * s.format.bytes;
+  const std::size_t crow = static_cast<std::size_t>(chroma_width(s.format, im.width)) * s.format.bytes;
+  const std::size_t dense[3] = {row, s.format.uv_interleaved ? 2 * crow : crow, crow};
+  YuvImage y;
+  y.width = im.width;
+  y.height = im.height;
+  y.format = s.format;
+  const int planes = s.format.monochrome ? 1 : (s.format.uv_interleaved ? 2 : 3);
+  for (int k = 0; k < planes; ++k) {
+    y.plane[k] = base + s.plane[k];
+    y.pitch[k] = s.pitch[k] ? s.pitch[k] : dense[k];
+  }
+  return y;
+}
+
 ImagePlan plan_image(const ResizeBatch& b, int i) {
   const SrcImage& im = b.images[i];
   const Placement pl = placement(b, i);
   ImagePlan p;
   p.src = im.data ? im.data : b.src + im.offset;
   p.pitch = im.pitch ? im.pitch : static_cast<std::size_t>(im.width) * b.channels;
+  if (im.yuv) {
+    p.is_yuv = true;
+    p.yuv = yuv_image(b, i);
+  }
   p.sw = im.width;
   p.sh = im.height;
   p.x0 = pl.x0;
@@ -139,6 +191,16 @@ std::vector<XTap> x_taps(const ResizeBatch& b, const ImagePlan& p) {
 }  // namespace
 
 void resample_image_ref(const ResizeBatch& b, const ImagePlan& p, std::uint8_t* canvas) {
+  if (p.is_yuv) {
+    // The definition (resize.hpp): the BGR conversion, resampled as any image.
+    std::vector<std::uint8_t> bgr(static_cast<std::size_t>(p.sw) * p.sh * 3);
+    yuv_to_bgr_ref(p.yuv, bgr.data());
+    ImagePlan q = p;
+    q.is_yuv = false;
+    q.src = bgr.data();
+    q.pitch = static_cast<std::size_t>(p.sw) * 3;
+    return resample_image_ref(b, q, canvas);
+  }
   const int C = b.channels, W = b.width, H = b.height;
   const std::vector<XTap> xt = x_taps(b, p);
   const std::size_t row_bytes = static_cast<std::size_t>(W) * C;
