@@ -3,6 +3,7 @@
 #include "codecs/jpeg_markers.hpp"
 #include "geometry.hpp"
 #include "jpeg_decode.hpp"
+#include "transform.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -385,8 +386,10 @@ void build_opencv_decoders() {
 }
 }  // namespace
 
-Decode::Decode(const DecodeConfig& cfg, const TransformConfig& transform, bool video_orientation)
-    : Stage("decode", true), cfg_(cfg), resize_(transform.resize), video_orientation_(video_orientation) {
+Decode::Decode(const DecodeConfig& cfg, const TransformConfig& transform, bool video_orientation,
+               std::size_t yuv_budget)
+    : Stage("decode", true), cfg_(cfg), resize_(transform.resize), video_orientation_(video_orientation),
+      yuv_budget_(yuv_budget) {
   build_opencv_decoders();
 }
 
@@ -442,6 +445,16 @@ int orientation_of(int rotation, bool flip) noexcept {
 Tally Decode::convert_video(Work& w) const {
   const codecs::VideoFrame& f = *w.pixels.video;
   const int stored_width = f.width(), stored_height = f.height();
+  const int o = video_orientation_ ? orientation_of(w.pixels.video_rotation, w.pixels.video_flip) : 1;
+  SampleGeometry& g = w.sample.geometry;
+  if (yuv_budget_ > 0 && o == 1) {
+    kernels::YuvImage img;
+    if (f.yuv(img) && staged_yuv(img).bytes <= yuv_budget_) {  // the GPU converts it
+      g.stored_width = g.width = stored_width;
+      g.stored_height = g.height = stored_height;
+      return {1, 0};
+    }
+  }
   cv::Mat& out = w.pixels.decoded;
   out.create(stored_height, stored_width, CV_8UC3);
   try {
@@ -451,9 +464,7 @@ Tally Decode::convert_video(Work& w) const {
   }
   w.pixels.video.reset();  // the decoder's buffer goes back to its pool
   if (w.failed()) return {1, 0};
-  const int o = video_orientation_ ? orientation_of(w.pixels.video_rotation, w.pixels.video_flip) : 1;
   apply_exif_orientation(out, o);
-  SampleGeometry& g = w.sample.geometry;
   g.stored_width = stored_width;
   g.stored_height = stored_height;
   g.width = out.cols;

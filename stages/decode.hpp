@@ -79,7 +79,11 @@ class Decode : public Stage<Decode, Takes::to_decode> {
   // `transform` gives the resize target that reduced decode must cover.
   // Builds OpenCV's decoder registry in this thread, before any run's
   // threads use it (see decode.cpp).
-  Decode(const DecodeConfig& cfg, const TransformConfig& transform, bool video_orientation = true);
+  // `yuv_budget` > 0: the GPU resizes (transform.resize.where), so a video
+  // frame that needs no turning and whose planes fit that many bytes is left
+  // YUV, for the transform stage to stage as it is (the GPU converts it).
+  Decode(const DecodeConfig& cfg, const TransformConfig& transform, bool video_orientation = true,
+         std::size_t yuv_budget = 0);
   // Decodes w.pixels.bytes into w.pixels.decoded, or sets w.sample.error;
   // a video file's frame (w.pixels.video) is converted to BGR with the
   // stream's matrix and range (kernels/yuv.hpp), turned as its container
@@ -105,6 +109,7 @@ class Decode : public Stage<Decode, Takes::to_decode> {
   DecodeConfig cfg_;
   ResizeConfig resize_;
   bool video_orientation_ = true;
+  std::size_t yuv_budget_ = 0;
 };
 
 }  // namespace imgpipe::stages

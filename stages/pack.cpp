@@ -84,7 +84,11 @@ Tally Pack::run(Work& w) {
   w.dest = {*writer_, current_->staged_bytes};  // PackCopy writes it there
   const bool on_gpu = w.route == Route::gpu_jpeg;
   if (on_gpu) place_gpu_jpeg(f);
-  else if (!current_->images.empty()) current_->images[current_->count] = {current_->staged_bytes, f.width, f.height, 0};
+  else if (!current_->images.empty()) {
+    kernels::SrcImage& img = current_->images[current_->count];
+    img = {current_->staged_bytes, f.width, f.height, 0};
+    if (f.yuv) img.yuv = f.yuv->staged;  // a video frame as decoded: the GPU converts it
+  }
   current_->staged_bytes += f.bytes;
   SampleId& id = current_->samples[current_->count];
   id.input_index = w.sample.seq;
@@ -104,7 +108,19 @@ Tally Pack::run(Work& w) {
 }
 
 Tally PackCopy::run(Work& w) const {
-  w.dest.writer->write(w.dest.offset, w.pixels.out.data, w.pixels.out.bytes);
+  const FrameView& f = w.pixels.out;
+  if (f.yuv) {  // the planes gathered row by row, dense
+    std::size_t at = w.dest.offset;
+    for (int k = 0; k < 3; ++k)
+      for (int r = 0; r < f.yuv->rows[k]; ++r) {
+        w.dest.writer->write(at, f.yuv->src[k] + static_cast<std::size_t>(r) * f.yuv->src_pitch[k],
+                             f.yuv->row_bytes[k]);
+        at += f.yuv->row_bytes[k];
+      }
+    w.pixels.video.reset();  // the decoder's buffer goes back to its pool
+  } else {
+    w.dest.writer->write(w.dest.offset, f.data, f.bytes);
+  }
   w.dest.writer.reset();
   return {1, w.pixels.out.bytes};
 }

@@ -18,6 +18,7 @@
 #include "core/fault.hpp"
 #include "core/nvtx.hpp"
 #include "imgpipe/batch.hpp"
+#include "kernels/resize.hpp"
 #include "memory/staging_ring.hpp"
 
 namespace imgpipe::stages {
@@ -92,6 +93,19 @@ struct FrameView {
   const void* data = nullptr;
   std::size_t bytes = 0;
   int width = 0, height = 0;
+  // A video frame staged as decoded, YUV (the GPU converts it: kernels/yuv.hpp):
+  // `bytes` dense bytes gathered from these planes (plane k: rows[k] rows of
+  // row_bytes[k] bytes, src_pitch[k] apart), laid out in the slot as `staged`
+  // says (`data` unused).
+  struct Yuv {
+    const std::uint8_t* src[3] = {nullptr, nullptr, nullptr};
+    std::size_t src_pitch[3] = {0, 0, 0};
+    std::size_t row_bytes[3] = {0, 0, 0};
+    int rows[3] = {0, 0, 0};
+    std::size_t bytes = 0;  // all planes, dense
+    kernels::SrcYuv staged;
+  };
+  std::optional<Yuv> yuv;
 };
 
 // The sample's data from bytes to pixels. Pooled with the token and kept

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <opencv2/imgproc.hpp>
 
@@ -86,8 +87,38 @@ void Transform::resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch) const 
   }
 }
 
+FrameView::Yuv staged_yuv(const kernels::YuvImage& img) {
+  const kernels::YuvFormat& f = img.format;
+  FrameView::Yuv y;
+  y.staged.format = f;
+  const int planes = f.monochrome ? 1 : f.uv_interleaved ? 2 : 3;
+  const std::size_t cw = static_cast<std::size_t>(kernels::chroma_width(f, img.width)) * f.bytes;
+  const int ch = kernels::chroma_height(f, img.height);
+  for (int k = 0; k < planes; ++k) {
+    y.src[k] = img.plane[k];
+    y.src_pitch[k] = img.pitch[k];
+    y.row_bytes[k] = k == 0 ? static_cast<std::size_t>(img.width) * f.bytes : f.uv_interleaved ? 2 * cw : cw;
+    y.rows[k] = k == 0 ? img.height : ch;
+    y.staged.plane[k] = y.bytes;
+    y.staged.pitch[k] = y.row_bytes[k];
+    y.bytes += y.row_bytes[k] * static_cast<std::size_t>(y.rows[k]);
+  }
+  return y;
+}
+
 Tally Transform::run(Work& w) const {
   Pixels& px = w.pixels;
+  if (px.video) {  // left YUV by the decode stage: the GPU converts and resizes it
+    kernels::YuvImage img;
+    if (!px.video->yuv(img)) throw std::logic_error("transform: a YUV frame is not YUV");
+    complete_geometry(w.sample.geometry, img.width, img.height, cfg_.resize);
+    px.out = {};
+    px.out.yuv = staged_yuv(img);
+    px.out.bytes = px.out.yuv->bytes;
+    px.out.width = img.width;
+    px.out.height = img.height;
+    return {1, 0};
+  }
   // The same placement whichever side resizes (kernels::placement).
   complete_geometry(w.sample.geometry, px.decoded.cols, px.decoded.rows, cfg_.resize);
   if (resize_on_gpu_) {

@@ -14,12 +14,18 @@
 
 namespace imgpipe::stages {
 
+// A decoded YUV frame as the pack stage stages it: its planes one after
+// another, each dense (rows of exactly its row bytes), and the SrcYuv that
+// describes them there for the GPU's conversion.
+FrameView::Yuv staged_yuv(const kernels::YuvImage& img);
+
 class Transform : public Stage<Transform, Takes::samples> {
  public:
   // resize_on_gpu: stage decoded frames of at most `frame_budget` bytes as they are.
   Transform(const TransformConfig& cfg, bool normalize_on_cpu, bool resize_on_gpu = false,
             std::size_t frame_budget = 0);
-  // Sets w.pixels.out to the frame pack copies, or w.sample.error.
+  // Sets w.pixels.out to the frame pack copies, or w.sample.error. A video
+  // frame the decode stage left YUV (w.pixels.video) is staged as it is.
   Tally run(Work& w) const;
 
   // Resize `in` (u8, 3 channels) to the target into `out` (continuous);

@@ -115,9 +115,15 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   const std::vector<int> devices = detail::select_devices(options.device.value_or(cfg.devices));
   // The diagnostics, read once for the run (a malformed one fails it here).
   Diagnostics diagnostics = Diagnostics::from_environment();
+  // Discovery first: the plan depends on what the inputs are (a run of
+  // videos alone makes no JPEG engines and converts its frames on the GPU).
+  const stages::InputList inputs = pushed ? stages::InputList{} : stages::build_input_list(cfg.input);
+  if (inputs.items.empty() && !pushed) throw no_inputs(cfg.input, inputs.shard);
+  const detail::InputMix mix = detail::input_mix(inputs.items, pushed);
   const detail::RunPlan plan = [&] {
-    detail::RunPlan p = detail::RunPlan::make(
-        cfg, devices, detail::HostFacts::of_this_machine(devices.front(), cfg.decode.where != Where::cpu), pushed);
+    const bool jpeg = cfg.decode.where != Where::cpu && mix.images;
+    detail::RunPlan p = detail::RunPlan::make(cfg, devices, detail::HostFacts::of_this_machine(devices.front(), jpeg),
+                                              pushed, mix);
     p.diagnostics = std::move(diagnostics);
     return p;
   }();
@@ -129,18 +135,8 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   if (cfg.sink.type == SinkType::dump && !hooks.checked)
     stages::prepare_dump_folder(cfg.sink, stages::shard_of(cfg.input));
   gpu::set_device(plan.devices.front());
-  // Discovery on its own thread while the CUDA context, the staging ring and
-  // the device buffers are made here (and the JPEG decoders on theirs).
-  auto discovery = std::async(std::launch::async, [&cfg, pushed] {
-    return pushed ? stages::InputList{} : stages::build_input_list(cfg.input);
-  });
   std::shared_ptr<stages::BatchResources> kept_or_new = resources_for(plan.layout);
   stages::BatchResources& resources = *kept_or_new;
-  const stages::InputList inputs = discovery.get();
-  if (inputs.items.empty() && !pushed) {
-    kept = std::move(kept_or_new);  // untouched: still good
-    throw no_inputs(cfg.input, inputs.shard);
-  }
   if (on_resources) on_resources(kept_or_new);
 
   hooks.live = {options.source, std::chrono::milliseconds(cfg.batch.timeout_ms), cfg.batch.size};

@@ -12,6 +12,7 @@
 #include "imgpipe/log.hpp"
 #include "codecs/jpeg_gpu.hpp"
 #include "codecs/nvjpeg_loader.hpp"
+#include "stages/source.hpp"
 #include "memory/gpu.hpp"
 #include "stages/source.hpp"
 
@@ -72,7 +73,7 @@ kernels::ResizeBatch resize_of(const ResizeConfig& r) {
   return k;
 }
 
-void plan_steps(RunPlan& p, const Config& cfg) {
+void plan_steps(RunPlan& p, const Config& cfg, InputMix mix) {
   const bool on_gpu = p.devices.front() >= 0;
   const Where norm = cfg.transform.normalize.where;
   p.normalize_on_gpu = norm == Where::gpu || (norm == Where::automatic && on_gpu);
@@ -81,7 +82,13 @@ void plan_steps(RunPlan& p, const Config& cfg) {
   // (samples/bench/RESULTS.md, "W1").
   const Interpolation interp = cfg.transform.resize.interpolation;
   const bool gpu_interp = interp == Interpolation::linear || interp == Interpolation::nearest;
-  p.resize_on_gpu = p.normalize_on_gpu && gpu_interp && cfg.transform.resize.where == Where::gpu;
+  // Video frames are staged as decoded (YUV, half the bytes of BGR for
+  // 4:2:0) and converted on the GPU, which the decode threads then leave to
+  // it: auto takes that for a run of videos alone.
+  const Where where = cfg.transform.resize.where;
+  const bool videos_alone = mix.videos && !mix.images && on_gpu;
+  p.resize_on_gpu =
+      p.normalize_on_gpu && gpu_interp && (where == Where::gpu || (where == Where::automatic && videos_alone));
   using Op = stages::GpuOps::Op;
   p.gpu_op = p.resize_on_gpu ? Op::resize_normalize : p.normalize_on_gpu ? Op::normalize : Op::none;
 }
@@ -152,10 +159,14 @@ void plan_group(RunPlan& p, const Config& cfg, bool pushed) {
 }
 
 // GPU JPEG decode: where it can run, and the device frame area it needs.
-void plan_decode(RunPlan& p, const Config& cfg, const HostFacts& host) {
+void plan_decode(RunPlan& p, const Config& cfg, const HostFacts& host, InputMix mix) {
   const Where where = cfg.decode.where;
   const Interpolation interp = cfg.transform.resize.interpolation;
   std::string why;
+  if (!mix.images) {  // nothing for the JPEG engines: none is made, no frame area reserved
+    p.decode_note = "no images among the inputs";
+    return;
+  }
   if (where == Where::cpu) why = "decode.where is cpu";
   else if (p.devices.front() < 0) why = "no GPU in use";
   else if (!host.nvjpeg) why = host.jpeg_why.empty() ? "nvJPEG not found" : host.jpeg_why;
@@ -238,12 +249,24 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
 
 }  // namespace
 
-RunPlan RunPlan::make(const Config& cfg, std::vector<int> devices, const HostFacts& host, bool pushed) {
+InputMix input_mix(const std::vector<stages::InputItem>& items, bool pushed) {
+  if (pushed) return {};
+  InputMix m{false, false};
+  for (const stages::InputItem& i : items) {
+    if (!i.error.empty()) continue;
+    (i.video ? m.videos : m.images) = true;
+  }
+  return m;
+}
+
+RunPlan RunPlan::make(const Config& cfg, std::vector<int> devices, const HostFacts& host, bool pushed,
+                      InputMix mix) {
   RunPlan p;
   if (devices.empty()) devices = {-1};
   p.devices = std::move(devices);
-  plan_steps(p, cfg);
-  plan_decode(p, cfg, host);
+  if (pushed) mix = {};
+  plan_steps(p, cfg, mix);
+  plan_decode(p, cfg, host, mix);
   plan_tokens(p, cfg, host, p.slots);
   plan_group(p, cfg, pushed);
   plan_layout(p, cfg, host);
@@ -256,6 +279,15 @@ codecs::EngineCache::Wanted wanted_decoders(const Config& cfg) {
     if (gpu::device_count() == 0) return {};
     const std::vector<int> devices = select_devices(cfg.devices);
     if (devices.front() < 0) return {};
+    // A configured input of videos alone makes no JPEG engines (an input
+    // that cannot be listed yet, or none for pushed items, keeps them).
+    InputMix mix;
+    try {
+      const std::vector<stages::InputItem> items = stages::discover_all_inputs(cfg.input);
+      if (!items.empty()) mix = input_mix(items, false);
+    } catch (const std::exception&) {
+    }
+    if (!mix.images && mix.videos) return {};
     const RunPlan plan = RunPlan::make(cfg, devices, HostFacts::of_this_machine(devices.front(), true));
     if (plan.layout.decode_bytes == 0) return {};
     std::vector<std::pair<int, codecs::GpuJpegOptions>> wanted;

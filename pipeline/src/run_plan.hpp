@@ -29,6 +29,16 @@ struct HostFacts {
   static HostFacts of_this_machine(int device = -1, bool jpeg = false);
 };
 
+// What the input list holds (known before the plan: discovery runs first).
+// Pushed inputs may be anything.
+struct InputMix {
+  bool images = true;   // image files (or pushed items)
+  bool videos = false;  // video files, streams or cameras
+};
+
+// The mix of an input list: items that failed discovery count as neither.
+InputMix input_mix(const std::vector<stages::InputItem>& items, bool pushed);
+
 struct RunPlan {
   std::vector<int> devices{-1};  // CUDA ordinals; {-1} = the host backend
   int threads = 1;               // worker threads (read, decode, transform, pack_copy)
@@ -36,6 +46,9 @@ struct RunPlan {
   int tokens = 4;                // frames in flight: wanted_tokens, capped so a slot is never reused early
   int slots = 2;                 // staging slots: staging.slots, raised for GPU decode (see plan_tokens)
   bool normalize_on_gpu = false;
+  // transform.resize.where gpu; auto: a run of videos alone on a GPU (their
+  // frames are staged as decoded, YUV, and the GPU converts, resizes and
+  // normalises them: docs/video.md), else the CPU.
   bool resize_on_gpu = false;
   // Bytes a decoded frame may take in its slot when the GPU resizes: the
   // staging allowance (memory.pinned_budget_mb, else 1/64 of the host's
@@ -68,7 +81,9 @@ struct RunPlan {
   // `pushed`: the application pushes the inputs (RunOptions::source).
   // Throws ConfigError for sizes that overflow or cannot be allocated, and for
   // decode.where gpu where the GPU route is impossible.
-  static RunPlan make(const Config& cfg, std::vector<int> devices, const HostFacts& host, bool pushed = false);
+  // `mix`: what the inputs are: no JPEG engines for a run without images.
+  static RunPlan make(const Config& cfg, std::vector<int> devices, const HostFacts& host, bool pushed = false,
+                      InputMix mix = {});
 };
 
 // For a Pipeline's decoder cache: the decoders `cfg`'s run plan would make

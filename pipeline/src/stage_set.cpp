@@ -27,7 +27,7 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
                    const RunHooks& hooks)
     : steering(plan.gpu_decode_adaptive, kInitialGpuShare, plan.threads, static_cast<int>(plan.devices.size())),
       source(inputs.items, cfg.input.video, plan.threads, stop, hooks.live),
-      decode(cfg.decode, cfg.transform, cfg.input.video.orientation),
+      decode(cfg.decode, cfg.transform, cfg.input.video.orientation, plan.resize_on_gpu ? plan.frame_budget : 0),
       transform(cfg.transform, !plan.normalize_on_gpu, plan.resize_on_gpu, plan.frame_budget),
       pack(resources, cfg.dispatch, cfg.batch, cfg.input.on_error, plan.layout.decode_bytes),
       transfer(resources),

@@ -92,6 +92,40 @@ TEST_CASE("pipeline: GPU resize equals the CPU resize path bit for bit (every fi
   }
 }
 
+TEST_CASE("pipeline: video frames staged as YUV and converted by the GPU (or its twin) equal the CPU route's, bit for bit") {
+  // vtest.avi (MPEG-4, 4:2:0) and tree.avi: the CPU converts (kernels/yuv.hpp)
+  // and resizes (cv::resize); with resize.where gpu the frames are staged
+  // as decoded and the fused kernel converts and resizes them.
+  test::TempDir dir;
+  fs::copy_file(test::opencv_data_dir() / "vtest.avi", dir / "a.avi");
+  fs::copy_file(test::opencv_data_dir() / "tree.avi", dir / "b.avi");
+  for (const DeviceSelection& dev : test::test_devices()) {
+    for (ResizeMode mode : {ResizeMode::stretch, ResizeMode::letterbox, ResizeMode::center_crop}) {
+      for (Interpolation interp : {Interpolation::linear, Interpolation::nearest}) {
+        CAPTURE(dev.to_string());
+        CAPTURE(static_cast<int>(mode));
+        CAPTURE(static_cast<int>(interp));
+        Config c = small_config(dir.path(), 97, 61, 8);
+        c.input.video.max_frames = 40;
+        c.transform.resize.mode = mode;
+        c.transform.resize.interpolation = interp;
+        c.transform.normalize.where = Where::gpu;
+        c.transform.resize.where = Where::cpu;
+        const Report cpu = run(c, dev);
+        c.transform.resize.where = Where::gpu;
+        const Report gpu = run(c, dev);
+        CHECK(cpu.resize_where == "cpu");
+        CHECK(gpu.resize_where == "gpu");
+        CHECK(gpu.inputs.delivered == 80);
+        CHECK(gpu.inputs.failed == 0);
+        CHECK(gpu.inputs.cpu_resized == 0);
+        REQUIRE(cpu.batch_records.size() == gpu.batch_records.size());
+        CHECK(checksums(cpu) == checksums(gpu));
+      }
+    }
+  }
+}
+
 TEST_CASE("pipeline: resize.where gpu with area interpolation or cpu normalisation is a config error") {
   Config c = small_config(test::sample_dir(), 32, 32, 4);
   c.transform.resize.where = Where::gpu;

@@ -265,3 +265,37 @@ TEST_CASE("run plan: JPEGs per engine call, and the slots for the batches held t
   CHECK(p.slots == 2);
   CHECK(RunPlan::make(Config{}, {-1}, facts(16, 64 * GiB)).gpu_group == 0);
 }
+
+TEST_CASE("run plan: a run of videos alone makes no JPEG engines and, on a GPU, converts and resizes there (auto)") {
+  using imgpipe::detail::InputMix;
+  using imgpipe::stages::InputItem;
+  Config c;
+  const HostFacts h = facts(16, 64 * GiB, 80 * GiB, true);
+  const InputMix videos{false, true}, images{true, false}, both{true, true};
+  RunPlan p = RunPlan::make(c, {0}, h, false, videos);
+  CHECK_FALSE(p.gpu_decode);
+  CHECK(p.decode_note == "no images among the inputs");
+  CHECK(p.layout.decode_bytes == 0);  // no device frame area
+  CHECK(p.resize_on_gpu);
+  CHECK(p.frame_budget >= 1920u * 1080u * 3u / 2u);  // a 1080p 4:2:0 frame as decoded fits its share
+  p = RunPlan::make(c, {0}, h, false, both);
+  CHECK(p.gpu_decode);
+  CHECK_FALSE(p.resize_on_gpu);
+  p = RunPlan::make(c, {0}, h, false, images);
+  CHECK(p.gpu_decode);
+  CHECK_FALSE(p.resize_on_gpu);
+  // decode.where gpu with videos alone is no error: there is nothing to decode there.
+  c.decode.where = Where::gpu;
+  CHECK_NOTHROW(RunPlan::make(c, {0}, h, false, videos));
+  // The host backend, and resize.where cpu, keep the CPU.
+  CHECK_FALSE(RunPlan::make(Config{}, {-1}, h, false, videos).resize_on_gpu);
+  Config cpu;
+  cpu.transform.resize.where = Where::cpu;
+  CHECK_FALSE(RunPlan::make(cpu, {0}, h, false, videos).resize_on_gpu);
+  // input_mix: failed discovery items count as neither; pushed inputs may be anything.
+  std::vector<InputItem> items{{"a.mp4", -1, {}, true}, {"gone.jpg", -1, "no such file", false}};
+  const InputMix m = imgpipe::detail::input_mix(items, false);
+  CHECK_FALSE(m.images);
+  CHECK(m.videos);
+  CHECK(imgpipe::detail::input_mix(items, true).images);
+}
