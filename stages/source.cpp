@@ -468,7 +468,10 @@ Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, in
   // Open beside the videos in turn a few more, so that the next one's header
   // is read before its turn comes.
   const int ahead = interleave_ + std::max(2, threads / 4);
-  videos_ = std::make_unique<VideoPrefetcher>(items, opts, ahead, 4, &stop_);
+  // Eight frames queued a video: taken in turns, the videos wait for the
+  // slowest one; the queue absorbs the decoders' jitter (I, P and B frames
+  // differ several times in cost).
+  videos_ = std::make_unique<VideoPrefetcher>(items, opts, ahead, 8, &stop_);
   videos_->prefetch(0);  // the first videos decode while the pipeline starts
 }
 
