@@ -1,0 +1,174 @@
+// Video files through FFmpeg's libraries (docs/video.md), on clips made here
+// with Debian's ffmpeg CLI (setup.sh test installs it): colours follow the
+// stream's matrix and range tags, the container's rotation is applied, and
+// damaged files break at the first frame that is not whole.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "codecs/video_file.hpp"
+#include "common.hpp"
+#include "imgpipe/pipeline.hpp"
+
+namespace fs = std::filesystem;
+using imgpipe::Config;
+using imgpipe::DeviceBatch;
+using imgpipe::Pipeline;
+using imgpipe::codecs::VideoFile;
+using imgpipe::codecs::VideoFrame;
+
+namespace {
+
+// Runs Debian's ffmpeg CLI quietly; a failure fails the test (it is a
+// requirement of the test suite, not a reason to skip).
+void ffmpeg(const std::string& args) {
+  const std::string cmd = "ffmpeg -nostdin -v error -y " + args + " > /dev/null 2>&1";
+  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, "ffmpeg failed (setup.sh test installs it): " << cmd);
+}
+
+// Frame `index` of a file as BGR, through codecs::VideoFile.
+cv::Mat frame_of(const fs::path& p, int index = 0) {
+  VideoFile v(p.string());
+  std::shared_ptr<VideoFrame> f;
+  for (int i = 0; i <= index; ++i) REQUIRE(v.next(f) == VideoFile::Next::frame);
+  cv::Mat m(f->height(), f->width(), CV_8UC3);
+  f->to_bgr(m.data, m.step);
+  return m;
+}
+
+// The largest difference of any pixel from a flat BGR colour.
+double off_by(const cv::Mat& m, cv::Scalar bgr) {
+  cv::Mat diff;
+  cv::absdiff(m, bgr, diff);
+  double most = 0;
+  cv::minMaxLoc(diff.reshape(1), nullptr, &most);
+  return most;
+}
+
+}  // namespace
+
+TEST_CASE("video files: colours follow the stream's matrix and range (BT.601, BT.709, limited, full)") {
+  imgpipe::test::TempDir d;
+  // A flat (R, G, B) = (200, 50, 80), converted to YUV by ffmpeg with the
+  // matrix and range the stream is then tagged with, stored losslessly.
+  struct Clip {
+    const char* name;
+    const char* matrix;  // swscale's and the tag's name
+    const char* range;   // tv | pc
+  };
+  for (const Clip& c : {Clip{"601_tv.mkv", "bt601", "tv"}, Clip{"709_tv.mkv", "bt709", "tv"},
+                        Clip{"709_pc.mkv", "bt709", "pc"}, Clip{"601_pc.mkv", "bt601", "pc"}}) {
+    CAPTURE(c.name);
+    const std::string tag = std::string(c.matrix) == "bt601" ? "smpte170m" : "bt709";
+    ffmpeg("-f lavfi -i color=c=0xC83250:s=64x48:d=0.2 -vf scale=out_color_matrix=" + std::string(c.matrix) +
+           ":out_range=" + c.range + ",format=yuv444p -c:v libx264 -qp 0 -colorspace " + tag +
+           " -color_range " + c.range + " " + (d / c.name).string());
+    const cv::Mat m = frame_of(d / c.name);
+    CHECK(m.cols == 64);
+    CHECK(off_by(m, cv::Scalar(80, 50, 200)) <= 3);  // BGR; limited range quantises to 219 levels
+  }
+  // The same BT.709 samples read as BT.601 (what cv::VideoCapture does) are
+  // far off: the tags are what makes the difference.
+  ffmpeg("-f lavfi -i color=c=0xC83250:s=64x48:d=0.2 -vf scale=out_color_matrix=bt709:out_range=tv,format=yuv444p "
+         "-c:v libx264 -qp 0 -colorspace smpte170m -color_range tv " + (d / "709_as_601.mkv").string());
+  CHECK(off_by(frame_of(d / "709_as_601.mkv"), cv::Scalar(80, 50, 200)) >= 10);
+}
+
+TEST_CASE("video files: a phone clip's rotation is applied (as FFmpeg's CLI shows it), unless orientation is false") {
+  imgpipe::test::TempDir d;
+  ffmpeg("-f lavfi -i testsrc2=size=96x64:rate=10 -frames:v 3 -c:v libx264 -qp 0 -pix_fmt yuv444p " +
+         (d / "plain.mp4").string());
+  for (const char* rot : {"90", "180", "270"}) {
+    CAPTURE(rot);
+    const fs::path turned = d / (std::string("rot") + rot + ".mp4");
+    ffmpeg("-i " + (d / "plain.mp4").string() + " -c copy -metadata:s:v:0 rotate=" + rot + " " + turned.string());
+    // FFmpeg's own display of the first frame (autorotate), as BGR.
+    const fs::path raw = d / "shown.bgr";
+    ffmpeg("-i " + turned.string() + " -frames:v 1 -f rawvideo -pix_fmt bgr24 " + raw.string());
+    const auto shown_bytes = imgpipe::test::read_bytes(raw);
+    const bool quarter = std::string(rot) != "180";
+    const int w = quarter ? 64 : 96, h = quarter ? 96 : 64;
+    REQUIRE(shown_bytes.size() == static_cast<std::size_t>(w * h * 3));
+    const cv::Mat shown(h, w, CV_8UC3, const_cast<unsigned char*>(shown_bytes.data()));
+    for (bool orientation : {true, false}) {
+      CAPTURE(orientation);
+      Config cfg;
+      cfg.input.paths = {turned.string()};
+      cfg.input.video.orientation = orientation;
+      cfg.devices = imgpipe::DeviceSelection::parse("cpu");
+      cfg.transform.resize.width = orientation ? w : 96;  // the displayed size: no resampling
+      cfg.transform.resize.height = orientation ? h : 64;
+      cfg.transform.dtype = imgpipe::DType::uint8;
+      cfg.transform.layout = imgpipe::Layout::nhwc;
+      cfg.transform.swap_rb = false;  // BGR out
+      cfg.batch.size = 4;
+      cv::Mat first;
+      int orientation_tag = 0;
+      Pipeline p(cfg);
+      const auto report = p.run([&](const DeviceBatch& b) {
+        if (!first.empty()) return;
+        first = cv::Mat(cfg.transform.resize.height, cfg.transform.resize.width, CV_8UC3,
+                        const_cast<void*>(b.data)).clone();
+        orientation_tag = b.samples[0].geometry.orientation;
+      });
+      CHECK(report.inputs.delivered == 3);
+      REQUIRE_FALSE(first.empty());
+      if (orientation) {
+        // Debian's FFmpeg 5.1 stores `rotate=N` as a display matrix that
+        // turns N degrees counter-clockwise (ffprobe: rotation=N), which its
+        // CLI applies as such: 90 -> 270 clockwise (EXIF 8), 270 -> EXIF 6.
+        CHECK(orientation_tag == (std::string(rot) == "90" ? 8 : std::string(rot) == "180" ? 3 : 6));
+        // FFmpeg converts with swscale, imgpipe with kernels/yuv.hpp: a few levels apart.
+        cv::Mat diff;
+        cv::absdiff(first, shown, diff);
+        double most = 0;
+        cv::minMaxLoc(diff.reshape(1), nullptr, &most);
+        CHECK(most <= 4);
+      } else {
+        CHECK(orientation_tag == 1);
+        CHECK(first.cols == 96);
+      }
+    }
+  }
+}
+
+TEST_CASE("video files: a cut MP4 with B-frames delivers every frame before the cut, drained from the decoder") {
+  imgpipe::test::TempDir d;
+  // 60 frames, B-frames, the index at the front (+faststart): a cut copy
+  // opens, and its index still lists all 60.
+  ffmpeg("-f lavfi -i testsrc2=size=160x120:rate=30 -frames:v 60 -c:v libx264 -bf 3 -g 30 -pix_fmt yuv420p "
+         "-movflags +faststart " + (d / "b.mp4").string());
+  const auto bytes = imgpipe::test::read_bytes(d / "b.mp4");
+  imgpipe::test::write_bytes(d / "cut.mp4", std::vector<unsigned char>(bytes.begin(), bytes.begin() + bytes.size() * 6 / 10));
+  // What FFmpeg decodes of it, frame by frame, as the reference.
+  VideoFile whole((d / "b.mp4").string());
+  std::vector<cv::Mat> good;
+  std::shared_ptr<VideoFrame> f;
+  while (whole.next(f) == VideoFile::Next::frame) {
+    cv::Mat m(f->height(), f->width(), CV_8UC3);
+    f->to_bgr(m.data, m.step);
+    good.push_back(m);
+  }
+  REQUIRE(good.size() == 60);
+  VideoFile cut((d / "cut.mp4").string());
+  std::int64_t n = 0;
+  VideoFile::Next r;
+  while ((r = cut.next(f)) == VideoFile::Next::frame) {
+    cv::Mat m(f->height(), f->width(), CV_8UC3);
+    f->to_bgr(m.data, m.step);
+    CHECK(cv::norm(m, good[static_cast<std::size_t>(n)], cv::NORM_INF) == 0);  // every delivered frame whole
+    ++n;
+  }
+  CHECK(r == VideoFile::Next::broken);
+  CHECK(cut.frames() == n);
+  CHECK(cut.error().find("at frame " + std::to_string(n)) != std::string::npos);
+  // Up to the cut: about 60% of the frames (the decoder's B-frame reorder
+  // queue drained, not dropped).
+  CHECK(n >= 30);
+  CHECK(n < 40);
+}
