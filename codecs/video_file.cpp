@@ -138,6 +138,8 @@ struct VideoFile::Impl {
   AVFormatContext* fmt = nullptr;
   AVCodecContext* ctx = nullptr;
   AVPacket* pkt = nullptr;
+  AVPacket* ahead = nullptr;  // a packet read ahead (after one marked corrupt)
+  bool have_ahead = false;
   AVFrame* frame = nullptr;
   int stream = -1;
   std::int64_t frames = 0;
@@ -158,12 +160,14 @@ struct VideoFile::Impl {
   ~Impl() {
     av_frame_free(&frame);
     av_packet_free(&pkt);
+    av_packet_free(&ahead);
     avcodec_free_context(&ctx);
     avformat_close_input(&fmt);
   }
 
   void open(VideoFileOptions opts);
   Next next(std::shared_ptr<VideoFrame>& out);
+  int read_video_packet(AVPacket* into);
   Next finish();
   Next broken(std::string why) {
     error = std::move(why);
@@ -210,8 +214,9 @@ void VideoFile::Impl::open(VideoFileOptions opts) {
   r = avcodec_open2(ctx, codec, nullptr);
   if (r < 0) fail(fmt::format("cannot start the {} decoder ({})", codec->name, av_error(r)));
   pkt = av_packet_alloc();
+  ahead = av_packet_alloc();
   frame = av_frame_alloc();
-  if (!pkt || !frame) fail("out of memory for the decoder");
+  if (!pkt || !ahead || !frame) fail("out of memory for the decoder");
 
   info.codec = codec->name;
   info.container = fmt->iformat ? fmt->iformat->name : "";
@@ -255,6 +260,14 @@ VideoFile::Next VideoFile::Impl::finish() {
   const std::int64_t declared = info.declared_frames;
   const std::int64_t tolerance = info.declared_exact ? 0 : std::max<std::int64_t>(2, declared / 100);
   if (frames == 0) return broken("no frame could be decoded");
+  // An MPEG-TS file is a whole number of transport packets (188 bytes, 192
+  // with timestamps, 204 with error correction): one that is not was cut,
+  // even where the cut fell between frames.
+  if (info.container == "mpegts" && fmt->pb) {
+    const std::int64_t size = avio_size(fmt->pb);
+    if (size > 0 && size % 188 != 0 && size % 192 != 0 && size % 204 != 0)
+      return broken(fmt::format("the file ends at frame {} inside a transport stream packet (truncated)", frames));
+  }
   if (declared > 0 && std::max(frames, covered) < declared - tolerance)
     return broken(fmt::format("the file ends at frame {} of {} its container declares (truncated)", frames,
                               declared));
@@ -301,7 +314,7 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
       continue;
     }
     if (draining) return finish();  // cannot happen: a draining decoder ends with EOF
-    r = av_read_frame(fmt, pkt);
+    r = read_video_packet(pkt);
     if (r == AVERROR_EOF) {
       avcodec_send_packet(ctx, nullptr);
       draining = true;
@@ -311,21 +324,40 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
       damaged(fmt::format("the file cannot be read further ({})", av_error(r)), AV_NOPTS_VALUE);
       continue;
     }
-    if (pkt->stream_index != stream) {
-      av_packet_unref(pkt);
-      continue;
-    }
-    if (pkt->flags & AV_PKT_FLAG_CORRUPT) {
-      const std::int64_t pts = pkt->pts;
-      av_packet_unref(pkt);
-      damaged("a packet is cut short or marked corrupt by the container", pts);
-      continue;
-    }
     const std::int64_t pts = pkt->pts;
+    if (pkt->flags & AV_PKT_FLAG_CORRUPT) {
+      // A packet the container marks corrupt: the last of the file is cut
+      // short (the file ends inside it: truncated); one inside the file (an
+      // MPEG-TS continuity jump where two streams were joined) goes to the
+      // decoder, which judges its data, so a joined stream plays on.
+      r = read_video_packet(ahead);
+      have_ahead = r >= 0;
+      if (r == AVERROR_EOF) {
+        av_packet_unref(pkt);
+        damaged("the file ends inside a frame's data (truncated)", pts);
+        continue;
+      }
+    }
     r = avcodec_send_packet(ctx, pkt);
     av_packet_unref(pkt);
     if (r < 0 && r != AVERROR(EAGAIN))
       damaged(fmt::format("the {} decoder rejected a packet ({})", info.codec, av_error(r)), pts);
+  }
+}
+
+// The next packet of the video stream (the one read ahead first, if any);
+// av_read_frame's result.
+int VideoFile::Impl::read_video_packet(AVPacket* into) {
+  if (have_ahead && into != ahead) {
+    have_ahead = false;
+    av_packet_move_ref(into, ahead);
+    return 0;
+  }
+  for (;;) {
+    const int r = av_read_frame(fmt, into);
+    if (r < 0) return r;
+    if (into->stream_index == stream) return 0;
+    av_packet_unref(into);
   }
 }
 

@@ -10,14 +10,18 @@
 // (the decoder is drained first, so B-frames still inside it are not lost);
 // the break is the video's one failure, naming that frame. A frame is not
 // whole when
-//  - the demuxer fails other than at the end of the file (a read error, a
-//    packet the container marks corrupt, data missing inside a packet);
+//  - the demuxer fails other than at the end of the file (a read error), or
+//    the file ends inside a packet (the container marks the last packet cut
+//    short or corrupt; one marked inside the file, as at an MPEG-TS
+//    continuity jump where two streams were joined, goes to the decoder);
 //  - the decoder rejects a packet (libavcodec's AV_EF_EXPLODE: it reports
 //    damage it would otherwise conceal), or returns a frame flagged corrupt
 //    or with decode errors (concealed damage);
 //  - the file ends before the frame count its container declares (a cut MP4
 //    or MKV whose index still lists the missing frames), beyond a tolerance
-//    of max(2, 1%) frames for containers whose count is an estimate.
+//    of max(2, 1%) frames for containers whose count is an estimate, or an
+//    MPEG-TS file ends inside a transport packet (its size is not a whole
+//    number of them).
 // FFmpeg's own CLI conceals such damage and goes on; here a damaged frame is
 // never delivered as if it were good.
 #pragma once

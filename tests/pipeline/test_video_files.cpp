@@ -172,3 +172,43 @@ TEST_CASE("video files: a cut MP4 with B-frames delivers every frame before the 
   CHECK(n >= 30);
   CHECK(n < 40);
 }
+
+TEST_CASE("video files: an MPEG-TS joined from two sizes plays through, one cut inside a transport packet breaks") {
+  imgpipe::test::TempDir d;
+  ffmpeg("-f lavfi -i testsrc2=size=160x120:rate=30 -frames:v 20 -c:v libx264 -bf 2 -pix_fmt yuv420p " +
+         (d / "a.ts").string());
+  ffmpeg("-f lavfi -i testsrc2=size=96x64:rate=30 -frames:v 20 -c:v libx264 -bf 2 -pix_fmt yuv420p " +
+         (d / "b.ts").string());
+  // Joined byte for byte, as `cat a.ts b.ts` does: the second stream's
+  // packets carry a continuity jump, which the demuxer marks corrupt.
+  auto joined = imgpipe::test::read_bytes(d / "a.ts");
+  const auto second = imgpipe::test::read_bytes(d / "b.ts");
+  joined.insert(joined.end(), second.begin(), second.end());
+  imgpipe::test::write_bytes(d / "joined.ts", joined);
+  {
+    VideoFile v((d / "joined.ts").string());
+    std::shared_ptr<VideoFrame> f;
+    int small = 0, large = 0;
+    VideoFile::Next r;
+    while ((r = v.next(f)) == VideoFile::Next::frame) (f->width() == 160 ? large : small) += 1;
+    CAPTURE(v.error());
+    CHECK(r == VideoFile::Next::end);
+    CHECK(large == 20);
+    CHECK(small == 20);
+  }
+  // Cut 100 bytes into a transport packet near the middle.
+  const auto a = imgpipe::test::read_bytes(d / "a.ts");
+  REQUIRE(a.size() % 188 == 0);
+  const std::size_t cut = (a.size() / 188 / 2) * 188 + 100;
+  imgpipe::test::write_bytes(d / "cut.ts", std::vector<unsigned char>(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(cut)));
+  VideoFile v((d / "cut.ts").string());
+  std::shared_ptr<VideoFrame> f;
+  VideoFile::Next r;
+  while ((r = v.next(f)) == VideoFile::Next::frame) {
+  }
+  CAPTURE(v.error());
+  CHECK(r == VideoFile::Next::broken);
+  CHECK(v.frames() > 0);
+  CHECK(v.frames() < 20);
+  CHECK(v.error().find("at frame " + std::to_string(v.frames())) != std::string::npos);
+}
