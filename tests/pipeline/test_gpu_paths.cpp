@@ -48,6 +48,21 @@ Report run(Config c, const DeviceSelection& dev) {
   return p.run();
 }
 
+// `c` run with the GPU normalising, once resizing on the CPU and once on the
+// GPU: both say where they resized, and their batches are the same bytes.
+std::pair<Report, Report> resized_both_ways(Config c, const DeviceSelection& dev) {
+  c.transform.normalize.where = Where::gpu;
+  c.transform.resize.where = Where::cpu;
+  Report cpu = run(c, dev);
+  c.transform.resize.where = Where::gpu;
+  Report gpu = run(c, dev);
+  CHECK(cpu.resize_where == "cpu");
+  CHECK(gpu.resize_where == "gpu");
+  REQUIRE(cpu.batch_records.size() == gpu.batch_records.size());
+  CHECK(checksums(cpu) == checksums(gpu));
+  return {std::move(cpu), std::move(gpu)};
+}
+
 }  // namespace
 
 TEST_CASE("pipeline: GPU resize equals the CPU resize path bit for bit (every fit, linear and nearest)") {
@@ -75,18 +90,10 @@ TEST_CASE("pipeline: GPU resize equals the CPU resize path bit for bit (every fi
           c.transform.resize.interpolation = interp;
           c.transform.dtype = dtype;
           c.memory.pinned_budget_mb = 96;
-          c.transform.normalize.where = Where::gpu;
-          c.transform.resize.where = Where::cpu;
-          const Report cpu = run(c, dev);
-          c.transform.resize.where = Where::gpu;
-          const Report gpu = run(c, dev);
-          CHECK(cpu.resize_where == "cpu");
-          CHECK(gpu.resize_where == "gpu");
+          const auto [cpu, gpu] = resized_both_ways(c, dev);
           CHECK(gpu.inputs.delivered == n);
           CHECK(gpu.inputs.cpu_resized == 1);
           CHECK(cpu.inputs.cpu_resized == 0);
-          REQUIRE(cpu.batch_records.size() == gpu.batch_records.size());
-          CHECK(checksums(cpu) == checksums(gpu));
         }
       }
     }
@@ -106,27 +113,17 @@ TEST_CASE("pipeline: video frames staged as YUV and converted by the GPU (or its
     for (const auto& [mode, interp] : {std::pair{ResizeMode::stretch, Interpolation::linear},
                                        std::pair{ResizeMode::letterbox, Interpolation::nearest},
                                        std::pair{ResizeMode::center_crop, Interpolation::linear}}) {
-      {
-        CAPTURE(dev.to_string());
-        CAPTURE(static_cast<int>(mode));
-        CAPTURE(static_cast<int>(interp));
-        Config c = small_config(dir.path(), 97, 61, 8);
-        c.input.video.max_frames = 12;  // 24 frames a run
-        c.transform.resize.mode = mode;
-        c.transform.resize.interpolation = interp;
-        c.transform.normalize.where = Where::gpu;
-        c.transform.resize.where = Where::cpu;
-        const Report cpu = run(c, dev);
-        c.transform.resize.where = Where::gpu;
-        const Report gpu = run(c, dev);
-        CHECK(cpu.resize_where == "cpu");
-        CHECK(gpu.resize_where == "gpu");
-        CHECK(gpu.inputs.delivered == 24);
-        CHECK(gpu.inputs.failed == 0);
-        CHECK(gpu.inputs.cpu_resized == 0);
-        REQUIRE(cpu.batch_records.size() == gpu.batch_records.size());
-        CHECK(checksums(cpu) == checksums(gpu));
-      }
+      CAPTURE(dev.to_string());
+      CAPTURE(static_cast<int>(mode));
+      CAPTURE(static_cast<int>(interp));
+      Config c = small_config(dir.path(), 97, 61, 8);
+      c.input.video.max_frames = 12;  // 24 frames a run
+      c.transform.resize.mode = mode;
+      c.transform.resize.interpolation = interp;
+      const auto [cpu, gpu] = resized_both_ways(c, dev);
+      CHECK(gpu.inputs.delivered == 24);
+      CHECK(gpu.inputs.failed == 0);
+      CHECK(gpu.inputs.cpu_resized == 0);
     }
   }
 }
