@@ -8,6 +8,7 @@
 
 extern "C" {
 #include <libavcodec/avcodec.h>
+#include <libavcodec/bsf.h>
 #include <libavformat/avformat.h>
 #include <libavutil/display.h>
 #include <libavutil/pixdesc.h>
@@ -15,6 +16,9 @@ extern "C" {
 }
 
 #include "imgpipe/error.hpp"
+#include "video_decoder.hpp"
+#include "video_nvdec.hpp"
+#include "video_route.hpp"
 
 namespace imgpipe::codecs {
 
@@ -24,25 +28,6 @@ std::string av_error(int code) {
   char buf[AV_ERROR_MAX_STRING_SIZE] = {};
   av_strerror(code, buf, sizeof buf);
   return buf;
-}
-
-kernels::ColorMatrix matrix_of(AVColorSpace cs, int width, int height) {
-  switch (cs) {
-    case AVCOL_SPC_BT709: return kernels::ColorMatrix::bt709;
-    case AVCOL_SPC_BT470BG:
-    case AVCOL_SPC_SMPTE170M:
-    case AVCOL_SPC_FCC: return kernels::ColorMatrix::bt601;
-    case AVCOL_SPC_BT2020_NCL:
-    case AVCOL_SPC_BT2020_CL: return kernels::ColorMatrix::bt2020;
-    case AVCOL_SPC_SMPTE240M: return kernels::ColorMatrix::smpte240m;
-    default: return kernels::default_matrix(width, height);
-  }
-}
-
-// The yuvj formats are full-range yuv by definition (JPEG-style MJPEG).
-bool is_yuvj(AVPixelFormat f) {
-  return f == AV_PIX_FMT_YUVJ420P || f == AV_PIX_FMT_YUVJ422P || f == AV_PIX_FMT_YUVJ444P ||
-         f == AV_PIX_FMT_YUVJ440P || f == AV_PIX_FMT_YUVJ411P;
 }
 
 // The planes of a planar or semi-planar YUV (or grey) format, as
@@ -82,20 +67,81 @@ bool yuv_format_of(AVPixelFormat pf, kernels::YuvFormat& f) {
 
 }  // namespace
 
+kernels::ColorMatrix matrix_of(int av_color_space, int width, int height) noexcept {
+  switch (static_cast<AVColorSpace>(av_color_space)) {
+    case AVCOL_SPC_BT709: return kernels::ColorMatrix::bt709;
+    case AVCOL_SPC_BT470BG:
+    case AVCOL_SPC_SMPTE170M:
+    case AVCOL_SPC_FCC: return kernels::ColorMatrix::bt601;
+    case AVCOL_SPC_BT2020_NCL:
+    case AVCOL_SPC_BT2020_CL: return kernels::ColorMatrix::bt2020;
+    case AVCOL_SPC_SMPTE240M: return kernels::ColorMatrix::smpte240m;
+    default: return kernels::default_matrix(width, height);
+  }
+}
+
+bool is_full_range(int av_color_range, int av_pixel_format) noexcept {
+  const auto f = static_cast<AVPixelFormat>(av_pixel_format);
+  return av_color_range == AVCOL_RANGE_JPEG || f == AV_PIX_FMT_YUVJ420P || f == AV_PIX_FMT_YUVJ422P ||
+         f == AV_PIX_FMT_YUVJ444P || f == AV_PIX_FMT_YUVJ440P || f == AV_PIX_FMT_YUVJ411P;
+}
+
+// -------------------------------------------------------------- PacketFilter
+
+PacketFilter::PacketFilter(const AVStream* st) {
+  const char* name = "null";
+  switch (st->codecpar->codec_id) {
+    case AV_CODEC_ID_H264: name = "h264_mp4toannexb"; break;
+    case AV_CODEC_ID_HEVC: name = "hevc_mp4toannexb"; break;
+    case AV_CODEC_ID_MPEG4: name = "mpeg4_unpack_bframes"; break;
+    default: break;
+  }
+  const AVBitStreamFilter* f = av_bsf_get_by_name(name);
+  if (!f) throw Error(fmt::format("FFmpeg has no {} bitstream filter", name));
+  int r = av_bsf_alloc(f, &bsf_);
+  if (r >= 0) r = avcodec_parameters_copy(bsf_->par_in, st->codecpar);
+  if (r >= 0) {
+    bsf_->time_base_in = st->time_base;
+    r = av_bsf_init(bsf_);
+  }
+  if (r < 0) {
+    av_bsf_free(&bsf_);
+    throw Error(fmt::format("cannot start the {} bitstream filter ({})", name, av_error(r)));
+  }
+}
+
+PacketFilter::~PacketFilter() { av_bsf_free(&bsf_); }
+const char* PacketFilter::name() const noexcept { return bsf_->filter->name; }
+const AVCodecParameters* PacketFilter::output() const noexcept { return bsf_->par_out; }
+
+int PacketFilter::send(const AVPacket* pkt) {
+  if (!pkt) return av_bsf_send_packet(bsf_, nullptr);
+  AVPacket* ref = av_packet_clone(pkt);  // av_bsf_send_packet takes the reference
+  if (!ref) return AVERROR(ENOMEM);
+  const int r = av_bsf_send_packet(bsf_, ref);
+  av_packet_free(&ref);
+  return r;
+}
+
+int PacketFilter::receive(AVPacket* out) { return av_bsf_receive_packet(bsf_, out); }
+
 // ---------------------------------------------------------------- VideoFrame
 
 VideoFrame::~VideoFrame() { av_frame_free(&f_); }
 
-int VideoFrame::width() const noexcept { return f_->width; }
-int VideoFrame::height() const noexcept { return f_->height; }
+int VideoFrame::width() const noexcept { return f_ ? f_->width : image_.width; }
+int VideoFrame::height() const noexcept { return f_ ? f_->height : image_.height; }
 
 bool VideoFrame::yuv(kernels::YuvImage& out) const noexcept {
+  if (!f_) {
+    out = image_;
+    return true;
+  }
   const auto pf = static_cast<AVPixelFormat>(f_->format);
   kernels::YuvFormat f;
   if (!yuv_format_of(pf, f)) return false;
   f.matrix = matrix_of(f_->colorspace, f_->width, f_->height);
-  f.range = f_->color_range == AVCOL_RANGE_JPEG || is_yuvj(pf) ? kernels::ColorRange::full
-                                                                : kernels::ColorRange::limited;
+  f.range = is_full_range(f_->color_range, f_->format) ? kernels::ColorRange::full : kernels::ColorRange::limited;
   out = {};
   out.width = f_->width;
   out.height = f_->height;
@@ -111,6 +157,7 @@ bool VideoFrame::yuv(kernels::YuvImage& out) const noexcept {
 }
 
 void VideoFrame::to_bgr(std::uint8_t* dst, std::size_t pitch) const {
+  if (!f_) throw std::logic_error("VideoFrame::to_bgr: the frame is in device memory");
   kernels::YuvImage img;
   if (yuv(img)) return kernels::yuv_to_bgr_ref(img, dst, pitch);
   SwsContext* sws = sws_getContext(f_->width, f_->height, static_cast<AVPixelFormat>(f_->format), f_->width,
@@ -125,10 +172,69 @@ void VideoFrame::to_bgr(std::uint8_t* dst, std::size_t pitch) const {
 }
 
 std::size_t VideoFrame::bytes() const noexcept {
+  if (!f_) {
+    const kernels::YuvFormat& f = image_.format;
+    const std::size_t chroma = f.monochrome ? 0
+                               : static_cast<std::size_t>(kernels::chroma_height(f, image_.height)) *
+                                     (f.uv_interleaved ? image_.pitch[1] : image_.pitch[1] + image_.pitch[2]);
+    return image_.pitch[0] * static_cast<std::size_t>(image_.height) + chroma;
+  }
   std::size_t n = 0;
   for (int p = 0; p < AV_NUM_DATA_POINTERS && f_->buf[p]; ++p) n += f_->buf[p]->size;
   return n;
 }
+
+// ------------------------------------------------------------- the CPU route
+
+namespace {
+
+// libavcodec with its own frame and slice threads; damage it would conceal
+// is reported (AV_EF_EXPLODE, corrupt frames).
+class LibavDecoder final : public FrameDecoder {
+ public:
+  LibavDecoder(const AVStream* st, const AVCodec* codec, int threads) : codec_(codec->name) {
+    ctx_ = avcodec_alloc_context3(codec);
+    frame_ = av_frame_alloc();
+    if (!ctx_ || !frame_) throw std::bad_alloc();
+    int r = avcodec_parameters_to_context(ctx_, st->codecpar);
+    if (r < 0) throw Error("bad codec parameters (" + av_error(r) + ")");
+    ctx_->thread_count = std::max(0, threads);
+    ctx_->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    ctx_->err_recognition |= AV_EF_EXPLODE;  // damage is reported, not concealed (video_file.hpp's policy)
+    ctx_->pkt_timebase = st->time_base;
+    r = avcodec_open2(ctx_, codec, nullptr);
+    if (r < 0) throw Error(fmt::format("cannot start the {} decoder ({})", codec->name, av_error(r)));
+  }
+  ~LibavDecoder() override {
+    av_frame_free(&frame_);
+    avcodec_free_context(&ctx_);
+  }
+  int send(const AVPacket* pkt) override { return avcodec_send_packet(ctx_, pkt); }
+  int receive(Decoded& out) override {
+    const int r = avcodec_receive_frame(ctx_, frame_);
+    if (r < 0) return r;
+    out.pts = frame_->best_effort_timestamp;
+    if ((frame_->flags & AV_FRAME_FLAG_CORRUPT) || frame_->decode_error_flags) {
+      out.damage = fmt::format("the decoder concealed damage in it (FFmpeg decode error flags {:#x})",
+                               static_cast<unsigned>(frame_->decode_error_flags));
+      av_frame_unref(frame_);
+      return 0;
+    }
+    AVFrame* ref = av_frame_alloc();
+    if (!ref) return AVERROR(ENOMEM);
+    av_frame_move_ref(ref, frame_);
+    out.frame = std::make_shared<VideoFrame>(ref);
+    return 0;
+  }
+  std::string reason(int code) const override { return fmt::format("the {} decoder failed ({})", codec_, av_error(code)); }
+
+ private:
+  std::string codec_;
+  AVCodecContext* ctx_ = nullptr;
+  AVFrame* frame_ = nullptr;
+};
+
+}  // namespace
 
 // ----------------------------------------------------------------- VideoFile
 
@@ -136,12 +242,14 @@ struct VideoFile::Impl {
   std::string path;
   VideoInfo info;
   AVFormatContext* fmt = nullptr;
-  AVCodecContext* ctx = nullptr;
+  std::unique_ptr<FrameDecoder> dec;
   AVPacket* pkt = nullptr;
   AVPacket* ahead = nullptr;  // a packet read ahead (after one marked corrupt)
   bool have_ahead = false;
-  AVFrame* frame = nullptr;
   int stream = -1;
+  int device = -1;  // NVDEC's, or -1: libavcodec
+  std::string cpu_reason;
+  VideoRouter* router = nullptr;
   std::int64_t frames = 0;
   // How far into the declared frames the file got: frames returned, or the
   // presentation time of the latest one in frames, whichever says more (AVI
@@ -158,10 +266,10 @@ struct VideoFile::Impl {
   std::int64_t damage_pts = AV_NOPTS_VALUE;
 
   ~Impl() {
-    av_frame_free(&frame);
+    if (router) router->closed(device, info, frames);
+    dec.reset();
     av_packet_free(&pkt);
     av_packet_free(&ahead);
-    avcodec_free_context(&ctx);
     avformat_close_input(&fmt);
   }
 
@@ -182,7 +290,7 @@ struct VideoFile::Impl {
       damage_pts = pts == AV_NOPTS_VALUE ? INT64_MIN : pts;
     }
     if (!draining) {
-      avcodec_send_packet(ctx, nullptr);
+      dec->send(nullptr);
       draining = true;
     }
   }
@@ -203,22 +311,10 @@ void VideoFile::Impl::open(VideoFileOptions opts) {
   }
   if (stream < 0) fail("no video stream (" + av_error(stream) + ")");
   AVStream* st = fmt->streams[stream];
-  ctx = avcodec_alloc_context3(codec);
-  if (!ctx) fail("out of memory for the decoder");
-  r = avcodec_parameters_to_context(ctx, st->codecpar);
-  if (r < 0) fail("bad codec parameters (" + av_error(r) + ")");
-  ctx->thread_count = std::max(0, opts.threads);
-  ctx->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
-  ctx->err_recognition |= AV_EF_EXPLODE;  // damage is reported, not concealed (the header's policy)
-  ctx->pkt_timebase = st->time_base;
-  r = avcodec_open2(ctx, codec, nullptr);
-  if (r < 0) fail(fmt::format("cannot start the {} decoder ({})", codec->name, av_error(r)));
   pkt = av_packet_alloc();
   ahead = av_packet_alloc();
-  frame = av_frame_alloc();
-  if (!pkt || !ahead || !frame) fail("out of memory for the decoder");
-
-  info.codec = codec->name;
+  if (!pkt || !ahead) fail("out of memory for the decoder");
+  info.codec = avcodec_get_name(st->codecpar->codec_id);
   info.container = fmt->iformat ? fmt->iformat->name : "";
   const auto pf = static_cast<AVPixelFormat>(st->codecpar->format);
   info.pixel_format = pf == AV_PIX_FMT_NONE ? "" : av_get_pix_fmt_name(pf);
@@ -229,6 +325,7 @@ void VideoFile::Impl::open(VideoFileOptions opts) {
     info.bit_depth = d->comp[0].depth;
     info.chroma_shift_x = d->log2_chroma_w;
     info.chroma_shift_y = d->log2_chroma_h;
+    info.monochrome = d->nb_components <= 2;
   }
   const AVRational rate = st->avg_frame_rate.num > 0 ? st->avg_frame_rate : st->r_frame_rate;
   info.fps = rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0;
@@ -252,6 +349,28 @@ void VideoFile::Impl::open(VideoFileOptions opts) {
     }
     // A negative determinant mirrors the picture.
     info.flip = static_cast<double>(m[0]) * m[4] - static_cast<double>(m[1]) * m[3] < 0;
+  }
+
+  // The route: NVDEC when the router sends it there and its decoder starts,
+  // else libavcodec.
+  router = opts.router;
+  if (router) {
+    VideoRouter::Choice c = router->choose(info);
+    cpu_reason = std::move(c.cpu_reason);
+    if (c.device >= 0) {
+      try {
+        dec = make_nvdec_decoder(st, info, c.device);
+        device = c.device;
+      } catch (const std::exception& e) {
+        cpu_reason = fmt::format("NVDEC could not start ({})", e.what());
+        router->fell_back(c.device, info, cpu_reason);
+      }
+    }
+  }
+  try {
+    if (!dec) dec = std::make_unique<LibavDecoder>(st, codec, opts.threads);
+  } catch (const std::exception& e) {
+    fail(e.what());
   }
 }
 
@@ -278,19 +397,16 @@ VideoFile::Next VideoFile::Impl::finish() {
 VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
   if (done != Next::frame) return done;
   for (;;) {
-    int r = avcodec_receive_frame(ctx, frame);
+    Decoded d;
+    int r = dec->receive(d);
     if (r == 0) {
-      const std::int64_t pts = frame->best_effort_timestamp;
+      const std::int64_t pts = d.pts;
       if (!damage.empty() &&
           (damage_pts == INT64_MIN || pts == AV_NOPTS_VALUE || pts >= damage_pts)) {
-        av_frame_unref(frame);  // shown at or after the damage: the drain goes on, nothing more is delivered
-        continue;
+        continue;  // shown at or after the damage: the drain goes on, nothing more is delivered
       }
-      if ((frame->flags & AV_FRAME_FLAG_CORRUPT) || frame->decode_error_flags) {
-        av_frame_unref(frame);
-        damaged(fmt::format("the decoder concealed damage in it (FFmpeg decode error flags {:#x})",
-                            static_cast<unsigned>(frame->decode_error_flags)),
-                INT64_MIN);
+      if (!d.damage.empty()) {
+        damaged(std::move(d.damage), INT64_MIN);
         continue;
       }
       if (pts != AV_NOPTS_VALUE && info.fps > 0) {
@@ -300,23 +416,21 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
         covered = std::max(covered, static_cast<std::int64_t>(std::llround(at)) + 1);
       }
       covered = std::max(covered, frames + 1);
-      AVFrame* ref = av_frame_alloc();
-      if (!ref) return broken("out of memory");
-      av_frame_move_ref(ref, frame);
-      out = std::make_shared<VideoFrame>(ref);
+      out = std::move(d.frame);
       ++frames;
+      if (router) router->delivered(device);
       return Next::frame;
     }
     if (r == AVERROR_EOF) return finish();
     if (r != AVERROR(EAGAIN)) {
       // Frame threading reports a packet's damage when its frame is due.
-      damaged(fmt::format("the {} decoder failed ({})", info.codec, av_error(r)), INT64_MIN);
+      damaged(dec->reason(r), INT64_MIN);
       continue;
     }
     if (draining) return finish();  // cannot happen: a draining decoder ends with EOF
     r = read_video_packet(pkt);
     if (r == AVERROR_EOF) {
-      avcodec_send_packet(ctx, nullptr);
+      dec->send(nullptr);
       draining = true;
       continue;
     }
@@ -338,10 +452,9 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
         continue;
       }
     }
-    r = avcodec_send_packet(ctx, pkt);
+    r = dec->send(pkt);
     av_packet_unref(pkt);
-    if (r < 0 && r != AVERROR(EAGAIN))
-      damaged(fmt::format("the {} decoder rejected a packet ({})", info.codec, av_error(r)), pts);
+    if (r < 0 && r != AVERROR(EAGAIN)) damaged(dec->reason(r), pts);
   }
 }
 
@@ -369,6 +482,8 @@ VideoFile::VideoFile(const std::string& path, VideoFileOptions opts) : d_(std::m
 VideoFile::~VideoFile() = default;
 
 const VideoInfo& VideoFile::info() const noexcept { return d_->info; }
+int VideoFile::device() const noexcept { return d_->device; }
+const std::string& VideoFile::cpu_reason() const noexcept { return d_->cpu_reason; }
 VideoFile::Next VideoFile::next(std::shared_ptr<VideoFrame>& out) { return d_->next(out); }
 std::int64_t VideoFile::frames() const noexcept { return d_->frames; }
 const std::string& VideoFile::error() const noexcept { return d_->error; }

@@ -33,16 +33,18 @@
 #include "kernels/yuv.hpp"
 
 struct AVFrame;
+struct AVStream;
 
 namespace imgpipe::codecs {
 
 struct VideoInfo {
-  std::string codec;            // FFmpeg's codec name ("h264", "hevc", "vp9", "av1", ...)
+  std::string codec;            // FFmpeg's codec name ("h264", "hevc", "vp9", "av1", ...; not the decoder's)
   std::string container;        // the demuxer ("mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "mpegts", ...)
   std::string pixel_format;     // the decoder's output (FFmpeg's name: "yuv420p", "yuv420p10le", ...)
   int width = 0, height = 0;    // coded frame size of the first frame (later frames may differ)
   int bit_depth = 8;
   int chroma_shift_x = 1, chroma_shift_y = 1;
+  bool monochrome = false;      // grey: no chroma planes
   int profile = -1;             // FFmpeg's profile number (FF_PROFILE_*), -1 unknown
   std::int64_t declared_frames = -1;  // the container's count (or duration x rate), -1 unknown
   bool declared_exact = false;  // the count is the container's index (MP4), not an estimate
@@ -53,11 +55,16 @@ struct VideoInfo {
   bool flip = false;
 };
 
-// One decoded frame (a reference to the decoder's buffer: holding it keeps
-// that buffer; dropping it returns the buffer to the decoder's pool).
+// One decoded frame: a reference to libavcodec's buffer in host memory, or
+// a frame an NVDEC engine decoded, in device memory (codecs/video_nvdec.hpp).
+// Holding it keeps that buffer; dropping it returns the buffer to its pool.
 class VideoFrame {
  public:
   explicit VideoFrame(AVFrame* f) noexcept : f_(f) {}  // takes the reference
+  // A frame in device memory of `device`: `image`'s planes are device
+  // pointers into `memory`, which the frame keeps.
+  VideoFrame(int device, const kernels::YuvImage& image, std::shared_ptr<const void> memory) noexcept
+      : device_(device), image_(image), memory_(std::move(memory)) {}
   ~VideoFrame();
   VideoFrame(const VideoFrame&) = delete;
   VideoFrame& operator=(const VideoFrame&) = delete;
@@ -68,19 +75,30 @@ class VideoFrame {
   // frame's own matrix and range (the stream's tags; untagged: BT.709 for HD
   // sizes, BT.601 below, limited range; the yuvj formats are full range).
   // False for formats that are not YUV (RGB, palette): to_bgr() handles those.
+  // For a device frame the planes are device pointers.
   bool yuv(kernels::YuvImage& out) const noexcept;
   // The frame as BGR u8 (3 bytes a pixel, rows `pitch` bytes apart): through
-  // kernels::yuv_to_bgr_ref for YUV, libswscale for other formats.
+  // kernels::yuv_to_bgr_ref for YUV, libswscale for other formats. Host
+  // frames only (std::logic_error for a device frame).
   void to_bgr(std::uint8_t* dst, std::size_t pitch) const;
   std::size_t bytes() const noexcept;  // of the decoded planes
-  const AVFrame* raw() const noexcept { return f_; }
+  const AVFrame* raw() const noexcept { return f_; }  // null for a device frame
+  int device() const noexcept { return device_; }     // -1: host memory
 
  private:
-  AVFrame* f_;
+  AVFrame* f_ = nullptr;
+  int device_ = -1;
+  kernels::YuvImage image_;  // a device frame's planes
+  std::shared_ptr<const void> memory_;
 };
+
+class VideoRouter;
 
 struct VideoFileOptions {
   int threads = 1;  // libavcodec's decoding threads (frame and slice threading); 0 = FFmpeg's choice
+  // Picks the route of the file once its stream is known (NVDEC on a
+  // device, or the CPU); null: the CPU. Must outlive the file.
+  VideoRouter* router = nullptr;
 };
 
 class VideoFile {
@@ -94,6 +112,11 @@ class VideoFile {
   VideoFile& operator=(const VideoFile&) = delete;
 
   const VideoInfo& info() const noexcept;
+  // Where the file decodes: the device whose NVDEC engines decode it, or -1
+  // for the CPU (libavcodec); with the reason it is not on NVDEC when a
+  // router was asked (empty when it is, or when none was).
+  int device() const noexcept;
+  const std::string& cpu_reason() const noexcept;
 
   enum class Next { frame, end, broken };
   // The next frame in display order into `out`, or the end of the file, or

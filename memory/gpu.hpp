@@ -95,6 +95,12 @@ void copy_d2h_async(void* dst, const void* src, std::size_t bytes, const Stream&
 // device -1).
 void copy_d2d_async(void* dst, const void* src, std::size_t bytes, const Stream& s);
 
+// A copy of `rows` rows of `row_bytes` bytes, each side with its own pitch,
+// between any device-visible or host buffers (cudaMemcpy2DAsync, the
+// direction from the addresses) enqueued on `s` (memcpy when s has device -1).
+void copy_2d_async(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t row_bytes,
+                   std::size_t rows, const Stream& s);
+
 // Device memory (host memory for device -1), RAII.
 class DeviceBuffer {
  public:

@@ -79,6 +79,9 @@ struct BatchSlot {
   std::vector<kernels::SrcImage> images;  // GPU resize: where each sample's frame is (from d_input)
   std::vector<GpuJpegSample> jpegs;       // GPU decode: this batch's JPEGs for the engines
   std::size_t frame_bytes = 0;            // GPU decode: bytes the batch's decoded frames take
+  // What the batch's kernels read in place (NVDEC's frames in device
+  // memory), kept until the slot is reused: its batch is done by then.
+  std::vector<std::shared_ptr<const void>> holds;
   DeviceContext* dev = nullptr;   // where the batch was dispatched
   const void* staged = nullptr;   // device-visible staged data (d_input, or the mapped slot)
   DeviceBatch batch;              // what the sink and the callback see

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "codecs/video_nvdec.hpp"
+
 namespace imgpipe::stages {
 
 Pack::Pack(BatchResources& resources, Dispatch dispatch, const BatchConfig& batch, OnError on_error,
@@ -53,7 +55,32 @@ void Pack::start_batch() {
   current_->staged_bytes = 0;
   current_->jpegs.clear();
   current_->frame_bytes = 0;
+  current_->holds.clear();  // the slot's previous batch is done: its frames go back to their pools
   current_->then = nullptr;
+}
+
+void Pack::place_gpu_video(Work& w) {
+  std::shared_ptr<codecs::VideoFrame> frame = std::move(w.pixels.video);
+  DeviceContext& dev = *current_->dev;
+  if (current_->images.empty()) throw std::logic_error("pack: an NVDEC frame for a batch the GPU does not resize");
+  if (frame->device() != dev.device) {  // another GPU decoded it: a copy on this one, on the upload stream the kernels wait for
+    std::shared_ptr<codecs::VideoFrame> here = codecs::copy_frame_to(*frame, dev.device, dev.upload);
+    current_->holds.push_back(std::move(frame));
+    frame = std::move(here);
+  }
+  kernels::YuvImage img;
+  frame->yuv(img);
+  kernels::SrcImage& s = current_->images[current_->count];
+  s = {0, img.width, img.height, 0, img.plane[0]};
+  kernels::SrcYuv y;
+  y.format = img.format;
+  for (int k = 0; k < 3; ++k) {
+    if (!img.plane[k]) continue;
+    y.plane[k] = static_cast<std::size_t>(img.plane[k] - img.plane[0]);
+    y.pitch[k] = img.pitch[k];
+  }
+  s.yuv = y;
+  current_->holds.push_back(std::move(frame));
 }
 
 void Pack::place_gpu_jpeg(const FrameView& f) {
@@ -81,10 +108,11 @@ Tally Pack::run(Work& w) {
   const FrameView& f = w.pixels.out;
   if (f.bytes > writer_->capacity() - current_->staged_bytes)
     throw std::logic_error("pack: a frame does not fit its staging slot (frame budget violated)");
-  w.dest = {*writer_, current_->staged_bytes};  // PackCopy writes it there
   const bool on_gpu = w.route == Route::gpu_jpeg;
+  if (w.route == Route::gpu_video) place_gpu_video(w);
+  else w.dest = {*writer_, current_->staged_bytes};  // PackCopy writes it there
   if (on_gpu) place_gpu_jpeg(f);
-  else if (!current_->images.empty()) {
+  else if (!current_->images.empty() && w.route == Route::cpu) {
     kernels::SrcImage& img = current_->images[current_->count];
     img = {current_->staged_bytes, f.width, f.height, 0};
     if (f.yuv) img.yuv = f.yuv->staged;  // a video frame as decoded: the GPU converts it

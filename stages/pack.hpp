@@ -39,6 +39,7 @@ class Pack : public Stage<Pack, Takes::every_token> {
   Tally flush(Work& w);
   void start_batch();
   void place_gpu_jpeg(const FrameView& f);
+  void place_gpu_video(Work& w);
   DeviceContext* choose_device();
   BatchResources& res_;
   Dispatch dispatch_;

@@ -453,7 +453,7 @@ InputList build_input_list(const InputConfig& cfg) {
 }
 
 Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, int threads,
-               const std::atomic<bool>& stop, LiveOptions live)
+               const std::atomic<bool>& stop, LiveOptions live, codecs::VideoRouter* router)
     : items_(items), stop_(stop), live_(std::move(live)) {
   live_.batch_size = std::max(1, live_.batch_size);
   threads = std::max(1, threads);
@@ -464,7 +464,7 @@ Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, in
   const int at_once = static_cast<int>(std::min<std::int64_t>(interleave_, files));
   video_threads_ = video.threads > 0 ? video.threads : std::max(1, threads / std::max(1, at_once));
   VideoOptions opts{video.start, video.stride, video.max_frames, {video.open_timeout_s, video.read_timeout_s},
-                    video_threads_};
+                    video_threads_, router};
   // Open beside the videos in turn a few more, so that the next one's header
   // is read before its turn comes.
   const int ahead = interleave_ + std::max(2, threads / 4);
@@ -511,6 +511,7 @@ void Source::take_frame(Work& w) {
   Pixels& px = w.pixels;
   std::swap(px.decoded, frame_.bgr);  // frame_.bgr now holds the Work's spent buffer, recycled by the reader
   px.video = std::move(frame_.yuv);
+  if (px.video && px.video->device() >= 0) w.route = Route::gpu_video;  // NVDEC's: it stays in device memory
   px.video_rotation = frame_.rotation;
   px.video_flip = frame_.flip;
   frame_.yuv.reset();

@@ -101,8 +101,10 @@ class Source {
  public:
   // `threads`: the run's decode threads (input.video's interleave and
   // threads auto are derived from them).
+  // `router` (may be null: every video file on the CPU) picks each video
+  // file's decoder; it must outlive the source.
   Source(const std::vector<InputItem>& items, const VideoConfig& video, int threads, const std::atomic<bool>& stop,
-         LiveOptions live = {});
+         LiveOptions live = {}, codecs::VideoRouter* router = nullptr);
   ~Source();
   Source(const Source&) = delete;
   Source& operator=(const Source&) = delete;

@@ -135,6 +135,7 @@ struct SlotPosition {
 enum class Route : std::uint8_t {
   cpu,       // decode and transform on the CPU; the slot gets the frame
   gpu_jpeg,  // the slot gets the JPEG bitstream as read; the GPU decodes it
+  gpu_video, // a video frame NVDEC decoded (pixels.video, in device memory): the batch reads it there
 };
 
 // The token that travels through the pipeline: one per token in flight,
@@ -179,7 +180,7 @@ struct Work {
 
 // Which tokens a stage works on; the base passes the others through untouched.
 enum class Takes : std::uint8_t {
-  samples,          // image and video-frame tokens on the CPU route that have not failed
+  samples,          // image and video-frame tokens that have not failed, but those of GPU-decoded JPEGs
   encoded_samples,  // the same, without video frames
   to_decode,        // encoded_samples and the video files' frames (pixels.video: YUV to convert)
   every_token,      // all, flush and failed tokens included
@@ -230,7 +231,7 @@ class Stage {
 
   static bool takes(const Work& w) noexcept {
     switch (T) {
-      case Takes::samples: return w.is_sample() && !w.failed() && w.route == Route::cpu;
+      case Takes::samples: return w.is_sample() && !w.failed() && w.route != Route::gpu_jpeg;
       case Takes::encoded_samples: return w.kind == Work::Kind::image && !w.failed() && w.route == Route::cpu;
       case Takes::to_decode:
         return (w.kind == Work::Kind::image || w.pixels.video != nullptr) && !w.failed() && w.route == Route::cpu;

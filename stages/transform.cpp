@@ -108,11 +108,21 @@ FrameView::Yuv staged_yuv(const kernels::YuvImage& img) {
 
 Tally Transform::run(Work& w) const {
   Pixels& px = w.pixels;
-  if (px.video) {  // left YUV by the decode stage: the GPU converts and resizes it
+  if (px.video) {  // left YUV by the decode stage, or NVDEC's: the GPU converts and resizes it
     kernels::YuvImage img;
     if (!px.video->yuv(img)) throw std::logic_error("transform: a YUV frame is not YUV");
-    complete_geometry(w.sample.geometry, img.width, img.height, cfg_.resize);
+    SampleGeometry& g = w.sample.geometry;
+    if (w.route == Route::gpu_video) {  // not through the decode stage: as it has it for a YUV frame
+      g.stored_width = g.width = img.width;
+      g.stored_height = g.height = img.height;
+    }
+    complete_geometry(g, img.width, img.height, cfg_.resize);
     px.out = {};
+    if (w.route == Route::gpu_video) {  // nothing to stage: pack points the batch at the device frame
+      px.out.width = img.width;
+      px.out.height = img.height;
+      return {1, 0};
+    }
     px.out.yuv = staged_yuv(img);
     px.out.bytes = px.out.yuv->bytes;
     px.out.width = img.width;

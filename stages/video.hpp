@@ -20,6 +20,7 @@
 #include <opencv2/core.hpp>
 
 #include "codecs/video_file.hpp"
+#include "codecs/video_route.hpp"
 #include "live_input.hpp"
 #include "stage.hpp"
 
@@ -35,6 +36,7 @@ struct VideoOptions {
   std::int64_t max_frames = 0;  // per file; 0 = all
   StreamTimeouts stream;        // stream URLs only (files and cameras ignore them)
   int threads = 1;              // files: libavcodec's decoding threads
+  codecs::VideoRouter* router = nullptr;  // files: picks NVDEC or the CPU (null: the CPU)
 };
 
 // One frame from a reader: a file's decoded YUV frame (`yuv`, with the

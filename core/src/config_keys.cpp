@@ -218,6 +218,15 @@ constexpr KeySpec kKeys[] = {
   field<&C::input, &In::video, &Vid::orientation>("input.video.orientation", any_value(),
       "Apply the container's display rotation (and mirroring), as phone videos carry it; false delivers "
       "the frames as stored."),
+  choice<where_names, &C::input, &In::video, &Vid::where>("input.video.where",
+      "Where video files are decoded. auto: on every engine present: each file goes to the GPU's NVDEC "
+      "engines or to the CPU (libavcodec), whichever would finish it first at the rates both reach during "
+      "the run; gpu: every file the engines take goes to them; cpu: libavcodec only. The engines take what "
+      "the GPU's capability table lists (on an H200: H.264 8-bit 4:2:0, HEVC and VP9 8/10/12-bit 4:2:0 and "
+      "4:4:4, VP8, MPEG-1/2/4; not AV1 or H.264 4:4:4/10-bit), at even sizes; NVDEC frames go from device "
+      "memory to the fused kernel, so they need the GPU to resize, and rotated videos (with "
+      "input.video.orientation) stay on the CPU. The report counts the files each route took and why a file "
+      "went to the CPU. Stream URLs and cameras are read by OpenCV."),
   choice<labels_names, &C::input, &In::labels>("input.labels",
       "none: samples carry no label (-1). folders: as torchvision's ImageFolder, every folder named in paths "
       "(directly, by a glob or in input.list) is a root whose first-level sub-folders are the classes; the "

@@ -75,6 +75,14 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
   os << "\n";
   os << fmt::format("transfer: {} {} in {:.3f} s = {:.2f} GB/s\n", r.transfer.mode, mib(r.transfer.bytes),
                     r.transfer.seconds, r.transfer.gb_per_s);
+  if (const auto& v = r.video; v.nvdec_files + v.cpu_files > 0) {
+    os << fmt::format("video: NVDEC {} ({}) | CPU {} ({})", count(v.nvdec_files, "files"),
+                      count(v.nvdec_frames, "frames"), count(v.cpu_files, "files"), count(v.cpu_frames, "frames"));
+    if (v.decoders_made + v.decoders_reused > 0)
+      os << fmt::format(" | NVDEC decoders made {}, reused {}", v.decoders_made, v.decoders_reused);
+    for (const auto& [why, n] : v.cpu_reasons) os << fmt::format(" | on the CPU ({}): {}", n, why);
+    os << "\n";
+  }
   const auto& d = r.decode;
   if (d.where == "cpu") {
     os << "decode: cpu" << (d.note.empty() ? "" : " (GPU route off: " + d.note + ")") << "\n";
@@ -213,6 +221,13 @@ std::string Report::to_json(int indent) const {
   for (const auto& d : devices)
     j["devices"].push_back({{"device", d.device}, {"batches", d.batches}, {"bytes", d.bytes}, {"copy_s", d.copy_s},
                             {"gb_per_s", d.gb_per_s}});
+  j["video"] = {{"nvdec_files", video.nvdec_files},
+                {"nvdec_frames", video.nvdec_frames},
+                {"cpu_files", video.cpu_files},
+                {"cpu_frames", video.cpu_frames},
+                {"cpu_reasons", reasons_json(video.cpu_reasons)},
+                {"decoders_made", video.decoders_made},
+                {"decoders_reused", video.decoders_reused}};
   j["decode"] = {{"where", decode.where},
                  {"note", decode.note},
                  {"jpeg_engines", decode.jpeg_engines},

@@ -246,6 +246,19 @@ void copy_d2d_async(void* dst, const void* src, std::size_t bytes, const Stream&
   std::memcpy(dst, src, bytes);
 }
 
+void copy_2d_async(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t row_bytes,
+                   std::size_t rows, const Stream& s) {
+#if IMGPIPE_HAS_CUDA
+  if (s.device() >= 0) {
+    IMGPIPE_CUDA_TRY(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDefault, s.get()));
+    return;
+  }
+#endif
+  (void)s;
+  for (std::size_t r = 0; r < rows; ++r)
+    std::memcpy(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, row_bytes);
+}
+
 // ---------------------------------------------------------------- DeviceBuffer
 DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : bytes_(bytes), device_(device) {
   if (bytes == 0) return;

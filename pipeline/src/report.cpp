@@ -11,6 +11,7 @@
 #include <oneapi/tbb/version.h>
 #include <opencv2/core/version.hpp>
 
+#include "codecs/video_nvdec.hpp"
 #include "imgpipe/pipeline.hpp"
 #include "stages/failure_log.hpp"
 
@@ -120,6 +121,13 @@ void add_decode(Report& r, const Config& cfg, const RunPlan& plan, const StageSe
     } else {
       d.note = e->error();
     }
+  }
+  if (s.video_router) {
+    const codecs::VideoRouter::Figures f = s.video_router->figures();
+    r.video = {f.nvdec_files, f.nvdec_frames, f.cpu_files, f.cpu_frames, {f.cpu_reasons.begin(), f.cpu_reasons.end()}};
+    const codecs::NvdecFigures n = codecs::nvdec_figures();
+    r.video.decoders_made = n.made;
+    r.video.decoders_reused = n.reused;
   }
   d.gpu_fallbacks = s.gpu_decode.fallbacks.load();
   d.gpu = s.gpu_decode.images.load();

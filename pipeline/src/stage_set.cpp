@@ -10,6 +10,7 @@
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
+#include "codecs/video_nvdec.hpp"
 #include "handoff.hpp"
 
 namespace imgpipe::detail {
@@ -20,13 +21,55 @@ namespace {
 // measures the engines unslowed by the CPU route; the steering then tries
 // the CPU route (codecs/route_steering.hpp).
 constexpr double kInitialGpuShare = 1.0;
+
+// Each video file's decoder (input.video.where): NVDEC on the run's GPUs
+// when the GPU resizes (its frames go from device memory to the fused
+// kernel), else the CPU.
+std::unique_ptr<codecs::VideoRouter> make_video_router(const Config& cfg, const RunPlan& plan,
+                                                       const stages::InputList& inputs) {
+  const bool files = std::any_of(inputs.items.begin(), inputs.items.end(),
+                                 [](const stages::InputItem& i) { return i.video && !stages::is_live_input(i.path); });
+  if (!files) return nullptr;
+  codecs::VideoRouter::Options o;
+  const VideoConfig& v = cfg.input.video;
+  o.where = v.where == Where::cpu ? codecs::VideoWhere::cpu
+            : v.where == Where::gpu ? codecs::VideoWhere::gpu : codecs::VideoWhere::auto_;
+  o.orientation = v.orientation;
+  o.cpu_prior_fps = 110.0 * plan.threads;  // one 1080p H.264 stream a core (docs/video.md)
+  if (o.where != codecs::VideoWhere::cpu) {
+    if (plan.devices.empty() || plan.devices.front() < 0) {
+      o.off_reason = "no GPU in the run";
+    } else if (!plan.resize_on_gpu) {
+      o.off_reason = "the CPU resizes (transform.resize.where), and NVDEC frames stay on the GPU";
+    } else {
+      for (const int d : plan.devices) {
+        std::string why;
+        codecs::NvdecCaps caps = codecs::nvdec_caps(d, why);
+        if (caps.empty()) {
+          o.off_reason = why;
+          break;
+        }
+        o.devices.push_back(d);
+        o.caps.push_back(std::move(caps));
+      }
+      if (!o.off_reason.empty()) {
+        o.devices.clear();
+        o.caps.clear();
+      }
+    }
+    if (o.where == codecs::VideoWhere::gpu && !o.off_reason.empty())
+      throw ConfigError("input.video.where", 0, "gpu, but NVDEC cannot be used: " + o.off_reason);
+  }
+  return std::make_unique<codecs::VideoRouter>(std::move(o));
+}
 }  // namespace
 
 StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,
                    stages::BatchResources& resources, const BatchCallback& callback, const std::atomic<bool>& stop,
                    const RunHooks& hooks)
     : steering(plan.gpu_decode_adaptive, kInitialGpuShare, plan.threads, static_cast<int>(plan.devices.size())),
-      source(inputs.items, cfg.input.video, plan.threads, stop, hooks.live),
+      video_router(make_video_router(cfg, plan, inputs)),
+      source(inputs.items, cfg.input.video, plan.threads, stop, hooks.live, video_router.get()),
       decode(cfg.decode, cfg.transform, cfg.input.video.orientation, plan.resize_on_gpu ? plan.frame_budget : 0),
       transform(cfg.transform, !plan.normalize_on_gpu, plan.resize_on_gpu, plan.frame_budget),
       pack(resources, cfg.dispatch, cfg.batch, cfg.input.on_error, plan.layout.decode_bytes),

@@ -36,6 +36,7 @@ struct StageSet {
 
   codecs::RouteSteering steering;
   codecs::GpuDecodeMeter gpu_decode;
+  std::unique_ptr<codecs::VideoRouter> video_router;  // null without video files
   stages::Source source;
   stages::Read read;
   std::unique_ptr<stages::Probe> probe;  // null without GPU decode (JPEGs stay on the CPU)

@@ -59,7 +59,7 @@ Config every_key_changed() {
   c.input.loop = 3;
   c.input.shuffle_seed = UINT64_MAX;
   c.input.shard = {2, 5};
-  c.input.video = {10, 3, 100, 2.5f, 0.25f, 6, 3, false};
+  c.input.video = {10, 3, 100, 2.5f, 0.25f, 6, 3, false, Where::cpu};
   c.input.labels = Labels::folders;
   c.decode.threads = 5;
   c.decode.accept_truncated = true;

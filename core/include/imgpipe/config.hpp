@@ -65,6 +65,9 @@ struct VideoConfig {
   int threads = 0;
   // Apply the container's display rotation (phone videos).
   bool orientation = true;
+  // Which decoder takes each video file: the GPU's NVDEC engines, the CPU
+  // (libavcodec), or auto (both kept busy: codecs/video_route.hpp).
+  Where where = Where::automatic;
   bool operator==(const VideoConfig&) const = default;
 };
 

@@ -178,6 +178,16 @@ struct Report {
   };
   std::vector<Device> devices;  // per device: batches dispatched and transfer figures
   // Where images were decoded (decode.where).
+  // Video files by decoder (input.video.where); files = 0 on both without video files.
+  struct Video {
+    std::uint64_t nvdec_files = 0, nvdec_frames = 0;  // decoded by the GPU's NVDEC engines
+    std::uint64_t cpu_files = 0, cpu_frames = 0;      // by libavcodec
+    // Why files went to the CPU other than by the balance (the engines
+    // cannot take the stream, NVDEC is off, ...), with how many.
+    std::vector<std::pair<std::string, std::uint64_t>> cpu_reasons;
+    std::uint64_t decoders_made = 0, decoders_reused = 0;  // NVDEC decoders (the process's so far)
+  } video;
+
   struct Decode {
     std::string where = "cpu";      // "cpu", "gpu" (every JPEG the engines take) or "cpu+gpu" (steered split)
     std::string note;               // why the GPU route is off, when it is
