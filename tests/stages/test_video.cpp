@@ -314,7 +314,7 @@ TEST_CASE("video: a stop mid-video ends the source: that video is not counted as
   CHECK_FALSE(src.complete());
 }
 
-TEST_CASE("video: interleave takes consecutive videos in turns, one frame each, in the same order every run") {
+TEST_CASE("video: order turns takes consecutive videos in turns, one frame each, in the same order every run") {
   std::vector<InputItem> items{{data("Megamind.avi").string(), -1, {}, true},
                                {data("tree.avi").string(), -1, {}, true},
                                {data("vtest.avi").string(), -1, {}, true},
@@ -323,9 +323,11 @@ TEST_CASE("video: interleave takes consecutive videos in turns, one frame each, 
     std::atomic<bool> stop{false};
     imgpipe::VideoConfig vc;
     vc.interleave = 2;
+    vc.order = imgpipe::VideoOrder::turns;
     vc.max_frames = 100;
     Source src(items, vc, 4, stop);
     CHECK(src.interleave() == 2);
+    CHECK_FALSE(src.ready_order());
     CHECK(src.video_threads() == 2);  // 4 threads over the 2 videos decoding at once
     Work w;
     std::vector<std::pair<std::uint64_t, std::int64_t>> seen;
