@@ -546,14 +546,15 @@ Source::Step Source::ready_step(std::size_t& item) {
 
 void Source::take_frame(Work& w) {
   Pixels& px = w.pixels;
-  std::swap(px.decoded, frame_.bgr);  // frame_.bgr now holds the Work's spent buffer, recycled by the reader
   px.video = std::move(frame_.yuv);
   px.video_rotation = frame_.rotation;
   px.video_flip = frame_.flip;
   frame_.yuv.reset();
   if (px.video) {
+    // px.decoded keeps the Work's buffer: the decode stage converts into it.
     stats_.bytes += px.video->bytes();
   } else {
+    std::swap(px.decoded, frame_.bgr);  // frame_.bgr now holds the Work's spent buffer, recycled by the live reader
     stats_.bytes += px.decoded.total() * px.decoded.elemSize();
   }
 }

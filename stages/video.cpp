@@ -377,7 +377,8 @@ bool VideoReader::try_next(VideoPayload& out, std::int64_t& index) {
 
 bool VideoReader::State::take(VideoPayload& out, std::int64_t& index) {
   if (ready.empty()) return false;
-  if (!out.bgr.empty() && out.bgr.u && out.bgr.u->refcount == 1) spare.push_back(std::move(out.bgr));
+  // A live input's spent buffer is kept for its next frame (a file's frames need none: kept, they would pile up).
+  if (live && !out.bgr.empty() && out.bgr.u && out.bgr.u->refcount == 1) spare.push_back(std::move(out.bgr));
   out = std::move(ready.front().first);
   index = ready.front().second;
   ready.pop_front();

@@ -565,3 +565,25 @@ TEST_CASE("video: order ready takes the other videos' frames while one reader ha
   CHECK_FALSE(waiting.complete());
   CHECK_FALSE(later.late());
 }
+
+TEST_CASE("video: a file's frame leaves the Work its BGR buffer for the decode stage (none piles up in the reader)") {
+  const std::vector<InputItem> items{{data("tree.avi").string(), -1, {}, true}};
+  std::atomic<bool> stop{false};
+  imgpipe::VideoConfig vc;
+  vc.max_frames = 3;
+  Source src(items, vc, 2, stop);
+  Work w;
+  const unsigned char* buffer = nullptr;
+  int frames = 0;
+  for (Work* x = src.next([&] { return &w; }); x; x = src.next([&] { return &w; })) {
+    if (x->kind == Work::Kind::flush) continue;
+    REQUIRE(x->pixels.video);
+    if (buffer) CHECK(x->pixels.decoded.data == buffer);  // the Work's own, not handed to the reader
+    // As the decode stage leaves it: the frame converted into pixels.decoded.
+    x->pixels.decoded.create(x->pixels.video->height(), x->pixels.video->width(), CV_8UC3);
+    buffer = x->pixels.decoded.data;
+    x->pixels.video.reset();
+    ++frames;
+  }
+  CHECK(frames == 3);
+}
