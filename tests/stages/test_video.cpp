@@ -587,3 +587,25 @@ TEST_CASE("video: a file's frame leaves the Work its BGR buffer for the decode s
   }
   CHECK(frames == 3);
 }
+
+TEST_CASE("video: order ready is fair: with every video's frames queued, it takes one of each in turn") {
+  const std::vector<InputItem> items{{data("tree.avi").string(), -1, {}, true},
+                                     {data("vtest.avi").string(), -1, {}, true},
+                                     {data("Megamind.avi").string(), -1, {}, true}};
+  std::atomic<bool> stop{false};
+  imgpipe::VideoConfig vc;
+  vc.interleave = 3;
+  vc.max_frames = 8;  // each reader's queue holds all of its frames
+  Source src(items, vc, 3, stop);
+  // The readers start with the Source; give them time to queue their 8 frames.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  Work w;
+  std::vector<std::pair<std::uint64_t, std::int64_t>> seen;
+  for (Work* x = src.next([&] { return &w; }); x; x = src.next([&] { return &w; }))
+    if (x->kind != Work::Kind::flush) seen.emplace_back(x->sample.seq, x->sample.frame);
+  REQUIRE(seen.size() == 24);
+  for (std::size_t k = 0; k < seen.size(); ++k) {
+    CHECK(seen[k].first == k % 3);  // from the video after the one taken last
+    CHECK(seen[k].second == static_cast<std::int64_t>(k / 3));
+  }
+}
