@@ -83,9 +83,9 @@ InputList build_input_list(const InputConfig& cfg);
 // the source waits only while none has a frame); `turns`, one frame of each
 // in a fixed order (it does not depend on timing). Each video's frames keep
 // their order. A live input is taken alone. A video that cannot be opened,
-// has no frames or breaks off
-// becomes, after the frames it did deliver, one failed Work whose `frame` is
-// where it stopped. Stops early when `stop` becomes true.
+// has no frames or breaks off becomes, after the frames it did deliver, one
+// failed Work whose `frame` is where it stopped. Stops early when `stop`
+// becomes true.
 //
 // With a PushSource (`live.pushed`), the items come from the application
 // instead of `items`: an encoded image becomes an image Work whose bytes are
@@ -222,7 +222,7 @@ class Source {
   Step ready_step(std::size_t& item);
   void start_videos();                // the video at next_ and those after it join active_ (interleave)
   void finish_video(std::size_t item);  // closes its reader; the next video in the list takes its turn
-  void take_frame(Work& w);           // frame_ into the Work (its spent buffers back for the reader)
+  void take_frame(Work& w);           // frame_ into the Work (a live frame: its spent buffer back for the reader)
   void end_of_input();
 
   const std::vector<InputItem>& items_;
