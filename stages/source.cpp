@@ -460,6 +460,8 @@ Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, in
   const auto files = std::count_if(items.begin(), items.end(), [](const InputItem& i) { return i.video; });
   if (files == 0) return;
   interleave_ = video.interleave > 0 ? video.interleave : threads;
+  ready_ = video.order == VideoOrder::ready;
+  if (ready_) notify_ = std::make_shared<VideoNotifier>();
   // Threads auto: the decode threads shared among the videos decoding at once.
   const int at_once = static_cast<int>(std::min<std::int64_t>(interleave_, files));
   video_threads_ = video.threads > 0 ? video.threads : std::max(1, threads / std::max(1, at_once));
@@ -468,10 +470,10 @@ Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, in
   // Open beside the videos in turn a few more, so that the next one's header
   // is read before its turn comes.
   const int ahead = interleave_ + std::max(2, threads / 4);
-  // Eight frames queued a video: taken in turns, the videos wait for the
-  // slowest one; the queue absorbs the decoders' jitter (I, P and B frames
-  // differ several times in cost).
-  videos_ = std::make_unique<VideoPrefetcher>(items, opts, ahead, 8, &stop_);
+  // Eight frames queued a video absorb the decoders' jitter (I, P and B
+  // frames differ several times in cost), for which the videos would
+  // otherwise wait in turns order.
+  videos_ = std::make_unique<VideoPrefetcher>(items, opts, ahead, 8, &stop_, notify_);
   videos_->prefetch(0);  // the first videos decode while the pipeline starts
 }
 
@@ -507,17 +509,53 @@ Source::Step Source::video_step(std::size_t item) {
   return Step::end;
 }
 
+Source::Step Source::ready_step(std::size_t& item) {
+  using clock = std::chrono::steady_clock;
+  // The stop flag is set without the notifier's lock (a signal handler may
+  // set it): look at it every 50 ms, as VideoReader::next() does.
+  constexpr auto poll = std::chrono::milliseconds(50);
+  for (;;) {
+    const std::uint64_t seen = notify_->count();  // before looking: a frame queued after the look changes it
+    for (std::size_t k = 0; k < active_.size(); ++k) {
+      const std::size_t at = (turn_ + k) % active_.size();
+      item = active_[at];
+      VideoReader& r = videos_->reader(item);
+      bool got = r.try_next(frame_, frame_index_);
+      const bool ended = !got && r.finished();
+      if (ended) got = r.try_next(frame_, frame_index_);  // its last frames, queued just before it ended
+      if (!got && !ended) continue;
+      turn_ = at;
+      if (got) return Step::frame;
+      if (!r.error().empty()) {
+        failure_ = r.error();
+        failure_frame_ = r.stopped_at();
+        return Step::failure;  // the caller emits it, then finish_video()
+      }
+      finish_video(item);
+      return Step::end;
+    }
+    if (stop_.load(std::memory_order_relaxed)) return Step::end;  // the caller sees it
+    clock::time_point until = clock::now() + poll;
+    if (cut_pending_) {  // batch.timeout_ms: wait no longer than the pending batch may
+      if (clock::now() >= cut_deadline_) return Step::cut;
+      until = std::min(until, cut_deadline_);
+    }
+    notify_->wait_until(seen, until);
+  }
+}
+
 void Source::take_frame(Work& w) {
   Pixels& px = w.pixels;
-  std::swap(px.decoded, frame_.bgr);  // frame_.bgr now holds the Work's spent buffer, recycled by the reader
   px.video = std::move(frame_.yuv);
   if (px.video && px.video->device() >= 0) w.route = Route::gpu_video;  // NVDEC's: it stays in device memory
   px.video_rotation = frame_.rotation;
   px.video_flip = frame_.flip;
   frame_.yuv.reset();
   if (px.video) {
+    // px.decoded keeps the Work's buffer: the decode stage converts into it.
     stats_.bytes += px.video->bytes();
   } else {
+    std::swap(px.decoded, frame_.bgr);  // frame_.bgr now holds the Work's spent buffer, recycled by the live reader
     stats_.bytes += px.decoded.total() * px.decoded.elemSize();
   }
 }

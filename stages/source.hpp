@@ -75,13 +75,17 @@ InputList build_input_list(const InputConfig& cfg);
 // (input.video's start, stride and max_frames), of kind video_frame with the
 // frame in `pixels.video` (a file's YUV frame, which the decode stage
 // converts) or `pixels.decoded` (a live input's BGR frame) and its index in
-// `sample.frame`. Consecutive video files in the list are taken in turns, one
-// frame of each (input.video.interleave of them at once, in a fixed order; a
-// finished one's turn goes to the next video in the list), so that they all
-// decode at once on their own threads (a VideoPrefetcher). A live input is
-// taken alone. A video that cannot be opened, has no frames or breaks off
-// becomes, after the frames it did deliver, one failed Work whose `frame` is
-// where it stopped. Stops early when `stop` becomes true.
+// `sample.frame`. Consecutive video files in the list (input.video.interleave
+// of them at once; a finished one's place goes to the next video in the list)
+// decode at once on their own threads (a VideoPrefetcher), their frames taken
+// as input.video.order says: `ready`, the next frame of any of them that has
+// one queued, scanning from the video after the last one taken (none starves;
+// the source waits only while none has a frame); `turns`, one frame of each
+// in a fixed order (it does not depend on timing). Each video's frames keep
+// their order. A live input is taken alone. A video that cannot be opened,
+// has no frames or breaks off becomes, after the frames it did deliver, one
+// failed Work whose `frame` is where it stopped. Stops early when `stop`
+// becomes true.
 //
 // With a PushSource (`live.pushed`), the items come from the application
 // instead of `items`: an encoded image becomes an image Work whose bytes are
@@ -125,10 +129,17 @@ class Source {
         return w;
       }
       if (active_.empty() && items_[next_].video) start_videos();
-      const std::size_t item = active_.empty() ? next_ : active_[turn_];
-      fault::check("source", item);
+      std::size_t item = active_.empty() ? next_ : active_[turn_];
+      Step step = Step::image;
+      if (ready_ && !active_.empty()) {
+        step = ready_step(item);  // picks the video, turn_ at it
+        if (step == Step::end) continue;
+        fault::check("source", item);
+      } else {
+        fault::check("source", item);
+        if (items_[item].video) step = video_step(item);
+      }
       const InputItem& in = items_[item];
-      const Step step = in.video ? video_step(item) : Step::image;
       if (step == Step::end) continue;  // the video is done: on to the next item
       if (step == Step::cut) return cut(acquire());  // a stalled stream: the pending batch goes out
       Work* w = acquire();
@@ -166,8 +177,10 @@ class Source {
   bool complete() const noexcept {
     return live_.pushed ? pushed_ended_ : next_ >= items_.size() && active_.empty();
   }
-  // Videos whose frames are taken in turns, and FFmpeg's threads per video.
+  // Videos decoding at once, and FFmpeg's threads per video.
   int interleave() const noexcept { return interleave_; }
+  // input.video.order: frames taken in order of readiness (else in turns).
+  bool ready_order() const noexcept { return ready_; }
   int video_threads() const noexcept { return video_threads_; }
 
  private:
@@ -205,9 +218,13 @@ class Source {
 
   enum class Step { image, frame, failure, end, cut };
   Step video_step(std::size_t item);  // a video's next frame, its failure, its end, or a cut (batch.timeout_ms)
+  // input.video.order: ready: the first of active_, from turn_ on, with a
+  // frame queued or ended (`item` and turn_ set to it), waiting while none
+  // is; a cut (batch.timeout_ms), or end when the stop comes meanwhile.
+  Step ready_step(std::size_t& item);
   void start_videos();                // the video at next_ and those after it join active_ (interleave)
   void finish_video(std::size_t item);  // closes its reader; the next video in the list takes its turn
-  void take_frame(Work& w);           // frame_ into the Work (its spent buffers back for the reader)
+  void take_frame(Work& w);           // frame_ into the Work (a live frame: its spent buffer back for the reader)
   void end_of_input();
 
   const std::vector<InputItem>& items_;
@@ -215,11 +232,14 @@ class Source {
   const std::atomic<bool>& stop_;
   std::unique_ptr<VideoPrefetcher> videos_;  // null when the list has no video
   std::size_t next_ = 0;    // the first item not yet started
-  // The videos whose frames are taken in turns (input.video.interleave), in
-  // the order they joined; turn_ indexes the one whose frame is next.
+  // The videos decoding at once whose frames are taken
+  // (input.video.interleave), in the order they joined; turn_ indexes the one
+  // whose frame is next (ready: the first one looked at).
   std::vector<std::size_t> active_;
   std::size_t turn_ = 0;
   int interleave_ = 1;
+  bool ready_ = false;  // input.video.order: ready
+  std::shared_ptr<VideoNotifier> notify_;  // ready: signalled by every reader
   int video_threads_ = 1;
   std::uint64_t emitted_ = 0;
   bool done_ = false;

@@ -41,9 +41,9 @@ bool is_video_path(const std::string& path) {
 // Everything the reader thread touches. Shared with the thread, so that a
 // live input's thread stuck in a read can be detached and finish on its own.
 struct VideoReader::State {
-  State(std::string p, VideoOptions o, std::size_t d)
+  State(std::string p, VideoOptions o, std::size_t d, std::shared_ptr<VideoNotifier> n)
       : path(std::move(p)), opts(o), depth(std::max<std::size_t>(d, 1)), live(is_live_input(path)),
-        camera(is_camera(path)) {}
+        camera(is_camera(path)), notify(std::move(n)) {}
 
   struct Pending {
     cv::Mat frame;
@@ -57,14 +57,20 @@ struct VideoReader::State {
   bool wait_for_room(bool wanted, cv::Mat& frame);
   void end_of_stream(std::int64_t index, std::int64_t expected, std::int64_t covered, bool stalled, Pending& pending);
   void publish(Pending& p);
+  bool take(VideoPayload& out, std::int64_t& index);  // the queue's first frame, with m held
   void finish(std::string error, std::int64_t at);
   void exited();
+  // Wakes the source waiting on any reader (input.video.order: ready).
+  void signal_waiter() {
+    if (notify) notify->signal();
+  }
 
   const std::string path;
   const VideoOptions opts;
   const std::size_t depth;
   const bool live;    // a stream URL or a camera
   const bool camera;
+  const std::shared_ptr<VideoNotifier> notify;  // may be null
   std::mutex m;
   std::condition_variable cv;
   std::deque<std::pair<VideoPayload, std::int64_t>> ready;
@@ -84,8 +90,27 @@ std::atomic<int> detached_readers{0};
 constexpr auto live_stop_grace = std::chrono::milliseconds(500);
 }  // namespace
 
-VideoReader::VideoReader(std::string path, VideoOptions opts, std::size_t depth, const std::atomic<bool>* cancel)
-    : s_(std::make_shared<State>(std::move(path), opts, depth)), cancel_(cancel) {
+std::uint64_t VideoNotifier::count() const {
+  std::lock_guard lk(m_);
+  return count_;
+}
+
+void VideoNotifier::signal() {
+  {
+    std::lock_guard lk(m_);
+    ++count_;
+  }
+  cv_.notify_all();
+}
+
+bool VideoNotifier::wait_until(std::uint64_t seen, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lk(m_);
+  return cv_.wait_until(lk, deadline, [&] { return count_ != seen; });
+}
+
+VideoReader::VideoReader(std::string path, VideoOptions opts, std::size_t depth, const std::atomic<bool>* cancel,
+                         std::shared_ptr<VideoNotifier> notify)
+    : s_(std::make_shared<State>(std::move(path), opts, depth, std::move(notify))), cancel_(cancel) {
   thread_ = std::thread([s = s_] {
     s->run();
     s->exited();
@@ -137,11 +162,14 @@ void VideoReader::State::exited() {
 }
 
 void VideoReader::State::finish(std::string why, std::int64_t at) {
-  std::lock_guard lk(m);
-  error = std::move(why);
-  stopped_at = at;
-  finished = true;
-  cv.notify_all();
+  {
+    std::lock_guard lk(m);
+    error = std::move(why);
+    stopped_at = at;
+    finished = true;
+    cv.notify_all();
+  }
+  signal_waiter();
 }
 
 // The latest wanted frame waits in `pending` until the next read succeeds:
@@ -150,13 +178,16 @@ void VideoReader::State::finish(std::string why, std::int64_t at) {
 // is reported with the break instead of being delivered.
 void VideoReader::State::publish(Pending& p) {
   if (p.index < 0) return;
-  std::lock_guard lk(m);
-  VideoPayload payload;
-  payload.bgr = std::move(p.frame);
-  ready.emplace_back(std::move(payload), p.index);
-  p.frame = cv::Mat();
-  p.index = -1;
-  cv.notify_all();
+  {
+    std::lock_guard lk(m);
+    VideoPayload payload;
+    payload.bgr = std::move(p.frame);
+    ready.emplace_back(std::move(payload), p.index);
+    p.frame = cv::Mat();
+    p.index = -1;
+    cv.notify_all();
+  }
+  signal_waiter();
 }
 
 // Waits for room in the queue; false when asked to stop. Takes a spare
@@ -243,6 +274,7 @@ void VideoReader::State::read_file(std::int64_t& index) {
       ready.emplace_back(std::move(p), index);
     }
     cv.notify_all();
+    signal_waiter();
     ++delivered;
   }
   finish({}, index);
@@ -335,18 +367,29 @@ bool VideoReader::next_until(VideoPayload& out, std::int64_t& index, std::chrono
     const auto wait = deadline - now < poll ? deadline - now : std::chrono::steady_clock::duration(poll);
     s.cv.wait_for(lk, wait, woken);
   }
-  if (s.ready.empty()) return false;
-  if (!out.bgr.empty() && out.bgr.u && out.bgr.u->refcount == 1) s.spare.push_back(std::move(out.bgr));
-  out = std::move(s.ready.front().first);
-  index = s.ready.front().second;
-  s.ready.pop_front();
-  s.cv.notify_all();
+  return s_->take(out, index);
+}
+
+bool VideoReader::try_next(VideoPayload& out, std::int64_t& index) {
+  std::lock_guard lk(s_->m);
+  return s_->take(out, index);
+}
+
+bool VideoReader::State::take(VideoPayload& out, std::int64_t& index) {
+  if (ready.empty()) return false;
+  // A live input's spent buffer is kept for its next frame (a file's frames need none: kept, they would pile up).
+  if (live && !out.bgr.empty() && out.bgr.u && out.bgr.u->refcount == 1) spare.push_back(std::move(out.bgr));
+  out = std::move(ready.front().first);
+  index = ready.front().second;
+  ready.pop_front();
+  cv.notify_all();
   return true;
 }
 
 VideoPrefetcher::VideoPrefetcher(const std::vector<InputItem>& items, VideoOptions opts, int ahead, std::size_t depth,
-                                 const std::atomic<bool>* cancel)
-    : items_(items), opts_(opts), ahead_(static_cast<std::size_t>(std::max(1, ahead))), depth_(depth), cancel_(cancel) {}
+                                 const std::atomic<bool>* cancel, std::shared_ptr<VideoNotifier> notify)
+    : items_(items), opts_(opts), ahead_(static_cast<std::size_t>(std::max(1, ahead))), depth_(depth), cancel_(cancel),
+      notify_(std::move(notify)) {}
 
 VideoPrefetcher::~VideoPrefetcher() { stop_all(); }
 
@@ -357,7 +400,7 @@ void VideoPrefetcher::prefetch(std::size_t from) {
     // A live input opens at its turn: opened ahead, a camera would be held
     // and a stream's frames would wait, going stale.
     if (item.video && !is_live_input(item.path) && !open_.count(next_to_open_))
-      open_.emplace(next_to_open_, std::make_unique<VideoReader>(item.path, opts_, depth_, cancel_));
+      open_.emplace(next_to_open_, std::make_unique<VideoReader>(item.path, opts_, depth_, cancel_, notify_));
     ++next_to_open_;
   }
 }
@@ -365,7 +408,7 @@ void VideoPrefetcher::prefetch(std::size_t from) {
 VideoReader& VideoPrefetcher::reader(std::size_t i) {
   auto it = open_.find(i);
   if (it == open_.end())
-    it = open_.emplace(i, std::make_unique<VideoReader>(items_[i].path, opts_, depth_, cancel_)).first;
+    it = open_.emplace(i, std::make_unique<VideoReader>(items_[i].path, opts_, depth_, cancel_, notify_)).first;
   prefetch(i + 1);
   return *it->second;
 }

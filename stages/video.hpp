@@ -9,9 +9,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -57,6 +59,25 @@ bool is_video_path(const std::string& path);
 // discovery asks it of every input.
 std::string_view file_extension(std::string_view path) noexcept;
 
+// Wakes one waiter when any of several readers queues a frame or finishes,
+// so that the source can take frames in order of readiness
+// (input.video.order: ready) and block only while none has one. Race-free
+// use: read count() before looking at the readers, then wait_until() with
+// it; a frame queued after the look changes the count.
+class VideoNotifier {
+ public:
+  std::uint64_t count() const;
+  void signal();
+  // Waits until the count differs from `seen` or `deadline` passes; true
+  // when it changed.
+  bool wait_until(std::uint64_t seen, std::chrono::steady_clock::time_point deadline);
+
+ private:
+  mutable std::mutex m_;
+  std::condition_variable cv_;
+  std::uint64_t count_ = 0;
+};
+
 // Decodes one file, stream URL or camera (live_input.hpp) on a background
 // thread into a queue of at most `depth` frames. A live input's frames keep
 // their buffers: the caller swaps its spent Mat in, so steady state allocates
@@ -66,7 +87,10 @@ class VideoReader {
  public:
   // `cancel` (may be null; must outlive the reader) ends a next() that
   // waits for a frame when it becomes true, as the pipeline's stop does.
-  VideoReader(std::string path, VideoOptions opts, std::size_t depth = 4, const std::atomic<bool>* cancel = nullptr);
+  // `notify` (may be null) is signalled each time a frame is queued and when
+  // the input ends.
+  VideoReader(std::string path, VideoOptions opts, std::size_t depth = 4, const std::atomic<bool>* cancel = nullptr,
+              std::shared_ptr<VideoNotifier> notify = nullptr);
   // Stops the thread and joins it. A live input's thread that is still
   // blocked in a read after a short grace (a stalled stream, a camera that
   // sends nothing) is detached instead: it ends by itself when the read
@@ -85,6 +109,10 @@ class VideoReader {
   // the pending batch meanwhile).
   bool next_until(VideoPayload& frame, std::int64_t& index, std::chrono::steady_clock::time_point deadline,
                   bool& timed_out);
+  // The same without waiting: false when no frame is queued now. Frames are
+  // queued before the input ends, so a false from a try_next() called after
+  // finished() returned true is final.
+  bool try_next(VideoPayload& frame, std::int64_t& index);
   // The input has ended (normally or not); error() and stopped_at() are final.
   bool finished() const;
 
@@ -128,9 +156,10 @@ class VideoPrefetcher {
  public:
   // `items` must outlive the prefetcher; items with `video` set are videos.
   // Live inputs (stream URLs, cameras) are opened at their turn, not ahead.
-  // `cancel` as for VideoReader.
+  // `cancel` as for VideoReader; `notify` (may be null) is given to every
+  // reader.
   VideoPrefetcher(const std::vector<InputItem>& items, VideoOptions opts, int ahead, std::size_t depth = 4,
-                  const std::atomic<bool>* cancel = nullptr);
+                  const std::atomic<bool>* cancel = nullptr, std::shared_ptr<VideoNotifier> notify = nullptr);
   ~VideoPrefetcher();
   VideoPrefetcher(const VideoPrefetcher&) = delete;
   VideoPrefetcher& operator=(const VideoPrefetcher&) = delete;
@@ -152,6 +181,7 @@ class VideoPrefetcher {
   std::size_t ahead_;
   std::size_t depth_;
   const std::atomic<bool>* cancel_;
+  std::shared_ptr<VideoNotifier> notify_;
   std::size_t next_to_open_ = 0;
   std::map<std::size_t, std::unique_ptr<VideoReader>> open_;
 };

@@ -209,9 +209,15 @@ constexpr KeySpec kKeys[] = {
       "Stream URLs: seconds a read may wait for data; a stream that stops sending for that long ends as a "
       "failure at that frame, after the frames it delivered. Files and cameras ignore it."),
   field<&C::input, &In::video, &Vid::interleave>("input.video.interleave", between(0, 1024),
-      "Video files whose frames are taken in turns, one frame of each in input order, so that they decode at "
-      "once on their own threads; the order is fixed (it does not depend on timing). 0 = auto (the decode "
-      "threads); 1 = each video's frames one after another, then the next video."),
+      "Consecutive video files that decode at once, each on its own thread, their frames taken as "
+      "input.video.order says; when one ends, the next video in the list takes its place. 0 = auto (the "
+      "decode threads); 1 = each video's frames one after another, then the next video."),
+  choice<video_order_names, &C::input, &In::video, &Vid::order>("input.video.order",
+      "How the frames of the videos decoding at once (interleave) are taken. ready: the next frame of any "
+      "of them that has one decoded, scanning from the video after the last one taken (none starves), so "
+      "that no video waits for the slowest: the most frames a second, in an order that depends on timing. "
+      "turns: one frame of each in turn, in input order: an order that does not depend on timing (a run is "
+      "reproducible). Either way each video's frames come in their order; a live input is taken alone."),
   field<&C::input, &In::video, &Vid::threads>("input.video.threads", between(0, 256),
       "FFmpeg's decoding threads per video file; 0 = auto: the decode threads shared among the videos "
       "decoding at once (one long video gets them all, a folder one each)."),

@@ -59,7 +59,7 @@ Config every_key_changed() {
   c.input.loop = 3;
   c.input.shuffle_seed = UINT64_MAX;
   c.input.shard = {2, 5};
-  c.input.video = {10, 3, 100, 2.5f, 0.25f, 6, 3, false, Where::cpu};
+  c.input.video = {10, 3, 100, 2.5f, 0.25f, 6, VideoOrder::turns, 3, false, Where::cpu};
   c.input.labels = Labels::folders;
   c.decode.threads = 5;
   c.decode.accept_truncated = true;
@@ -232,6 +232,20 @@ TEST_CASE("config: staging.transfer takes copy | zero_copy, pageable staging is 
   const ConfigError bad = error_of("staging:\n  transfer: mapped\n");
   CHECK(bad.key() == "staging.transfer");
   CHECK(std::string(bad.what()).find("copy | zero_copy)") != std::string::npos);
+}
+
+TEST_CASE("config: input.video.order takes ready | turns, ready by default") {
+  CHECK(Config{}.input.video.order == imgpipe::VideoOrder::ready);
+  CHECK(Config::from_yaml_string("input:\n  video: {order: turns}\n").input.video.order ==
+        imgpipe::VideoOrder::turns);
+  CHECK(Config::from_yaml_string("input:\n  video: {order: ready}\n").input.video.order ==
+        imgpipe::VideoOrder::ready);
+  const ConfigError e = error_of("input:\n  video:\n    interleave: 2\n    order: fastest\n");
+  const std::string what = e.what();
+  CAPTURE(what);
+  CHECK(e.key() == "input.video.order");
+  CHECK(e.line() == 4);
+  CHECK(what.find("ready | turns") != std::string::npos);
 }
 
 TEST_CASE("config: unknown keys suggest the nearest known key") {

@@ -2,17 +2,30 @@
 // thread (every frame, in order, within a level or two of cv::VideoCapture's:
 // both convert BT.601 with nearest chroma, rounding apart; start, stride,
 // max_frames; truncated, empty and fake files), the prefetcher, and the source
-// stage that turns images and videos into work items, taking videos in turns.
+// stage that turns images and videos into work items, taking videos in turns
+// or in order of readiness.
 #include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include <opencv2/core.hpp>
@@ -95,6 +108,69 @@ fs::path truncated_copy(const fs::path& src, const fs::path& dst, double fractio
   imgpipe::test::write_bytes(dst, std::vector<unsigned char>(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(b.size() * fraction)));
   return dst;
 }
+
+// A video that cannot be read until the test says so: `fifo` is made a FIFO,
+// whose reader blocks until feed() (or, so that nothing hangs, `latest` after
+// construction) writes the file `src` into it on a thread of its own.
+// Declare it before the Source that reads it and feed() before the Source
+// ends, else the Source's end waits for `latest` (its reader is blocked).
+class FifoVideo {
+ public:
+  FifoVideo(const fs::path& fifo, const fs::path& src, std::chrono::seconds latest) {
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    thread_ = std::thread([this, fifo, bytes = imgpipe::test::read_bytes(src), latest] {
+      // The reader may close its end early (a stop): EPIPE, not SIGPIPE.
+      sigset_t pipe;
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+      {
+        std::unique_lock lk(m_);
+        late_ = !cv_.wait_for(lk, latest, [&] { return go_; });
+      }
+      // Opened once the reader has its end open (ENXIO until then).
+      int fd = -1;
+      for (int tries = 0; fd < 0 && tries < 2000; ++tries) {
+        fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+        if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      if (fd < 0) return;
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      for (std::size_t at = 0; at < bytes.size();) {
+        const ssize_t n = ::write(fd, bytes.data() + at, bytes.size() - at);
+        if (n <= 0) break;
+        at += static_cast<std::size_t>(n);
+      }
+      ::close(fd);
+    });
+  }
+  ~FifoVideo() {
+    feed();
+    thread_.join();
+  }
+  FifoVideo(const FifoVideo&) = delete;
+  FifoVideo& operator=(const FifoVideo&) = delete;
+
+  void feed() {
+    {
+      std::lock_guard lk(m_);
+      go_ = true;
+    }
+    cv_.notify_all();
+  }
+  // True when `latest` passed before feed().
+  bool late() {
+    std::lock_guard lk(m_);
+    return late_;
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool go_ = false;
+  bool late_ = false;
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -314,7 +390,7 @@ TEST_CASE("video: a stop mid-video ends the source: that video is not counted as
   CHECK_FALSE(src.complete());
 }
 
-TEST_CASE("video: interleave takes consecutive videos in turns, one frame each, in the same order every run") {
+TEST_CASE("video: order turns takes consecutive videos in turns, one frame each, in the same order every run") {
   std::vector<InputItem> items{{data("Megamind.avi").string(), -1, {}, true},
                                {data("tree.avi").string(), -1, {}, true},
                                {data("vtest.avi").string(), -1, {}, true},
@@ -323,9 +399,11 @@ TEST_CASE("video: interleave takes consecutive videos in turns, one frame each, 
     std::atomic<bool> stop{false};
     imgpipe::VideoConfig vc;
     vc.interleave = 2;
+    vc.order = imgpipe::VideoOrder::turns;
     vc.max_frames = 100;
     Source src(items, vc, 4, stop);
     CHECK(src.interleave() == 2);
+    CHECK_FALSE(src.ready_order());
     CHECK(src.video_threads() == 2);  // 4 threads over the 2 videos decoding at once
     Work w;
     std::vector<std::pair<std::uint64_t, std::int64_t>> seen;
@@ -358,4 +436,176 @@ TEST_CASE("video: interleave takes consecutive videos in turns, one frame each, 
   CHECK(seen[136].first == 0);
   CHECK(seen[137].first == 2);
   CHECK(run() == seen);  // the order does not depend on timing
+}
+
+TEST_CASE("video: order ready delivers every frame of every video once, each video's in order, failures as turns does") {
+  TempDir d;
+  const fs::path cut = truncated_copy(data("Megamind.avi"), d / "cut.avi", 0.4);
+  std::ofstream(d / "fake.mp4") << "not a video";
+  const std::vector<InputItem> items{{"a.jpg", -1, {}, false},
+                                     {data("Megamind.avi").string(), -1, {}, true},
+                                     {cut.string(), -1, {}, true},
+                                     {(d / "fake.mp4").string(), -1, {}, true},
+                                     {data("tree.avi").string(), -1, {}, true},
+                                     {"b.png", -1, {}, false}};
+  using Seen = std::tuple<std::uint64_t, std::int64_t, std::string>;  // seq, frame, error
+  const auto run = [&](imgpipe::VideoOrder order) {
+    std::atomic<bool> stop{false};
+    imgpipe::VideoConfig vc;
+    vc.interleave = 3;
+    vc.order = order;
+    Source src(items, vc, 4, stop);
+    CHECK(src.ready_order() == (order == imgpipe::VideoOrder::ready));
+    Work w;
+    std::vector<Seen> seen;
+    for (Work* x = src.next([&] { return &w; }); x; x = src.next([&] { return &w; }))
+      if (x->kind != Work::Kind::flush) seen.emplace_back(x->sample.seq, x->sample.frame, x->sample.error);
+    CHECK(src.complete());
+    CHECK(src.emitted() == seen.size());
+    CHECK(src.not_reached() == 0);
+    return seen;
+  };
+  const std::vector<Seen> ready = run(imgpipe::VideoOrder::ready);
+  REQUIRE(ready.size() > 2);
+  CHECK(std::get<0>(ready.front()) == 0);  // a.jpg before the videos start
+  CHECK(std::get<0>(ready.back()) == 5);   // b.png after every video
+  // Each video's frames once, in increasing order; its failure after them.
+  std::map<std::uint64_t, std::int64_t> next_frame;
+  std::map<std::uint64_t, std::string> failure;
+  for (const auto& [seq, frame, error] : ready) {
+    if (seq == 0 || seq == 5) continue;
+    CAPTURE(seq);
+    CHECK(failure[seq].empty());  // nothing after a failure
+    if (!error.empty()) {
+      failure[seq] = error;
+      CHECK(frame == next_frame[seq]);  // where it stopped: after the frames it delivered
+      continue;
+    }
+    CHECK(frame == next_frame[seq]++);
+  }
+  CHECK(next_frame[1] == 270);
+  CHECK(failure[1].empty());
+  CHECK(next_frame[2] > 80);
+  CHECK(next_frame[2] < 135);
+  CHECK(failure[2].find("at frame " + std::to_string(next_frame[2])) != std::string::npos);
+  CHECK(next_frame[3] == 0);
+  CHECK(failure[3].find("cannot open video") != std::string::npos);
+  CHECK(next_frame[4] == 68);
+  CHECK(failure[4].empty());
+  // The same work items as in turns, failures alike: only the order differs.
+  std::vector<Seen> turns = run(imgpipe::VideoOrder::turns);
+  std::vector<Seen> sorted = ready;
+  std::sort(sorted.begin(), sorted.end());
+  std::sort(turns.begin(), turns.end());
+  CHECK(sorted == turns);
+}
+
+TEST_CASE("video: order ready takes the other videos' frames while one reader has none, cuts a pending batch, stops") {
+  // The first video is a FIFO that delivers nothing until the test feeds it:
+  // the other two videos' frames all come first (in turns they would wait).
+  TempDir d;
+  const std::vector<InputItem> items{{(d / "slow.avi").string(), -1, {}, true},
+                                     {data("Megamind.avi").string(), -1, {}, true},
+                                     {data("tree.avi").string(), -1, {}, true}};
+  FifoVideo slow(d / "slow.avi", data("tree.avi"), std::chrono::seconds(10));
+  std::atomic<bool> stop{false};
+  imgpipe::VideoConfig vc;
+  vc.interleave = 3;
+  vc.max_frames = 20;
+  // batch.timeout_ms: a partial batch waits no longer than 200 ms.
+  Source src(items, vc, 4, stop, {nullptr, std::chrono::milliseconds(200), 1000});
+  Work w;
+  std::vector<std::pair<std::uint64_t, std::int64_t>> seen;
+  int others = 0;
+  bool cut_while_waiting = false;
+  for (Work* x = src.next([&] { return &w; }); x; x = src.next([&] { return &w; })) {
+    if (x->kind == Work::Kind::flush) continue;
+    if (x->kind == Work::Kind::cut) {
+      if (others == 40 && !cut_while_waiting) {  // the others are done: now the slow one may come
+        cut_while_waiting = true;
+        slow.feed();
+      }
+      continue;
+    }
+    REQUIRE_FALSE(x->failed());
+    seen.emplace_back(x->sample.seq, x->sample.frame);
+    if (x->sample.seq != 0) ++others;
+  }
+  CHECK_FALSE(slow.late());
+  CHECK(cut_while_waiting);
+  REQUIRE(seen.size() == 60);
+  std::map<std::uint64_t, std::int64_t> next_frame;
+  for (std::size_t k = 0; k < seen.size(); ++k) {
+    const auto [seq, frame] = seen[k];
+    CHECK((seq == 0) == (k >= 40));  // the slow video's frames after all the others'
+    CHECK(frame == next_frame[seq]++);
+  }
+  CHECK(src.complete());
+
+  // A stop while the source waits for a frame ends it (no frame taken after
+  // it): the FIFO is fed well after the stop, so that its reader, blocked
+  // opening it, can end and be joined.
+  TempDir d2;
+  const std::vector<InputItem> one{{(d2 / "slow.avi").string(), -1, {}, true}};
+  FifoVideo later(d2 / "slow.avi", data("tree.avi"), std::chrono::seconds(10));
+  std::atomic<bool> stop2{false};
+  Source waiting(one, vc, 4, stop2);
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stop2 = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    later.feed();
+  });
+  int frames = 0;
+  Work* x = waiting.next([&] { return &w; });
+  for (; x && x->kind != Work::Kind::flush; x = waiting.next([&] { return &w; })) ++frames;
+  stopper.join();
+  REQUIRE(x);
+  CHECK(frames == 0);
+  CHECK_FALSE(waiting.complete());
+  CHECK_FALSE(later.late());
+}
+
+TEST_CASE("video: a file's frame leaves the Work its BGR buffer for the decode stage (none piles up in the reader)") {
+  const std::vector<InputItem> items{{data("tree.avi").string(), -1, {}, true}};
+  std::atomic<bool> stop{false};
+  imgpipe::VideoConfig vc;
+  vc.max_frames = 3;
+  Source src(items, vc, 2, stop);
+  Work w;
+  const unsigned char* buffer = nullptr;
+  int frames = 0;
+  for (Work* x = src.next([&] { return &w; }); x; x = src.next([&] { return &w; })) {
+    if (x->kind == Work::Kind::flush) continue;
+    REQUIRE(x->pixels.video);
+    if (buffer) CHECK(x->pixels.decoded.data == buffer);  // the Work's own, not handed to the reader
+    // As the decode stage leaves it: the frame converted into pixels.decoded.
+    x->pixels.decoded.create(x->pixels.video->height(), x->pixels.video->width(), CV_8UC3);
+    buffer = x->pixels.decoded.data;
+    x->pixels.video.reset();
+    ++frames;
+  }
+  CHECK(frames == 3);
+}
+
+TEST_CASE("video: order ready is fair: with every video's frames queued, it takes one of each in turn") {
+  const std::vector<InputItem> items{{data("tree.avi").string(), -1, {}, true},
+                                     {data("vtest.avi").string(), -1, {}, true},
+                                     {data("Megamind.avi").string(), -1, {}, true}};
+  std::atomic<bool> stop{false};
+  imgpipe::VideoConfig vc;
+  vc.interleave = 3;
+  vc.max_frames = 8;  // each reader's queue holds all of its frames
+  Source src(items, vc, 3, stop);
+  // The readers start with the Source; give them time to queue their 8 frames.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  Work w;
+  std::vector<std::pair<std::uint64_t, std::int64_t>> seen;
+  for (Work* x = src.next([&] { return &w; }); x; x = src.next([&] { return &w; }))
+    if (x->kind != Work::Kind::flush) seen.emplace_back(x->sample.seq, x->sample.frame);
+  REQUIRE(seen.size() == 24);
+  for (std::size_t k = 0; k < seen.size(); ++k) {
+    CHECK(seen[k].first == k % 3);  // from the video after the one taken last
+    CHECK(seen[k].second == static_cast<std::int64_t>(k / 3));
+  }
 }

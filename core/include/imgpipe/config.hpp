@@ -27,6 +27,8 @@ enum class SinkType : std::uint8_t { discard, dump };
 enum class TransferMode : std::uint8_t { copy, zero_copy };
 enum class Dispatch : std::uint8_t { round_robin, least_loaded };
 enum class Labels : std::uint8_t { none, folders };
+// input.video.order: how the source takes the frames of the videos decoding at once.
+enum class VideoOrder : std::uint8_t { ready, turns };
 // decode.verify: what is checked before a JPEG goes to the GPU's engines.
 enum class Verify : std::uint8_t { markers, full };
 
@@ -49,6 +51,8 @@ inline constexpr EnumName<TransferMode> transfer_mode_names[] = {{TransferMode::
 inline constexpr EnumName<Dispatch> dispatch_names[] = {{Dispatch::round_robin, "round_robin"},
                                                         {Dispatch::least_loaded, "least_loaded"}};
 inline constexpr EnumName<Labels> labels_names[] = {{Labels::none, "none"}, {Labels::folders, "folders"}};
+inline constexpr EnumName<VideoOrder> video_order_names[] = {{VideoOrder::ready, "ready"},
+                                                             {VideoOrder::turns, "turns"}};
 
 struct VideoConfig {
   std::int64_t start = 0;       // first frame index delivered from each video
@@ -57,9 +61,12 @@ struct VideoConfig {
   // Stream URLs only: seconds FFmpeg may take to open one, and to get data on each read.
   float open_timeout_s = 10;
   float read_timeout_s = 10;
-  // Videos whose frames are taken in turns, one frame each (so that they all
+  // Videos decoding at once, whose frames the source takes (so that they all
   // decode at once); 0 = auto (the decode threads). 1 = one video after another.
   int interleave = 0;
+  // ready: the next frame of any of them that has one queued (throughput);
+  // turns: one frame of each in a fixed order (it does not depend on timing).
+  VideoOrder order = VideoOrder::ready;
   // libavcodec's threads per video file; 0 = auto (the decode threads shared
   // among the videos decoding at once).
   int threads = 0;
