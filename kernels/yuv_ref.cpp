@@ -86,89 +86,156 @@ namespace {
 #if CV_SIMD
 // The rows in universal intrinsics: the definition's int32 arithmetic lane for
 // lane (bit-identical), kLanes pixels a block, the chroma terms computed once
-// per chroma sample. Samples are read as bytes and 2-byte samples reinterpreted
+// per chroma sample. 2-byte samples are read as bytes and reinterpreted
 // little-endian, like detail::sample.
+using cv::v_int16, cv::v_int32, cv::v_uint16, cv::v_uint32;
 constexpr int kLanes = cv::v_uint8::nlanes;
 
-// `count` vectors of consecutive samples from sample i of a row, as u16.
-void load_u16(const std::uint8_t* row, int i, const YuvFormat& f, int count, cv::v_uint16* out) {
-  constexpr int n16 = cv::v_uint16::nlanes;
-  for (int k = 0; k < count; ++k) {
-    if (f.bytes == 2) {
-      out[k] = cv::v_reinterpret_as_u16(cv::vx_load(row + 2 * (i + k * n16))) >> f.shift;
-    } else if (k + 1 < count) {
-      cv::v_expand(cv::vx_load(row + i + k * n16), out[k], out[k + 1]);
-      ++k;
-    } else {
-      out[k] = cv::vx_load_expand(row + i + k * n16);
-    }
-  }
-}
+v_int16 s16(const v_uint16& a) { return cv::v_reinterpret_as_s16(a); }
+v_int32 s32(const v_uint32& a) { return cv::v_reinterpret_as_s32(a); }
 
-void to_s32(const cv::v_uint16& a, cv::v_int32& lo, cv::v_int32& hi) {
-  cv::v_uint32 l, h;
-  cv::v_expand(a, l, h);
-  lo = cv::v_reinterpret_as_s32(l);
-  hi = cv::v_reinterpret_as_s32(h);
+// 8-bit samples: exact products c * x in int16 multiply-adds, as the pair
+// (x * 2^7, x) . (c >> 7, c & 127), for |x| < 2^8 and 0 <= c < 2^18 (every
+// 8-bit coefficient of make_coeffs).
+v_int16 split(std::int32_t c) { return cv::v_reinterpret_as_s16(cv::vx_setall_s32((c & 127) << 16 | c >> 7)); }
+void mul8(const v_int16& x, const v_int16& c, v_int32& lo, v_int32& hi) {
+  v_int16 a, b;
+  cv::v_zip(x << 7, x, a, b);
+  lo = cv::v_dotprod(a, c);
+  hi = cv::v_dotprod(b, c);
 }
 
 struct SimdCoeffs {
-  cv::v_int32 y, rv, gu, gv, bu, y_offset, c_offset, half;
+  v_int16 y8, rv8, gu8, gv8, bu8, y_offset16, c_offset16;           // 8-bit samples
+  v_int32 y, rv, gu, gv, bu, y_offset, c_offset, half, mask16;      // 2-byte samples
   explicit SimdCoeffs(const YuvCoeffs& c)
-      : y(cv::vx_setall_s32(c.y)), rv(cv::vx_setall_s32(c.rv)), gu(cv::vx_setall_s32(c.gu)),
-        gv(cv::vx_setall_s32(c.gv)), bu(cv::vx_setall_s32(c.bu)), y_offset(cv::vx_setall_s32(c.y_offset)),
-        c_offset(cv::vx_setall_s32(c.c_offset)), half(cv::vx_setall_s32(1 << 15)) {}
+      : y8(split(c.y)), rv8(split(c.rv)), gu8(split(c.gu)), gv8(split(c.gv)), bu8(split(c.bu)),
+        y_offset16(cv::vx_setall_s16(static_cast<std::int16_t>(c.y_offset))),
+        c_offset16(cv::vx_setall_s16(static_cast<std::int16_t>(c.c_offset))), y(cv::vx_setall_s32(c.y)),
+        rv(cv::vx_setall_s32(c.rv)), gu(cv::vx_setall_s32(c.gu)), gv(cv::vx_setall_s32(c.gv)),
+        bu(cv::vx_setall_s32(c.bu)), y_offset(cv::vx_setall_s32(c.y_offset)), c_offset(cv::vx_setall_s32(c.c_offset)),
+        half(cv::vx_setall_s32(1 << 15)), mask16(cv::vx_setall_s32(0xffff)) {}
 };
+
+// The terms of kLanes pixels: luma c.y * y + 2^15, chroma rv v, gu u + gv v,
+// bu u (n vectors: one per pixel, or per chroma sample when n == 2).
+struct Terms {
+  v_int32 y[4], r[4], g[4], b[4];
+  int n = 4;
+};
+
+// 8-bit samples, x: the block's first pixel.
+void terms8(const YuvFormat& f, const SimdCoeffs& c, const std::uint8_t* yr, const std::uint8_t* ur,
+            const std::uint8_t* vr, int x, Terms& t) {
+  v_uint16 y0, y1;
+  cv::v_expand(cv::vx_load(yr + x), y0, y1);
+  mul8(s16(y0) - c.y_offset16, c.y8, t.y[0], t.y[1]);
+  mul8(s16(y1) - c.y_offset16, c.y8, t.y[2], t.y[3]);
+  for (v_int32& v : t.y) v = v + c.half;
+  if (f.monochrome) {
+    for (int k = 0; k < 4; ++k) t.r[k] = t.g[k] = t.b[k] = cv::vx_setzero_s32();
+    return;
+  }
+  t.n = 4 >> f.chroma_shift_x;
+  const int cx = x >> f.chroma_shift_x;
+  v_uint16 u[2], v[2];  // t.n / 2 vectors
+  if (f.uv_interleaved) {
+    for (int k = 0; k < t.n / 2; ++k) {
+      const v_uint16 uv = cv::v_reinterpret_as_u16(cv::vx_load(ur + 2 * cx + k * kLanes));
+      u[k] = uv & cv::vx_setall_u16(0xff);
+      v[k] = uv >> 8;
+    }
+  } else if (t.n == 2) {
+    u[0] = cv::vx_load_expand(ur + cx);
+    v[0] = cv::vx_load_expand(vr + cx);
+  } else {
+    cv::v_expand(cv::vx_load(ur + cx), u[0], u[1]);
+    cv::v_expand(cv::vx_load(vr + cx), v[0], v[1]);
+  }
+  for (int k = 0; k < t.n / 2; ++k) {
+    const v_int16 uk = s16(u[k]) - c.c_offset16, vk = s16(v[k]) - c.c_offset16;
+    v_int32 g0, g1;
+    mul8(vk, c.rv8, t.r[2 * k], t.r[2 * k + 1]);
+    mul8(uk, c.bu8, t.b[2 * k], t.b[2 * k + 1]);
+    mul8(uk, c.gu8, t.g[2 * k], t.g[2 * k + 1]);
+    mul8(vk, c.gv8, g0, g1);
+    t.g[2 * k] = t.g[2 * k] + g0;
+    t.g[2 * k + 1] = t.g[2 * k + 1] + g1;
+  }
+}
+
+// `count` vectors of consecutive 2-byte samples from sample i of a row.
+void load16(const std::uint8_t* row, int i, int shift, int count, v_uint16* out) {
+  for (int k = 0; k < count; ++k) out[k] = cv::v_reinterpret_as_u16(cv::vx_load(row + 2 * i + k * kLanes)) >> shift;
+}
+
+void expand(const v_uint16& a, v_int32& lo, v_int32& hi) {
+  v_uint32 l, h;
+  cv::v_expand(a, l, h);
+  lo = s32(l);
+  hi = s32(h);
+}
+
+// 2-byte samples: int32 products.
+void terms16(const YuvFormat& f, const SimdCoeffs& c, const std::uint8_t* yr, const std::uint8_t* ur,
+             const std::uint8_t* vr, int x, Terms& t) {
+  v_uint16 s[4];
+  load16(yr, x, f.shift, 2, s);
+  expand(s[0], t.y[0], t.y[1]);
+  expand(s[1], t.y[2], t.y[3]);
+  for (v_int32& v : t.y) v = c.y * (v - c.y_offset) + c.half;
+  if (f.monochrome) {
+    for (int k = 0; k < 4; ++k) t.r[k] = t.g[k] = t.b[k] = cv::vx_setzero_s32();
+    return;
+  }
+  t.n = 4 >> f.chroma_shift_x;
+  const int cx = x >> f.chroma_shift_x;
+  v_int32 u[4], v[4];
+  if (f.uv_interleaved) {
+    load16(ur, 2 * cx, f.shift, t.n, s);
+    for (int k = 0; k < t.n; ++k) {
+      const v_int32 uv = cv::v_reinterpret_as_s32(s[k]);
+      u[k] = uv & c.mask16;
+      v[k] = s32(cv::v_reinterpret_as_u32(uv) >> 16);
+    }
+  } else {
+    for (auto [row, dst] : {std::pair{ur, u}, std::pair{vr, v}}) {
+      load16(row, cx, f.shift, t.n / 2, s);
+      for (int k = 0; k < t.n / 2; ++k) expand(s[k], dst[2 * k], dst[2 * k + 1]);
+    }
+  }
+  for (int k = 0; k < t.n; ++k) {
+    u[k] = u[k] - c.c_offset;
+    v[k] = v[k] - c.c_offset;
+    t.r[k] = c.rv * v[k];
+    t.g[k] = c.gu * u[k] + c.gv * v[k];
+    t.b[k] = c.bu * u[k];
+  }
+}
 
 // Pixels [x, x + kLanes) of a row from its luma and chroma rows.
 void block(const YuvFormat& f, const SimdCoeffs& c, const std::uint8_t* yr, const std::uint8_t* ur,
            const std::uint8_t* vr, int x, std::uint8_t* out) {
-  cv::v_uint16 s[4];
-  cv::v_int32 y[4], r[4], g[4], b[4];
-  load_u16(yr, x, f, 2, s);
-  to_s32(s[0], y[0], y[1]);
-  to_s32(s[1], y[2], y[3]);
-  // R, G, B chroma terms (rv v, gu u + gv v, bu u) of n vectors of chroma samples.
-  const int n = 4 >> f.chroma_shift_x, cx = x >> f.chroma_shift_x;
-  if (f.monochrome) {
-    for (int k = 0; k < 4; ++k) r[k] = g[k] = b[k] = cv::vx_setzero_s32();
+  Terms t;
+  if (f.bytes == 1) {
+    terms8(f, c, yr, ur, vr, x, t);
   } else {
-    cv::v_int32 u[4], v[4];
-    if (f.uv_interleaved) {
-      load_u16(ur, 2 * cx, f, n, s);
-      for (int k = 0; k < n; ++k) {
-        const cv::v_uint32 uv = cv::v_reinterpret_as_u32(s[k]);
-        u[k] = cv::v_reinterpret_as_s32(uv & cv::vx_setall_u32(0xffff));
-        v[k] = cv::v_reinterpret_as_s32(uv >> 16);
-      }
-    } else {
-      for (auto [row, dst] : {std::pair{ur, u}, std::pair{vr, v}}) {
-        load_u16(row, cx, f, n / 2, s);
-        for (int k = 0; k < n / 2; ++k) to_s32(s[k], dst[2 * k], dst[2 * k + 1]);
-      }
-    }
-    for (int k = 0; k < n; ++k) {
-      u[k] = u[k] - c.c_offset;
-      v[k] = v[k] - c.c_offset;
-      r[k] = c.rv * v[k];
-      g[k] = c.gu * u[k] + c.gv * v[k];
-      b[k] = c.bu * u[k];
-    }
-    if (n == 2)  // 4:2:0 / 4:2:2: each chroma term serves two neighbouring pixels
-      for (cv::v_int32* t : {r, g, b}) {
-        const cv::v_int32 t0 = t[0], t1 = t[1];
-        cv::v_zip(t0, t0, t[0], t[1]);
-        cv::v_zip(t1, t1, t[2], t[3]);
-      }
+    terms16(f, c, yr, ur, vr, x, t);
   }
+  if (t.n == 2)  // 4:2:0 / 4:2:2: each chroma term serves two neighbouring pixels
+    for (v_int32* v : {t.r, t.g, t.b}) {
+      const v_int32 v0 = v[0], v1 = v[1];
+      cv::v_zip(v0, v0, v[0], v[1]);
+      cv::v_zip(v1, v1, v[2], v[3]);
+    }
+  v_int32 r[4], g[4], b[4];
   for (int k = 0; k < 4; ++k) {
-    const cv::v_int32 yt = c.y * (y[k] - c.y_offset) + c.half;
-    r[k] = (yt + r[k]) >> 16;
-    g[k] = (yt - g[k]) >> 16;
-    b[k] = (yt + b[k]) >> 16;
+    r[k] = (t.y[k] + t.r[k]) >> 16;
+    g[k] = (t.y[k] - t.g[k]) >> 16;
+    b[k] = (t.y[k] + t.b[k]) >> 16;
   }
   // Saturating packs: the clamp to 0..255 (a value >> 16 fits in int16).
-  auto u8 = [](const cv::v_int32* t) { return cv::v_pack_u(cv::v_pack(t[0], t[1]), cv::v_pack(t[2], t[3])); };
+  auto u8 = [](const v_int32* v) { return cv::v_pack_u(cv::v_pack(v[0], v[1]), cv::v_pack(v[2], v[3])); };
   cv::v_store_interleave(out + 3 * x, u8(b), u8(g), u8(r));
 }
 #endif
