@@ -2,7 +2,7 @@
 // thread, per frame, against the scalar definition (a per-pixel loop over
 // kernels::detail::yuv_at) and, for the BT.601 layouts OpenCV knows, against
 // cv::cvtColor as the ceiling. Random samples; each figure is the median of
-// --runs conversions.
+// --runs conversions, the fastest run in brackets (a shared machine's noise).
 //   imgpipe_bench_yuv [--width 1920] [--height 1080] [--runs 50]
 #include <algorithm>
 #include <chrono>
@@ -22,7 +22,7 @@ namespace kn = imgpipe::kernels;
 
 namespace {
 
-double median_ms(const std::function<void()>& f, int runs) {
+std::string timed(const std::function<void()>& f, int runs) {
   f();  // warm the caches and the pages
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) {
@@ -30,8 +30,8 @@ double median_ms(const std::function<void()>& f, int runs) {
     f();
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::nth_element(ms.begin(), ms.begin() + runs / 2, ms.end());
-  return ms[runs / 2];
+  std::sort(ms.begin(), ms.end());
+  return fmt::format("{:.2f} ({:.2f})", ms[ms.size() / 2], ms[0]);
 }
 
 struct Layout {
@@ -59,8 +59,8 @@ int main(int argc, char** argv) {
                             {"P010", 2, 6, true, -1}};
   cv::RNG rng(1);
   std::vector<std::uint8_t> bgr(static_cast<std::size_t>(width) * height * 3);
-  fmt::print("{}x{} 4:2:0, BT.709 limited, ms per frame (median of {}), one thread\n", width, height, runs);
-  fmt::print("{:<12} {:>8} {:>14} {:>10}\n", "layout", "scalar", "yuv_to_bgr_ref", "cvtColor");
+  fmt::print("{}x{} 4:2:0, BT.709 limited, ms per frame, median of {} runs (fastest), one thread\n", width, height, runs);
+  fmt::print("{:<12} {:>14} {:>16} {:>14}\n", "layout", "scalar", "yuv_to_bgr_ref", "cvtColor");
   for (const Layout& l : layouts) {
     // One buffer: the luma plane, then the chroma planes (I420's layout when 8-bit planar).
     const std::size_t luma = static_cast<std::size_t>(width) * height * l.bytes;
@@ -90,24 +90,24 @@ int main(int argc, char** argv) {
     img.pitch[2] = crow;
 
     const kn::YuvCoeffs c = kn::make_coeffs(img.format.matrix, img.format.range, img.format.bits);
-    const double scalar = median_ms(
+    const std::string scalar = timed(
         [&] {
           for (int y = 0; y < height; ++y)
             for (int x = 0; x < width; ++x)
               kn::detail::yuv_at(img, c, x, y, bgr.data() + (static_cast<std::size_t>(y) * width + x) * 3);
         },
         runs);
-    const double ref = median_ms([&] { kn::yuv_to_bgr_ref(img, bgr.data()); }, runs);
+    const std::string ref = timed([&] { kn::yuv_to_bgr_ref(img, bgr.data()); }, runs);
     std::string cv_ms = "-";
     if (l.cv_code >= 0) {
       const cv::Mat src(height * 3 / 2, width, CV_8U, buf.data());
       cv::Mat dst(height, width, CV_8UC3, bgr.data());
       const int threads = cv::getNumThreads();
       cv::setNumThreads(1);
-      cv_ms = fmt::format("{:.2f}", median_ms([&] { cv::cvtColor(src, dst, l.cv_code); }, runs));
+      cv_ms = timed([&] { cv::cvtColor(src, dst, l.cv_code); }, runs);
       cv::setNumThreads(threads);
     }
-    fmt::print("{:<12} {:>8.2f} {:>14.2f} {:>10}\n", l.name, scalar, ref, cv_ms);
+    fmt::print("{:<12} {:>14} {:>16} {:>14}\n", l.name, scalar, ref, cv_ms);
   }
   return 0;
 }
