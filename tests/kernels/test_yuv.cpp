@@ -11,6 +11,9 @@
 //   samples only: OpenCV clamps Y - 16 at 0): within +-1.
 // - Layouts of the same samples (NV12 vs I420, P016 vs yuv420p10le, pitches):
 //   bit-exact.
+// - yuv_to_bgr_ref (SIMD rows, scalar tail, destination pitch, parallel) vs a
+//   per-pixel loop over detail::yuv_at, every layout, matrix and range:
+//   bit-exact.
 // - Resize family with YUV images vs the same calls over the images'
 //   yuv_to_bgr_ref conversions: bit-exact, CPU twin and GPU twin.
 #include <doctest/doctest.h>
@@ -449,6 +452,10 @@ TEST_CASE("yuv: yuv_to_bgr_ref (SIMD rows and scalar tail) equals a per-pixel yu
           INFO(cs.name << " " << mname(m) << " " << rname(r) << " " << w << "x" << h << ": " << d.count
                        << " bytes differ, first at byte " << d.first);
           CHECK(d.count == 0);
+          // Into rows 5 bytes longer than the image's, in parallel.
+          cv::Mat wide(h, w * 3 + 5, CV_8U, cv::Scalar(0));
+          kn::yuv_to_bgr_ref(img, wide.data, wide.step, true);
+          CHECK(cv::countNonZero(wide(cv::Rect(0, 0, w * 3, h)) != want.reshape(1)) == 0);
         }
 }
 
