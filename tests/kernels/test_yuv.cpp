@@ -11,6 +11,9 @@
 //   samples only: OpenCV clamps Y - 16 at 0): within +-1.
 // - Layouts of the same samples (NV12 vs I420, P016 vs yuv420p10le, pitches):
 //   bit-exact.
+// - yuv_to_bgr_ref (SIMD rows, scalar tail, destination pitch, parallel) vs a
+//   per-pixel loop over detail::yuv_at, every layout, matrix and range:
+//   bit-exact.
 // - Resize family with YUV images vs the same calls over the images'
 //   yuv_to_bgr_ref conversions: bit-exact, CPU twin and GPU twin.
 #include <doctest/doctest.h>
@@ -403,6 +406,57 @@ TEST_CASE("yuv: a monochrome image converts as grey (u = v = 0)") {
       }
     CHECK(grey == mono.rows * mono.cols);
   }
+}
+
+TEST_CASE("yuv: yuv_to_bgr_ref (SIMD rows and scalar tail) equals a per-pixel yuv_at loop byte for byte") {
+  struct Case {
+    const char* name;
+    int bits, csx, csy;
+    MemLayout mem;
+    bool mono = false;
+  };
+  const MemLayout u8{}, nv{1, 0, true}, le16{2, 0, false}, p01x{2, 6, true}, p016{2, 0, true};
+  const Case cases[] = {{"I420", 8, 1, 1, u8},        {"I422", 8, 1, 0, u8},          {"I444", 8, 0, 0, u8},
+                        {"NV12", 8, 1, 1, nv},        {"NV16", 8, 1, 0, nv},          {"NV24", 8, 0, 0, nv},
+                        {"grey", 8, 1, 1, u8, true},  {"yuv420p10le", 10, 1, 1, le16}, {"yuv444p12le", 12, 0, 0, le16},
+                        {"P010", 10, 1, 1, p01x},     {"P016", 16, 1, 1, p016},       {"grey16", 16, 1, 1, le16, true}};
+  // Widths around the SIMD block (16, 32 or 64 pixels) and a 1080p row and one.
+  const std::pair<int, int> sizes[] = {{1, 1},  {2, 2},  {3, 3},  {15, 2}, {16, 1},  {17, 3},  {31, 5},
+                                       {32, 2}, {33, 3}, {64, 4}, {65, 3}, {130, 3}, {1921, 3}};
+  std::uint64_t seed = 300;
+  for (const Case& cs : cases)
+    for (ColorMatrix m : {ColorMatrix::bt601, ColorMatrix::bt709, ColorMatrix::bt2020, ColorMatrix::smpte240m})
+      for (ColorRange r : {ColorRange::limited, ColorRange::full})
+        for (auto [w, h] : sizes) {
+          Planes p = random_planes(w, h, cs.csx, cs.csy, cs.bits, seed++, cs.mono);
+          // Half the samples at the values that hit the clamps and the range ends.
+          const int unit = 1 << (cs.bits - 8), max = (1 << cs.bits) - 1;
+          const int extremes[] = {0, max, 16 * unit, 235 * unit, 240 * unit, 128 * unit, 1, max - 1};
+          cv::RNG rng(seed);
+          for (std::vector<int>* plane : {&p.y, &p.u, &p.v})
+            for (int& v : *plane)
+              if (rng.uniform(0, 2)) v = extremes[rng.uniform(0, 8)];
+          MemLayout mem = cs.mem;
+          if (w % 2) {  // odd sizes also pitched, the planes at odd addresses
+            mem.padding = 7;
+            mem.lead = 3;
+          }
+          const HostYuv hy = pack_yuv(p, mem, m, r);
+          const YuvImage img = hy.image();
+          const YuvCoeffs c = kn::make_coeffs(m, r, cs.bits);
+          cv::Mat want(h, w, CV_8UC3);
+          for (int y = 0; y < h; ++y)
+            for (int x = 0; x < w; ++x) kn::detail::yuv_at(img, c, x, y, want.ptr<std::uint8_t>(y) + 3 * x);
+          const cv::Mat got = to_bgr(hy);
+          const test::Diff d = test::diff_u8(got.data, want.data, want.total() * 3);
+          INFO(cs.name << " " << mname(m) << " " << rname(r) << " " << w << "x" << h << ": " << d.count
+                       << " bytes differ, first at byte " << d.first);
+          CHECK(d.count == 0);
+          // Into rows 5 bytes longer than the image's, in parallel.
+          cv::Mat wide(h, w * 3 + 5, CV_8U, cv::Scalar(0));
+          kn::yuv_to_bgr_ref(img, wide.data, wide.step, true);
+          CHECK(cv::countNonZero(wide(cv::Rect(0, 0, w * 3, h)) != want.reshape(1)) == 0);
+        }
 }
 
 namespace {
