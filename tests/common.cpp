@@ -234,4 +234,9 @@ ScopedEnv::~ScopedEnv() {
     ::unsetenv(name_.c_str());
 }
 
+void ffmpeg(const std::string& args) {
+  const std::string cmd = "ffmpeg -nostdin -v error -y " + args + " > /dev/null 2>&1";
+  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, "ffmpeg failed (setup.sh test installs it): " << cmd);
+}
+
 }  // namespace imgpipe::test

@@ -104,6 +104,11 @@ int run_cli(const std::string& args, std::string* out = nullptr, const std::stri
 // not skip.
 std::filesystem::path opencv_data_dir();
 
+// Runs Debian's ffmpeg CLI quietly (`args` after "ffmpeg -nostdin -v error
+// -y"); a failure fails the test (it is a requirement of the test suite,
+// setup.sh test installs it, not a reason to skip).
+void ffmpeg(const std::string& args);
+
 // The launchers' rank variables (RANK, WORLD_SIZE, OMPI_COMM_WORLD_*,
 // SLURM_*, PMI_*, LOCAL_RANK, ...): tests/main.cpp clears them so that a suite
 // started under srun or torchrun still sees the whole input.

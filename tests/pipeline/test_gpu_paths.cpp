@@ -119,6 +119,7 @@ TEST_CASE("pipeline: video frames staged as YUV and converted by the GPU (or its
       Config c = small_config(dir.path(), 97, 61, 8);
       c.input.video.max_frames = 12;  // 24 frames a run
       c.input.video.order = VideoOrder::turns;  // the two runs' batches hold the same frames
+      c.input.video.where = Where::cpu;  // the frames staged as YUV (NVDEC: tests/pipeline/test_nvdec.cpp)
       c.transform.resize.mode = mode;
       c.transform.resize.interpolation = interp;
       const auto [cpu, gpu] = resized_both_ways(c, dev);

@@ -24,12 +24,7 @@ using imgpipe::codecs::VideoFrame;
 
 namespace {
 
-// Runs Debian's ffmpeg CLI quietly; a failure fails the test (it is a
-// requirement of the test suite, not a reason to skip).
-void ffmpeg(const std::string& args) {
-  const std::string cmd = "ffmpeg -nostdin -v error -y " + args + " > /dev/null 2>&1";
-  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, "ffmpeg failed (setup.sh test installs it): " << cmd);
-}
+using imgpipe::test::ffmpeg;
 
 // Frame `index` of a file as BGR, through codecs::VideoFile.
 cv::Mat frame_of(const fs::path& p, int index = 0) {

@@ -1,0 +1,203 @@
+// The NVDEC route (codecs/video_nvdec.hpp) against the CPU route, on clips
+// made here with Debian's ffmpeg: the same frames, the same pixels (within
+// one level; the decoders of these codecs are bit-exact, so they agree to
+// the bit), the same breaks on damaged files, and the streams the engines
+// cannot take decoded on the CPU with the reason in the report. GPU cases;
+// the routing itself is tested without one (tests/codecs/test_video_route.cpp).
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codecs/video_nvdec.hpp"
+#include "common.hpp"
+#include "imgpipe/pipeline.hpp"
+
+namespace fs = std::filesystem;
+using namespace imgpipe;
+
+namespace {
+
+bool have_nvdec(std::string& why) {
+  if (!test::have_gpu()) {
+    why = "no CUDA device";
+    return false;
+  }
+  return !codecs::nvdec_caps(0, why).empty();
+}
+
+struct Outcome {
+  Report report;
+  std::map<std::pair<std::string, std::int64_t>, std::vector<float>> frame;  // (file, frame) -> tensor
+  std::map<std::pair<std::string, std::int64_t>, bool> on_gpu;
+  std::map<std::string, std::string> failure;  // file -> "frame k: reason"
+};
+
+Outcome run(const fs::path& dir, Where where, int max_frames = 0) {
+  Config c;
+  c.input.paths = {dir.string()};
+  c.input.video.where = where;
+  c.input.video.max_frames = max_frames;
+  c.transform.resize = {96, 64, ResizeMode::stretch, Interpolation::linear, 0, Where::gpu};
+  c.batch.size = 8;
+  c.devices = DeviceSelection::parse("0");
+  Pipeline p(c);
+  Outcome o;
+  o.report = p.run([&](const DeviceBatch& b) {
+    const std::vector<unsigned char> host = test::batch_to_host(b);
+    const std::size_t per = host.size() / b.size();
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      const auto key = std::make_pair(fs::path(b.samples[i].path).filename().string(), b.samples[i].frame);
+      std::vector<float> t(per / sizeof(float));
+      std::memcpy(t.data(), host.data() + i * per, per);
+      o.frame[key] = std::move(t);
+      o.on_gpu[key] = b.samples[i].decoded_on_gpu;
+    }
+  });
+  for (const auto& f : o.report.inputs.failures)
+    o.failure[fs::path(f.path).filename().string()] = "frame " + std::to_string(f.frame) + ": " + f.reason;
+  return o;
+}
+
+// The two routes deliver the same frames of every file, within `levels`.
+void same_frames(const Outcome& gpu, const Outcome& cpu, double levels = 1.001) {
+  REQUIRE(gpu.frame.size() == cpu.frame.size());
+  for (const auto& [key, t] : cpu.frame) {
+    CAPTURE(key.first);
+    CAPTURE(key.second);
+    REQUIRE(gpu.frame.count(key) == 1);
+    CHECK(test::max_level_diff(gpu.frame.at(key), t) <= levels);
+  }
+}
+
+std::uint64_t reason_count(const Report& r, const std::string& reason) {
+  for (const auto& [why, n] : r.video.cpu_reasons)
+    if (why == reason) return n;
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("nvdec: H.264 (BT.601, BT.709, full range), HEVC 8 and 10-bit and VP9 frames equal the CPU route's") {
+  std::string why;
+  IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
+  test::TempDir d;
+  const std::string src = "-f lavfi -i testsrc2=s=320x240:r=25:d=1.2 ";
+  struct Clip {
+    const char* name;
+    std::string args;
+  };
+  const std::vector<Clip> clips = {
+      {"h264_601.mp4", "-pix_fmt yuv420p -c:v libx264 -bf 3 -colorspace smpte170m -color_range tv"},
+      {"h264_709.mkv", "-pix_fmt yuv420p -c:v libx264 -bf 2 -colorspace bt709 -color_range tv"},
+      {"h264_709_full.mp4", "-vf scale=out_range=pc -pix_fmt yuvj420p -c:v libx264 -colorspace bt709 -color_range pc"},
+      {"hevc_8.mp4", "-pix_fmt yuv420p -c:v libx265 -x265-params log-level=none -tag:v hvc1"},
+      {"hevc_10.mkv", "-pix_fmt yuv420p10le -c:v libx265 -x265-params log-level=none -colorspace bt709"},
+      {"vp9.webm", "-pix_fmt yuv420p -c:v libvpx-vp9 -deadline realtime -cpu-used 8"},
+      {"h264.ts", "-pix_fmt yuv420p -c:v libx264 -bf 2"}};
+  for (const Clip& c : clips) {
+    CAPTURE(c.name);
+    test::TempDir one;
+    test::ffmpeg(src + c.args + " " + (one / c.name).string());
+    const Outcome gpu = run(one.path(), Where::gpu);
+    const Outcome cpu = run(one.path(), Where::cpu);
+    CHECK(gpu.report.video.nvdec_files == 1);
+    CHECK(gpu.report.video.nvdec_frames == 30);
+    CHECK(cpu.report.video.cpu_files == 1);
+    CHECK(gpu.report.inputs.delivered == 30);
+    CHECK(cpu.report.inputs.delivered == 30);
+    CHECK(gpu.failure.empty());
+    for (const auto& [key, g] : gpu.on_gpu) CHECK(g);
+    same_frames(gpu, cpu);
+  }
+}
+
+TEST_CASE("nvdec: AV1, H.264 4:4:4 and odd sizes are decoded on the CPU, the report says why") {
+  std::string why;
+  IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
+  test::TempDir d;
+  const std::string src = "-f lavfi -i testsrc2=s=320x240:r=25:d=0.4 ";
+  test::ffmpeg(src + "-pix_fmt yuv420p -c:v libaom-av1 -cpu-used 8 " + (d / "av1.mkv").string());
+  test::ffmpeg(src + "-pix_fmt yuv444p -c:v libx264 " + (d / "h264_444.mp4").string());
+  test::ffmpeg("-f lavfi -i testsrc2=s=321x241:r=25:d=0.4 -pix_fmt yuv420p -c:v libx264 " + (d / "odd.mp4").string());
+  test::ffmpeg(src + "-pix_fmt yuv420p -c:v libx264 " + (d / "ok.mp4").string());
+  const Outcome o = run(d.path(), Where::gpu);
+  CHECK(o.report.inputs.delivered == 40);
+  CHECK(o.failure.empty());
+  CHECK(o.report.video.nvdec_files == 1);
+  CHECK(o.report.video.cpu_files == 3);
+  CHECK(reason_count(o.report, "NVDEC cannot decode av1") == 1);
+  CHECK(reason_count(o.report, "NVDEC cannot decode h264 8-bit 4:4:4") == 1);
+  CHECK(reason_count(o.report, "an odd size (321x241): the CPU route takes it") == 1);
+  for (const auto& [key, g] : o.on_gpu) {
+    CAPTURE(key.first);
+    CHECK(g == (key.first == "ok.mp4"));
+  }
+}
+
+TEST_CASE("nvdec: damaged files break where the CPU route breaks them, after the same frames") {
+  std::string why;
+  IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
+  test::TempDir made;
+  const std::string src = "-f lavfi -i testsrc2=s=320x240:r=25:d=2 -pix_fmt yuv420p -c:v libx264 -g 25 ";
+  test::ffmpeg(src + "-bf 3 " + (made / "bframes.mp4").string());
+  test::ffmpeg(src + "-bf 0 " + (made / "plain.mkv").string());
+  test::ffmpeg(src + "-bf 2 " + (made / "stream.ts").string());
+  test::TempDir d;
+  // Cut at 60% of the file: inside a frame's data.
+  for (const char* name : {"bframes.mp4", "plain.mkv", "stream.ts"}) {
+    std::vector<unsigned char> b = test::read_bytes(made / name);
+    b.resize(b.size() * 6 / 10);
+    test::write_bytes(d / (std::string("cut_") + name), b);
+  }
+  // Bytes flipped in the middle of the file (slice data of a frame).
+  {
+    std::vector<unsigned char> b = test::read_bytes(made / "plain.mkv");
+    for (std::size_t i = b.size() / 2; i < b.size() / 2 + 64; ++i) b[i] ^= 0x5a;
+    test::write_bytes(d / "flipped.mkv", b);
+  }
+  fs::copy_file(made / "bframes.mp4", d / "whole.mp4");
+  const Outcome gpu = run(d.path(), Where::gpu);
+  const Outcome cpu = run(d.path(), Where::cpu);
+  CHECK(gpu.report.video.nvdec_files == 5);
+  for (const char* name : {"cut_bframes.mp4", "cut_plain.mkv", "cut_stream.ts", "flipped.mkv"}) {
+    CAPTURE(name);
+    REQUIRE(cpu.failure.count(name) == 1);
+    REQUIRE(gpu.failure.count(name) == 1);
+    MESSAGE(name << ": CPU " << cpu.failure.at(name) << " | NVDEC " << gpu.failure.at(name));
+    // The same frame (and so the same frames before it).
+    CHECK(gpu.failure.at(name).substr(0, gpu.failure.at(name).find(':')) ==
+          cpu.failure.at(name).substr(0, cpu.failure.at(name).find(':')));
+  }
+  CHECK(gpu.failure.count("whole.mp4") == 0);
+  same_frames(gpu, cpu);
+}
+
+TEST_CASE("nvdec: a folder of videos on both routes at once (auto), decoders reused, every frame as on the CPU") {
+  std::string why;
+  IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
+  test::TempDir made;
+  test::ffmpeg("-f lavfi -i testsrc2=s=320x240:r=25:d=0.8 -pix_fmt yuv420p -c:v libx264 -bf 2 " +
+               (made / "a.mp4").string());
+  test::ffmpeg("-f lavfi -i mandelbrot=s=320x240:r=25 -t 0.8 -pix_fmt yuv420p -c:v libx264 " +
+               (made / "b.mkv").string());
+  test::TempDir d;
+  for (int i = 0; i < 12; ++i)
+    fs::copy_file(made / (i % 2 ? "b.mkv" : "a.mp4"), d / ("v" + std::to_string(10 + i) + (i % 2 ? ".mkv" : ".mp4")));
+  const codecs::NvdecFigures before = codecs::nvdec_figures();
+  const Outcome both = run(d.path(), Where::automatic);
+  const Outcome cpu = run(d.path(), Where::cpu);
+  CHECK(both.report.inputs.delivered == 240);
+  CHECK(both.report.video.nvdec_files + both.report.video.cpu_files == 12);
+  CHECK(both.report.video.nvdec_files >= 1);
+  CHECK(both.report.video.nvdec_frames + both.report.video.cpu_frames == 240);
+  const codecs::NvdecFigures after = codecs::nvdec_figures();
+  MESSAGE("NVDEC files " << both.report.video.nvdec_files << ", decoders made " << after.made - before.made
+                         << ", reused " << after.reused - before.reused);
+  CHECK(after.reused > before.reused);  // one format: the later files take the decoders the earlier ones left
+  same_frames(both, cpu);
+}
