@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 
 #include <fmt/format.h>
 
@@ -227,6 +228,10 @@ class LibavDecoder final : public FrameDecoder {
     return 0;
   }
   std::string reason(int code) const override { return fmt::format("the {} decoder failed ({})", codec_, av_error(code)); }
+  // The frames decoding at once with frame threading (0 without it).
+  std::size_t frame_threads() const noexcept {
+    return (ctx_->active_thread_type & FF_THREAD_FRAME) ? static_cast<std::size_t>(std::max(0, ctx_->thread_count)) : 0;
+  }
 
  private:
   std::string codec_;
@@ -250,6 +255,7 @@ struct VideoFile::Impl {
   int device = -1;  // NVDEC's, or -1: libavcodec
   std::string cpu_reason;
   VideoRouter* router = nullptr;
+  bool ts_cut = false;  // an MPEG-TS file that ends inside a transport packet
   std::int64_t frames = 0;
   // How far into the declared frames the file got: frames returned, or the
   // presentation time of the latest one in frames, whichever says more (AVI
@@ -259,6 +265,15 @@ struct VideoFile::Impl {
   std::string error;
   Next done = Next::frame;  // end or broken once the file is over
   bool draining = false;    // the decoder was sent its end (file end or damage)
+  bool drained = false;     // and gave its last frame
+  // Frames decoded but not yet delivered. With frame threads, libavcodec
+  // reports a packet's damage only when its frame is due, after frames
+  // decoded from it (B-frames shown before it) may have come out: so that
+  // none of those is delivered, `hold` frames (the frame threads) are kept
+  // back, and damage found without its place drops them. The break then
+  // comes up to `hold` frames early. NVDEC checks each picture: no hold.
+  std::deque<Decoded> held;
+  std::size_t hold = 0;
   // Damage found while reading or decoding: the reason, and the presentation
   // time from which frames are not whole (INT64_MIN: no frame drained after
   // it is delivered; the drain still runs so that later calls are clean).
@@ -275,6 +290,7 @@ struct VideoFile::Impl {
 
   void open(VideoFileOptions opts);
   Next next(std::shared_ptr<VideoFrame>& out);
+  Next deliver(std::shared_ptr<VideoFrame>& out);
   int read_video_packet(AVPacket* into);
   Next finish();
   Next broken(std::string why) {
@@ -283,11 +299,16 @@ struct VideoFile::Impl {
     return done;
   }
   // Damage at packet `pts`: stop reading, drain what the decoder holds, and
-  // deliver of it only the frames shown before `pts`.
+  // deliver of it only the frames shown before `pts`. Damage found without
+  // its place (a decoder error, a concealed frame) also drops the frames
+  // held back (see `hold`): they may have been decoded from it.
   void damaged(std::string why, std::int64_t pts) {
     if (damage.empty()) {
       damage = std::move(why);
       damage_pts = pts == AV_NOPTS_VALUE ? INT64_MIN : pts;
+      std::erase_if(held, [&](const Decoded& d) {
+        return damage_pts == INT64_MIN || d.pts == AV_NOPTS_VALUE || d.pts >= damage_pts;
+      });
     }
     if (!draining) {
       dec->send(nullptr);
@@ -315,6 +336,13 @@ void VideoFile::Impl::open(VideoFileOptions opts) {
   ahead = av_packet_alloc();
   if (!pkt || !ahead) fail("out of memory for the decoder");
   info.codec = avcodec_get_name(st->codecpar->codec_id);
+  // An MPEG-TS file is a whole number of transport packets (188 bytes, 192
+  // with timestamps, 204 with error correction): one that is not was cut,
+  // even where the cut fell between frames.
+  if (std::string_view(fmt->iformat->name) == "mpegts" && fmt->pb) {
+    const std::int64_t size = avio_size(fmt->pb);
+    ts_cut = size > 0 && size % 188 != 0 && size % 192 != 0 && size % 204 != 0;
+  }
   info.container = fmt->iformat ? fmt->iformat->name : "";
   const auto pf = static_cast<AVPixelFormat>(st->codecpar->format);
   info.pixel_format = pf == AV_PIX_FMT_NONE ? "" : av_get_pix_fmt_name(pf);
@@ -368,7 +396,11 @@ void VideoFile::Impl::open(VideoFileOptions opts) {
     }
   }
   try {
-    if (!dec) dec = std::make_unique<LibavDecoder>(st, codec, opts.threads);
+    if (!dec) {
+      auto lib = std::make_unique<LibavDecoder>(st, codec, opts.threads);
+      hold = lib->frame_threads();
+      dec = std::move(lib);
+    }
   } catch (const std::exception& e) {
     fail(e.what());
   }
@@ -379,14 +411,8 @@ VideoFile::Next VideoFile::Impl::finish() {
   const std::int64_t declared = info.declared_frames;
   const std::int64_t tolerance = info.declared_exact ? 0 : std::max<std::int64_t>(2, declared / 100);
   if (frames == 0) return broken("no frame could be decoded");
-  // An MPEG-TS file is a whole number of transport packets (188 bytes, 192
-  // with timestamps, 204 with error correction): one that is not was cut,
-  // even where the cut fell between frames.
-  if (info.container == "mpegts" && fmt->pb) {
-    const std::int64_t size = avio_size(fmt->pb);
-    if (size > 0 && size % 188 != 0 && size % 192 != 0 && size % 204 != 0)
-      return broken(fmt::format("the file ends at frame {} inside a transport stream packet (truncated)", frames));
-  }
+  if (ts_cut)
+    return broken(fmt::format("the file ends at frame {} inside a transport stream packet (truncated)", frames));
   if (declared > 0 && std::max(frames, covered) < declared - tolerance)
     return broken(fmt::format("the file ends at frame {} of {} its container declares (truncated)", frames,
                               declared));
@@ -394,9 +420,27 @@ VideoFile::Next VideoFile::Impl::finish() {
   return done;
 }
 
+VideoFile::Next VideoFile::Impl::deliver(std::shared_ptr<VideoFrame>& out) {
+  Decoded d = std::move(held.front());
+  held.pop_front();
+  if (d.pts != AV_NOPTS_VALUE && info.fps > 0) {
+    const AVStream* st = fmt->streams[stream];
+    const std::int64_t start = st->start_time == AV_NOPTS_VALUE ? 0 : st->start_time;
+    const double at = static_cast<double>(d.pts - start) * av_q2d(st->time_base) * info.fps;
+    covered = std::max(covered, static_cast<std::int64_t>(std::llround(at)) + 1);
+  }
+  covered = std::max(covered, frames + 1);
+  out = std::move(d.frame);
+  ++frames;
+  if (router) router->delivered(device);
+  return Next::frame;
+}
+
 VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
   if (done != Next::frame) return done;
   for (;;) {
+    if (!held.empty() && (held.size() > hold || drained)) return deliver(out);
+    if (drained) return finish();
     Decoded d;
     int r = dec->receive(d);
     if (r == 0) {
@@ -409,19 +453,13 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
         damaged(std::move(d.damage), INT64_MIN);
         continue;
       }
-      if (pts != AV_NOPTS_VALUE && info.fps > 0) {
-        const AVStream* st = fmt->streams[stream];
-        const std::int64_t start = st->start_time == AV_NOPTS_VALUE ? 0 : st->start_time;
-        const double at = static_cast<double>(pts - start) * av_q2d(st->time_base) * info.fps;
-        covered = std::max(covered, static_cast<std::int64_t>(std::llround(at)) + 1);
-      }
-      covered = std::max(covered, frames + 1);
-      out = std::move(d.frame);
-      ++frames;
-      if (router) router->delivered(device);
-      return Next::frame;
+      held.push_back(std::move(d));
+      continue;
     }
-    if (r == AVERROR_EOF) return finish();
+    if (r == AVERROR_EOF) {
+      drained = true;
+      continue;
+    }
     if (r != AVERROR(EAGAIN)) {
       // Frame threading reports a packet's damage when its frame is due.
       damaged(dec->reason(r), INT64_MIN);
@@ -439,11 +477,14 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
       continue;
     }
     const std::int64_t pts = pkt->pts;
-    if (pkt->flags & AV_PKT_FLAG_CORRUPT) {
+    if ((pkt->flags & AV_PKT_FLAG_CORRUPT) || ts_cut) {
       // A packet the container marks corrupt: the last of the file is cut
       // short (the file ends inside it: truncated); one inside the file (an
       // MPEG-TS continuity jump where two streams were joined) goes to the
-      // decoder, which judges its data, so a joined stream plays on.
+      // decoder, which judges its data, so a joined stream plays on. An
+      // MPEG-TS file that ends inside a transport packet has its last packet
+      // cut (FFmpeg does not mark it): the same rule, whatever the decoder
+      // makes of the data left.
       r = read_video_packet(ahead);
       have_ahead = r >= 0;
       if (r == AVERROR_EOF) {

@@ -16,6 +16,7 @@ int chroma_of(const VideoInfo& v) noexcept {
 std::string nvdec_refusal(const VideoInfo& v, const NvdecCaps& caps) {
   const auto named = [&](const NvdecCap& c) { return c.codec == v.codec; };
   if (std::none_of(caps.begin(), caps.end(), named)) return fmt::format("NVDEC cannot decode {}", v.codec);
+  if ((v.width | v.height) & 1) return fmt::format("an odd size ({}x{}): the CPU route takes it", v.width, v.height);
   if (v.pixel_format.empty()) return fmt::format("the {} stream does not say its pixel format", v.codec);
   const int chroma = chroma_of(v);
   const auto it = std::find_if(caps.begin(), caps.end(), [&](const NvdecCap& c) {

@@ -207,3 +207,74 @@ TEST_CASE("video files: an MPEG-TS joined from two sizes plays through, one cut 
   CHECK(v.frames() < 20);
   CHECK(v.error().find("at frame " + std::to_string(v.frames())) != std::string::npos);
 }
+
+namespace {
+
+// Every frame a file delivers, as BGR, and how it ended.
+struct Decoded {
+  std::vector<cv::Mat> frames;
+  VideoFile::Next end = VideoFile::Next::end;
+  std::string error;
+};
+
+Decoded decode_all(const fs::path& p, int threads = 1) {
+  Decoded out;
+  VideoFile v(p.string(), {threads});
+  std::shared_ptr<VideoFrame> f;
+  while ((out.end = v.next(f)) == VideoFile::Next::frame) {
+    cv::Mat m(f->height(), f->width(), CV_8UC3);
+    f->to_bgr(m.data, m.step);
+    out.frames.push_back(m);
+  }
+  out.error = v.error();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("video files: damaged files (bytes flipped mid-stream, an MPEG-TS cut) deliver only frames equal to the undamaged file's") {
+  imgpipe::test::TempDir d;
+  const std::string src = "-f lavfi -i testsrc2=s=320x240:r=25:d=2 -pix_fmt yuv420p -c:v libx264 -g 25 ";
+  ffmpeg(src + "-bf 0 " + (d / "plain.mkv").string());
+  ffmpeg(src + "-bf 3 " + (d / "bframes.mkv").string());
+  ffmpeg(src + "-bf 2 " + (d / "stream.ts").string());
+  struct Damage {
+    const char* whole;
+    const char* name;
+    bool cut;
+  };
+  for (const Damage& c : {Damage{"plain.mkv", "flipped.mkv", false}, Damage{"bframes.mkv", "flipped_b.mkv", false},
+                          Damage{"stream.ts", "cut.ts", true}}) {
+    CAPTURE(c.name);
+    std::vector<unsigned char> b = imgpipe::test::read_bytes(d / c.whole);
+    if (c.cut) {
+      b.resize(b.size() * 6 / 10);
+    } else {
+      for (std::size_t i = b.size() / 2; i < b.size() / 2 + 64; ++i) b[i] ^= 0x5a;
+    }
+    imgpipe::test::write_bytes(d / c.name, b);
+    const Decoded good = decode_all(d / c.whole);
+    REQUIRE(good.frames.size() == 50);
+    // One decoding thread, and frame threads (which see damage when its
+    // frame is due: the frames decoding beside it are held back and dropped,
+    // so the break comes up to that many frames early, never late).
+    std::size_t single = 0;
+    for (const int threads : {1, 4}) {
+      CAPTURE(threads);
+      const Decoded bad = decode_all(d / c.name, threads);
+      CHECK(bad.end == VideoFile::Next::broken);
+      MESSAGE(c.name << ", " << threads << " threads: " << bad.frames.size() << " frames, " << bad.error);
+      if (threads == 1) {
+        single = bad.frames.size();
+        CHECK(single >= 20);
+      } else {
+        CHECK(bad.frames.size() <= single);
+        CHECK(bad.frames.size() + 4 >= single);
+      }
+      for (std::size_t i = 0; i < bad.frames.size(); ++i) {
+        CAPTURE(i);
+        CHECK(cv::norm(bad.frames[i], good.frames[i], cv::NORM_INF) == 0);
+      }
+    }
+  }
+}
