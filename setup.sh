@@ -23,6 +23,7 @@ packages=(build-essential cmake ninja-build pkg-config
           libspdlog-dev libfmt-dev nlohmann-json3-dev
           libjpeg-dev  # JPEG decode with libjpeg warnings; tests write CMYK JPEGs
           libavformat-dev libavcodec-dev libavutil-dev libswscale-dev  # the CPU video route (FFmpeg's libraries)
+          libffmpeg-nvenc-dev  # the NVDEC route: ffnvcodec's nvcuvid declarations and loader (headers only)
           opencv-doc   # tests: real videos and images (/usr/share/doc/opencv-doc/examples/data)
           libdlpack-dev python3 python3-numpy)  # the C API's DLPack tensors; `import imgpipe` (build/python)
 if [ "$what" = test ]; then

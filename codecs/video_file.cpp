@@ -495,7 +495,8 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
     }
     r = dec->send(pkt);
     av_packet_unref(pkt);
-    if (r < 0 && r != AVERROR(EAGAIN)) damaged(dec->reason(r), pts);
+    // With frame threads the error is an earlier packet's: its place is not known.
+    if (r < 0 && r != AVERROR(EAGAIN)) damaged(dec->reason(r), hold > 0 ? INT64_MIN : pts);
   }
 }
 

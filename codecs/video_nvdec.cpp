@@ -308,8 +308,8 @@ class NvdecDecoder final : public FrameDecoder {
     shown_.pop_front();
     out.pts = timed_ ? disp.timestamp : INT64_MIN;
     try {
-      out.damage = status_of(disp.picture_index);
-      if (out.damage.empty()) out.frame = copy_out(disp);
+      out.frame = copy_out(disp, out.damage);
+      if (!out.damage.empty()) out.frame.reset();
     } catch (const std::exception& e) {
       return fail(e.what(), AVERROR_EXTERNAL);
     }
@@ -339,7 +339,7 @@ class NvdecDecoder final : public FrameDecoder {
       error_ = fmt::format("NVDEC's {} parser rejected the data (CUDA driver error {})", info_.codec, static_cast<int>(r));
   }
 
-  // The engines' verdict on a picture: empty when whole.
+  // The engines' verdict on a decoded picture: empty when whole.
   std::string status_of(int picture) {
     CUVIDGETDECODESTATUS s{};
     const CUresult r = api().cuvidGetDecodeStatus(engine_->dec, picture, &s);
@@ -350,8 +350,9 @@ class NvdecDecoder final : public FrameDecoder {
   }
 
   // Maps the frame, copies its planes into a pool buffer on the stream and
-  // unmaps it.
-  std::shared_ptr<VideoFrame> copy_out(const CUVIDPARSERDISPINFO& disp) {
+  // unmaps it; `damage` gets the engines' verdict, asked once the copy is
+  // done (before, the picture may still be decoding: no verdict yet).
+  std::shared_ptr<VideoFrame> copy_out(const CUVIDPARSERDISPINFO& disp, std::string& damage) {
     const CuvidFunctions& f = api();
     CUVIDPROCPARAMS proc{};
     proc.progressive_frame = disp.progressive_frame;
@@ -378,6 +379,7 @@ class NvdecDecoder final : public FrameDecoder {
         img.plane[k] = base + plane_at_[k];
       }
       stream_.synchronize();
+      damage = status_of(disp.picture_index);
     } catch (...) {
       f.cuvidUnmapVideoFrame(engine_->dec, src);
       throw;
