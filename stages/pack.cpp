@@ -122,7 +122,7 @@ Tally Pack::run(Work& w) {
   id.input_index = w.sample.seq;
   id.path = w.sample.input->path;  // reuses the string's capacity
   id.frame = w.sample.frame;
-  id.decoded_on_gpu = on_gpu;
+  id.decoded_on_gpu = on_gpu || w.route == Route::gpu_video;
   current_->t0[current_->count] = w.sample.t0;
   id.label = w.sample.input->label;
   id.geometry = w.sample.geometry;

@@ -17,7 +17,7 @@ struct SampleId {
   std::uint64_t input_index = 0;  // position in the discovered input list
   std::string path;
   std::int64_t frame = -1;  // frame index within a video; -1 for still images
-  bool decoded_on_gpu = false;  // a JPEG decoded by the GPU's JPEG engines (else decoded on the CPU)
+  bool decoded_on_gpu = false;  // decoded by the GPU's JPEG engines or NVDEC engines (else on the CPU)
   // The class index (input.labels: folders): the position of the sample's
   // class folder in Report::classes; -1 when unlabelled (input.labels: none,
   // a file directly in a root folder or named explicitly). A pushed item:
