@@ -500,6 +500,10 @@ Source::Step Source::video_step(std::size_t item) {
     return Step::frame;
   }
   if (!r.finished()) return Step::end;  // the stop came while waiting for a frame: next() sees it
+  return reader_ended(r, item);
+}
+
+Source::Step Source::reader_ended(const VideoReader& r, std::size_t item) {
   if (!r.error().empty()) {
     failure_ = r.error();
     failure_frame_ = r.stopped_at();
@@ -525,14 +529,7 @@ Source::Step Source::ready_step(std::size_t& item) {
       if (ended) got = r.try_next(frame_, frame_index_);  // its last frames, queued just before it ended
       if (!got && !ended) continue;
       turn_ = at;
-      if (got) return Step::frame;
-      if (!r.error().empty()) {
-        failure_ = r.error();
-        failure_frame_ = r.stopped_at();
-        return Step::failure;  // the caller emits it, then finish_video()
-      }
-      finish_video(item);
-      return Step::end;
+      return got ? Step::frame : reader_ended(r, item);
     }
     if (stop_.load(std::memory_order_relaxed)) return Step::end;  // the caller sees it
     clock::time_point until = clock::now() + poll;

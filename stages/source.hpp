@@ -222,6 +222,9 @@ class Source {
   // frame queued or ended (`item` and turn_ set to it), waiting while none
   // is; a cut (batch.timeout_ms), or end when the stop comes meanwhile.
   Step ready_step(std::size_t& item);
+  // A reader that has ended: its failure (recorded for the caller to emit), or
+  // the end of its video (finished here).
+  Step reader_ended(const VideoReader& r, std::size_t item);
   void start_videos();                // the video at next_ and those after it join active_ (interleave)
   void finish_video(std::size_t item);  // closes its reader; the next video in the list takes its turn
   void take_frame(Work& w);           // frame_ into the Work (a live frame: its spent buffer back for the reader)
