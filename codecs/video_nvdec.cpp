@@ -304,15 +304,8 @@ class NvdecDecoder final : public FrameDecoder {
       }
       return ended_ || !error_.empty() ? AVERROR_EOF : AVERROR(EAGAIN);
     }
-    const CUVIDPARSERDISPINFO disp = shown_.front();
+    out = std::move(shown_.front());
     shown_.pop_front();
-    out.pts = timed_ ? disp.timestamp : INT64_MIN;
-    try {
-      out.frame = copy_out(disp, out.damage);
-      if (!out.damage.empty()) out.frame.reset();
-    } catch (const std::exception& e) {
-      return fail(e.what(), AVERROR_EXTERNAL);
-    }
     return 0;
   }
 
@@ -539,8 +532,21 @@ class NvdecDecoder final : public FrameDecoder {
     }
     return 1;
   }
+  // A frame is due for display: copied out now, while the decoder is as it
+  // decoded it (a new sequence reconfigures it), and queued for receive().
   static int CUDAAPI on_display(void* self, CUVIDPARSERDISPINFO* disp) {
-    if (disp) static_cast<NvdecDecoder*>(self)->shown_.push_back(*disp);
+    auto* d = static_cast<NvdecDecoder*>(self);
+    if (!disp || !d->engine_) return 1;
+    Decoded out;
+    out.pts = d->timed_ ? disp->timestamp : INT64_MIN;
+    try {
+      out.frame = d->copy_out(*disp, out.damage);
+      if (!out.damage.empty()) out.frame.reset();
+    } catch (const std::exception& e) {
+      if (d->error_.empty()) d->error_ = e.what();
+      return 0;
+    }
+    d->shown_.push_back(std::move(out));
     return 1;
   }
 
@@ -553,7 +559,7 @@ class NvdecDecoder final : public FrameDecoder {
   gpu::Stream stream_;
   CUvideoparser parser_ = nullptr;
   std::unique_ptr<Engine> engine_;
-  std::deque<CUVIDPARSERDISPINFO> shown_;  // displayed, not yet copied out
+  std::deque<Decoded> shown_;  // displayed and copied out, not yet received
   kernels::YuvImage layout_;
   std::size_t plane_at_[3] = {0, 0, 0};
   unsigned surface_height_ = 0;  // rows of the mapped frame's luma (its planes follow)

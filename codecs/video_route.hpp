@@ -57,7 +57,7 @@ class VideoRouter {
     // resizes): every file goes to the CPU with it. Empty: on.
     std::string off_reason;
     bool orientation = true;       // input.video.orientation: rotated streams go to the CPU
-    // Priors for auto before a route's rate is measured (frames/s).
+    // Priors for auto before a route's rate is measured (frames a second).
     double nvdec_prior_fps = 1400;  // per device
     double cpu_prior_fps = 1000;
   };
@@ -85,7 +85,7 @@ class VideoRouter {
     std::map<std::string, std::uint64_t> cpu_reasons;  // reason -> files
   };
   Figures figures() const;
-  // The measured rate of a route (frames/s while it had files open), or the
+  // The measured rate of a route (frames a second while it had files open), or the
   // prior when less than a second is known.
   double rate(bool nvdec) const;
 

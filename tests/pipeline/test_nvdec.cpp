@@ -224,3 +224,27 @@ TEST_CASE("nvdec: a folder of videos on both routes at once (auto), decoders reu
   CHECK(after.reused - before.reused >= 6);
   same_frames(gpu, cpu);
 }
+
+TEST_CASE("nvdec: a stream whose size changes mid-way (an MPEG-TS joined from two) plays through as on the CPU") {
+  std::string why;
+  IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
+  test::TempDir made;
+  test::ffmpeg("-f lavfi -i testsrc2=s=320x240:r=25 -frames:v 20 -c:v libx264 -bf 2 -pix_fmt yuv420p " +
+               (made / "a.ts").string());
+  test::ffmpeg("-f lavfi -i mandelbrot=s=256x144:r=25 -frames:v 20 -c:v libx264 -bf 2 -pix_fmt yuv420p " +
+               (made / "b.ts").string());
+  test::TempDir d;
+  // Joined byte for byte, as `cat a.ts b.ts` does: the decoder is reconfigured
+  // for the second size.
+  auto joined = test::read_bytes(made / "a.ts");
+  const auto second = test::read_bytes(made / "b.ts");
+  joined.insert(joined.end(), second.begin(), second.end());
+  test::write_bytes(d / "joined.ts", joined);
+  const Outcome gpu = run(d.path(), Where::gpu);
+  const Outcome cpu = run(d.path(), Where::cpu);
+  CHECK(gpu.report.video.nvdec_files == 1);
+  CHECK(gpu.failure.empty());
+  CHECK(cpu.failure.empty());
+  CHECK(gpu.report.inputs.delivered == 40);
+  same_frames(gpu, cpu);
+}
