@@ -58,6 +58,7 @@ class PacketFilter {
 
  private:
   AVBSFContext* bsf_ = nullptr;
+  AVPacket* in_ = nullptr;  // send()'s reference to the caller's packet, reused
 };
 
 // The colour matrix and range of a stream's or frame's tags (FFmpeg's

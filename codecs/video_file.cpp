@@ -99,7 +99,8 @@ PacketFilter::PacketFilter(const AVStream* st) {
   }
   const AVBitStreamFilter* f = av_bsf_get_by_name(name);
   if (!f) throw Error(fmt::format("FFmpeg has no {} bitstream filter", name));
-  int r = av_bsf_alloc(f, &bsf_);
+  in_ = av_packet_alloc();
+  int r = in_ ? av_bsf_alloc(f, &bsf_) : AVERROR(ENOMEM);
   if (r >= 0) r = avcodec_parameters_copy(bsf_->par_in, st->codecpar);
   if (r >= 0) {
     bsf_->time_base_in = st->time_base;
@@ -107,20 +108,24 @@ PacketFilter::PacketFilter(const AVStream* st) {
   }
   if (r < 0) {
     av_bsf_free(&bsf_);
+    av_packet_free(&in_);
     throw Error(fmt::format("cannot start the {} bitstream filter ({})", name, av_error(r)));
   }
 }
 
-PacketFilter::~PacketFilter() { av_bsf_free(&bsf_); }
+PacketFilter::~PacketFilter() {
+  av_bsf_free(&bsf_);
+  av_packet_free(&in_);
+}
 const char* PacketFilter::name() const noexcept { return bsf_->filter->name; }
 const AVCodecParameters* PacketFilter::output() const noexcept { return bsf_->par_out; }
 
 int PacketFilter::send(const AVPacket* pkt) {
   if (!pkt) return av_bsf_send_packet(bsf_, nullptr);
-  AVPacket* ref = av_packet_clone(pkt);  // av_bsf_send_packet takes the reference
-  if (!ref) return AVERROR(ENOMEM);
-  const int r = av_bsf_send_packet(bsf_, ref);
-  av_packet_free(&ref);
+  int r = av_packet_ref(in_, pkt);  // av_bsf_send_packet takes the reference and blanks in_
+  if (r < 0) return r;
+  r = av_bsf_send_packet(bsf_, in_);
+  if (r < 0) av_packet_unref(in_);  // refused: left as it was
   return r;
 }
 
@@ -196,20 +201,22 @@ class LibavDecoder final : public FrameDecoder {
   LibavDecoder(const AVStream* st, const AVCodec* codec, int threads) : codec_(codec->name) {
     ctx_ = avcodec_alloc_context3(codec);
     frame_ = av_frame_alloc();
-    if (!ctx_ || !frame_) throw std::bad_alloc();
-    int r = avcodec_parameters_to_context(ctx_, st->codecpar);
-    if (r < 0) throw Error("bad codec parameters (" + av_error(r) + ")");
-    ctx_->thread_count = std::max(0, threads);
-    ctx_->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
-    ctx_->err_recognition |= AV_EF_EXPLODE;  // damage is reported, not concealed (video_file.hpp's policy)
-    ctx_->pkt_timebase = st->time_base;
-    r = avcodec_open2(ctx_, codec, nullptr);
-    if (r < 0) throw Error(fmt::format("cannot start the {} decoder ({})", codec->name, av_error(r)));
+    try {
+      if (!ctx_ || !frame_) throw std::bad_alloc();
+      int r = avcodec_parameters_to_context(ctx_, st->codecpar);
+      if (r < 0) throw Error("bad codec parameters (" + av_error(r) + ")");
+      ctx_->thread_count = std::max(0, threads);
+      ctx_->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+      ctx_->err_recognition |= AV_EF_EXPLODE;  // damage is reported, not concealed (video_file.hpp's policy)
+      ctx_->pkt_timebase = st->time_base;
+      r = avcodec_open2(ctx_, codec, nullptr);
+      if (r < 0) throw Error(fmt::format("cannot start the {} decoder ({})", codec->name, av_error(r)));
+    } catch (...) {  // the destructor does not run for a constructor that throws
+      release();
+      throw;
+    }
   }
-  ~LibavDecoder() override {
-    av_frame_free(&frame_);
-    avcodec_free_context(&ctx_);
-  }
+  ~LibavDecoder() override { release(); }
   int send(const AVPacket* pkt) override { return avcodec_send_packet(ctx_, pkt); }
   int receive(Decoded& out) override {
     const int r = avcodec_receive_frame(ctx_, frame_);
@@ -234,6 +241,10 @@ class LibavDecoder final : public FrameDecoder {
   }
 
  private:
+  void release() noexcept {
+    av_frame_free(&frame_);
+    avcodec_free_context(&ctx_);
+  }
   std::string codec_;
   AVCodecContext* ctx_ = nullptr;
   AVFrame* frame_ = nullptr;

@@ -59,7 +59,10 @@ void VideoRouter::close(Route& r, std::int64_t left, Clock::time_point now) {
   if (--r.open == 0) r.busy_s += std::chrono::duration<double>(now - r.since).count();
 }
 
-double VideoRouter::rate_locked(const Route& r, double prior, Clock::time_point now) const {
+double VideoRouter::rate_locked(bool nvdec, Clock::time_point now) const {
+  const Route& r = nvdec ? nvdec_ : cpu_;
+  const double prior =
+      nvdec ? o_.nvdec_prior_fps * static_cast<double>(std::max<std::size_t>(1, o_.devices.size())) : o_.cpu_prior_fps;
   double busy = r.busy_s;
   if (r.open > 0) busy += std::chrono::duration<double>(now - r.since).count();
   return busy >= 1.0 && r.frames > 0 ? static_cast<double>(r.frames) / busy : prior;
@@ -67,8 +70,7 @@ double VideoRouter::rate_locked(const Route& r, double prior, Clock::time_point 
 
 double VideoRouter::rate(bool nvdec) const {
   const std::lock_guard lock(mu_);
-  return nvdec ? rate_locked(nvdec_, o_.nvdec_prior_fps * static_cast<double>(std::max<std::size_t>(1, o_.devices.size())), Clock::now())
-               : rate_locked(cpu_, o_.cpu_prior_fps, Clock::now());
+  return rate_locked(nvdec, Clock::now());
 }
 
 VideoRouter::Choice VideoRouter::choose(const VideoInfo& v, Clock::time_point now) {
@@ -101,9 +103,8 @@ VideoRouter::Choice VideoRouter::choose(const VideoInfo& v, Clock::time_point no
   if (device < 0) return to_cpu(refusal);
   if (o_.where == VideoWhere::auto_) {
     // Where would it be done first?
-    const double gpus = static_cast<double>(o_.devices.size());
-    const double t_gpu = static_cast<double>(nvdec_.queued + frames) / rate_locked(nvdec_, o_.nvdec_prior_fps * gpus, now);
-    const double t_cpu = static_cast<double>(cpu_.queued + frames) / rate_locked(cpu_, o_.cpu_prior_fps, now);
+    const double t_gpu = static_cast<double>(nvdec_.queued + frames) / rate_locked(true, now);
+    const double t_cpu = static_cast<double>(cpu_.queued + frames) / rate_locked(false, now);
     if (t_cpu < t_gpu) {
       open(cpu_, frames, now);
       return c;  // the balance's choice: no reason to report

@@ -100,7 +100,7 @@ class VideoRouter {
   Route& route(int device) { return device >= 0 ? nvdec_ : cpu_; }
   void open(Route& r, std::int64_t frames, Clock::time_point now);
   void close(Route& r, std::int64_t left, Clock::time_point now);
-  double rate_locked(const Route& r, double prior, Clock::time_point now) const;
+  double rate_locked(bool nvdec, Clock::time_point now) const;  // rate(), mu_ held
   static std::int64_t expected_frames(const VideoInfo& v);
 
   Options o_;
