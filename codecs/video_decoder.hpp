@@ -23,6 +23,7 @@ struct Decoded {
   std::shared_ptr<VideoFrame> frame;
   std::int64_t pts = INT64_MIN;  // presentation time (the packets' time base); INT64_MIN unknown
   std::string damage;            // not whole: why
+  std::int64_t seq = -1;         // VideoFile's: the number of the packet it was decoded from (-1 unknown)
 };
 
 class FrameDecoder {

@@ -281,15 +281,40 @@ struct VideoFile::Impl {
   // reports a packet's damage only when its frame is due, after frames
   // decoded from it (B-frames shown before it) may have come out: so that
   // none of those is delivered, `hold` frames (the frame threads) are kept
-  // back, and damage found without its place drops them. The break then
-  // comes up to `hold` frames early. NVDEC checks each picture: no hold.
+  // back. Damage the decoder finds then has no place: the file is decoded
+  // again from the last frame delivered with one thread, which finds the
+  // place (relocate()), so the break does not depend on the threads. NVDEC
+  // checks each picture: no hold.
   std::deque<Decoded> held;
   std::size_t hold = 0;
+  const AVCodec* lib_codec = nullptr;  // libavcodec's decoder for the stream
+  std::int64_t last_pts = AV_NOPTS_VALUE;  // of the frame delivered last
+  // After relocate(): frames decoded again are dropped until the one
+  // delivered last has come again (`overlap`), or by count from the start.
+  enum class Resync { none, overlap, count } resync = Resync::none;
+  std::int64_t skip = 0;  // Resync::count: frames still to drop
+  bool relocated = false;
   // Damage found while reading or decoding: the reason, and the presentation
   // time from which frames are not whole (INT64_MIN: no frame drained after
   // it is delivered; the drain still runs so that later calls are clean).
   std::string damage;
   std::int64_t damage_pts = AV_NOPTS_VALUE;
+  // The packets sent whose frames have not come out, in decode order
+  // (number, presentation time). A frame is delivered only once every frame
+  // decoded before it has come out: a frame the decoder finds damaged (a P
+  // frame, shown after the B-frames that refer to it) then stops those that
+  // were decoded after it (`damage_seq`). A decoder that meets damage may
+  // drop a frame decoded before it without a word: the break then comes at
+  // the first such frame, so that no frame is skipped silently.
+  struct Sent {
+    std::int64_t seq, pts;
+  };
+  std::deque<Sent> pending;
+  std::int64_t sent = 0;                 // packets sent
+  std::int64_t damage_seq = INT64_MAX;   // frames decoded after this one are not whole
+  // A packet whose frame has not come out this many packets later makes no
+  // frame of its own (H.264 reorders at most 16 frames; a second field).
+  static constexpr std::int64_t kReorder = 34;
 
   ~Impl() {
     if (router) router->closed(device, info, frames);
@@ -313,20 +338,106 @@ struct VideoFile::Impl {
   // deliver of it only the frames shown before `pts`. Damage found without
   // its place (a decoder error, a concealed frame) also drops the frames
   // held back (see `hold`): they may have been decoded from it.
-  void damaged(std::string why, std::int64_t pts) {
+  void damaged(std::string why, std::int64_t pts, std::int64_t seq = INT64_MAX) {
     if (damage.empty()) {
       damage = std::move(why);
       damage_pts = pts == AV_NOPTS_VALUE ? INT64_MIN : pts;
-      std::erase_if(held, [&](const Decoded& d) {
-        return damage_pts == INT64_MIN || d.pts == AV_NOPTS_VALUE || d.pts >= damage_pts;
-      });
+      damage_seq = seq;
+      std::erase_if(held, [&](const Decoded& d) { return after_damage(d); });
     }
     if (!draining) {
       dec->send(nullptr);
       draining = true;
     }
   }
+  // A frame shown at or after the damage, or decoded after a damaged frame.
+  bool after_damage(const Decoded& d) const noexcept {
+    return !damage.empty() && (damage_pts == INT64_MIN || d.pts == AV_NOPTS_VALUE || d.pts >= damage_pts ||
+                               (d.seq >= 0 && d.seq > damage_seq));
+  }
+  // Damage the decoder found (a rejected packet, a frame with concealed
+  // damage at `pts`, decoded `seq`-th): placed by a one-thread decoder when
+  // frame threads found it, else as damaged() places it.
+  void decoder_damage(std::string why, std::int64_t pts, std::int64_t seq = INT64_MAX) {
+    if (hold > 0 && !relocated && damage.empty() && relocate()) return;
+    // Damage before the decoder is back at the frame delivered last: the
+    // seek may have landed between keyframes; from the start.
+    if (resync == Resync::overlap && damage.empty() && restart(Resync::count)) return;
+    damaged(std::move(why), hold > 0 ? INT64_MIN : pts, seq);
+  }
+  bool relocate();
+  bool restart(Resync how);
+  // Every frame decoded before `d` has come out (so none of them can still
+  // turn out damaged).
+  bool decoded_before_out(const Decoded& d) const noexcept {
+    return d.seq < 0 || pending.empty() || pending.front().seq > d.seq;
+  }
+  // True for a frame decoded again after relocate() that was delivered already.
+  bool seen_before(const Decoded& d);
 };
+
+// Decodes the file again with one thread from the keyframe before the frame
+// delivered last (from the start when the container cannot seek there), so
+// that damage frame threads found is placed where one thread finds it: the
+// first packet the decoder rejects, or the first frame it flags.
+bool VideoFile::Impl::relocate() {
+  relocated = true;
+  if (frames > 0 && last_pts != AV_NOPTS_VALUE && restart(Resync::overlap)) return true;
+  return restart(Resync::count);
+}
+
+bool VideoFile::Impl::restart(Resync how) {
+  if (how == Resync::overlap) {
+    if (av_seek_frame(fmt, stream, last_pts, AVSEEK_FLAG_BACKWARD) < 0) return false;
+  } else {  // from the start: opened again (a seek to the start is not exact in every container)
+    AVFormatContext* again = nullptr;
+    if (avformat_open_input(&again, path.c_str(), nullptr, nullptr) < 0) return false;
+    if (avformat_find_stream_info(again, nullptr) < 0 || static_cast<int>(again->nb_streams) <= stream ||
+        again->streams[stream]->codecpar->codec_id != fmt->streams[stream]->codecpar->codec_id) {
+      avformat_close_input(&again);
+      return false;
+    }
+    avformat_close_input(&fmt);
+    fmt = again;
+  }
+  try {
+    dec = std::make_unique<LibavDecoder>(fmt->streams[stream], lib_codec, 1);
+  } catch (const std::exception&) {
+    return false;
+  }
+  hold = 0;
+  held.clear();
+  pending.clear();
+  draining = drained = false;
+  have_ahead = false;
+  av_packet_unref(ahead);
+  resync = how;
+  skip = frames;
+  return true;
+}
+
+bool VideoFile::Impl::seen_before(const Decoded& d) {
+  switch (resync) {
+    case Resync::none: return false;
+    case Resync::count:
+      if (skip == 0) {
+        resync = Resync::none;
+        return false;
+      }
+      --skip;
+      return true;
+    case Resync::overlap:
+      if (d.pts != AV_NOPTS_VALUE && d.pts < last_pts) return true;
+      if (d.pts == last_pts) {  // the frame delivered last: in step again
+        resync = Resync::none;
+        return true;
+      }
+      // The seek landed past it: from the start, by count.
+      if (!restart(Resync::count)) damaged("the decoder lost its place in the file", INT64_MIN);
+      return true;
+  }
+  return false;
+}
 
 void VideoFile::Impl::open(VideoFileOptions opts) {
   auto fail = [&](const std::string& why) { throw Error(fmt::format("'{}': {}", path, why)); };
@@ -408,6 +519,7 @@ void VideoFile::Impl::open(VideoFileOptions opts) {
   }
   try {
     if (!dec) {
+      lib_codec = codec;
       auto lib = std::make_unique<LibavDecoder>(st, codec, opts.threads);
       hold = lib->frame_threads();
       dec = std::move(lib);
@@ -441,6 +553,7 @@ VideoFile::Next VideoFile::Impl::deliver(std::shared_ptr<VideoFrame>& out) {
     covered = std::max(covered, static_cast<std::int64_t>(std::llround(at)) + 1);
   }
   covered = std::max(covered, frames + 1);
+  last_pts = d.pts;
   out = std::move(d.frame);
   ++frames;
   if (router) router->delivered(device);
@@ -450,30 +563,43 @@ VideoFile::Next VideoFile::Impl::deliver(std::shared_ptr<VideoFrame>& out) {
 VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
   if (done != Next::frame) return done;
   for (;;) {
-    if (!held.empty() && (held.size() > hold || drained)) return deliver(out);
+    // Once damage is found, frames wait for the drain: it tells which are missing.
+    if (!held.empty() && (drained || (held.size() > hold && damage.empty() && decoded_before_out(held.front()))))
+      return deliver(out);
     if (drained) return finish();
     Decoded d;
     int r = dec->receive(d);
     if (r == 0) {
       const std::int64_t pts = d.pts;
-      if (!damage.empty() &&
-          (damage_pts == INT64_MIN || pts == AV_NOPTS_VALUE || pts >= damage_pts)) {
-        continue;  // shown at or after the damage: the drain goes on, nothing more is delivered
+      if (pts != AV_NOPTS_VALUE) {
+        const auto it = std::find_if(pending.begin(), pending.end(), [&](const Sent& p) { return p.pts == pts; });
+        if (it != pending.end()) {
+          d.seq = it->seq;
+          pending.erase(it);
+        }
       }
+      // Shown at or after the damage: the drain goes on, nothing more is delivered.
+      if (after_damage(d)) continue;
       if (!d.damage.empty()) {
-        damaged(std::move(d.damage), INT64_MIN);
+        decoder_damage(std::move(d.damage), pts == AV_NOPTS_VALUE ? INT64_MIN : pts, d.seq < 0 ? INT64_MAX : d.seq);
         continue;
       }
+      if (seen_before(d)) continue;
       held.push_back(std::move(d));
       continue;
     }
     if (r == AVERROR_EOF) {
       drained = true;
+      // A frame sent before the damage that never came out: the break is there.
+      if (!damage.empty() && damage_pts != INT64_MIN) {
+        for (const Sent& p : pending) damage_pts = std::min(damage_pts, p.pts);
+        std::erase_if(held, [&](const Decoded& h) { return after_damage(h); });
+      }
       continue;
     }
     if (r != AVERROR(EAGAIN)) {
       // Frame threading reports a packet's damage when its frame is due.
-      damaged(dec->reason(r), INT64_MIN);
+      decoder_damage(dec->reason(r), INT64_MIN);
       continue;
     }
     if (draining) return finish();  // cannot happen: a draining decoder ends with EOF
@@ -504,10 +630,13 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
         continue;
       }
     }
+    if (pts != AV_NOPTS_VALUE) pending.push_back({sent, pts});
+    while (!pending.empty() && pending.front().seq < sent - kReorder) pending.pop_front();
+    ++sent;
     r = dec->send(pkt);
     av_packet_unref(pkt);
     // With frame threads the error is an earlier packet's: its place is not known.
-    if (r < 0 && r != AVERROR(EAGAIN)) damaged(dec->reason(r), hold > 0 ? INT64_MIN : pts);
+    if (r < 0 && r != AVERROR(EAGAIN)) decoder_damage(dec->reason(r), pts);
   }
 }
 

@@ -16,14 +16,19 @@
 //    continuity jump where two streams were joined, goes to the decoder);
 //  - the decoder rejects a packet (libavcodec's AV_EF_EXPLODE: it reports
 //    damage it would otherwise conceal), or returns a frame flagged corrupt
-//    or with decode errors (concealed damage);
+//    or with decode errors (concealed damage), or drops a frame without a
+//    word; or the frame was decoded after such a frame (a B-frame refers to
+//    the P-frame decoded before it, though shown before it);
 //  - the file ends before the frame count its container declares (a cut MP4
 //    or MKV whose index still lists the missing frames), beyond a tolerance
 //    of max(2, 1%) frames for containers whose count is an estimate, or an
 //    MPEG-TS file ends inside a transport packet (its size is not a whole
 //    number of them).
-// FFmpeg's own CLI conceals such damage and goes on; here a damaged frame is
-// never delivered as if it were good.
+// FFmpeg's own CLI conceals such damage and goes on; here a frame a decoder
+// finds damaged is never delivered as if it were good, and the break does
+// not depend on the number of threads (damage frame threads find is placed
+// by decoding again with one). Bytes flipped in entropy-coded data can also
+// decode to a valid, wrong picture that no decoder sees (docs/video.md).
 #pragma once
 
 #include <cstdint>
