@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <atomic>
 #include <deque>
+#include <mutex>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -66,7 +69,51 @@ bool yuv_format_of(AVPixelFormat pf, kernels::YuvFormat& f) {
   return true;
 }
 
+// ------------------------------------------------------------ FFmpeg's log
+
+// The demuxers of open VideoFiles, and where an error each reported goes.
+// An error is noted on the thread that reads the file (FFmpeg logs from
+// inside av_read_frame), the one that reads the note.
+std::mutex g_watch_mutex;
+std::unordered_map<const void*, std::string*> g_watched;
+std::atomic<FfmpegLogSink> g_sink{nullptr};
+
+void on_ffmpeg_log(void* avcl, int level, const char* fmt, va_list args) {
+  if (level <= AV_LOG_ERROR && avcl && *static_cast<const AVClass* const*>(avcl) == avformat_get_class()) {
+    std::lock_guard lock(g_watch_mutex);
+    const auto it = g_watched.find(avcl);
+    if (it != g_watched.end() && it->second->empty()) {
+      char line[256];
+      va_list copy;
+      va_copy(copy, args);
+      const int n = std::vsnprintf(line, sizeof line, fmt, copy);
+      va_end(copy);
+      std::string text(line, n > 0 ? std::min<std::size_t>(static_cast<std::size_t>(n), sizeof line - 1) : 0);
+      while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '.')) text.pop_back();
+      *it->second = text.empty() ? "an error" : text;
+    }
+  }
+  if (const FfmpegLogSink sink = g_sink.load()) return sink(avcl, level, fmt, args);
+  av_log_default_callback(avcl, level, fmt, args);
+}
+
+void install_ffmpeg_log() {
+  static std::once_flag once;
+  std::call_once(once, [] { av_log_set_callback(&on_ffmpeg_log); });
+}
+
+void watch_demuxer(const AVFormatContext* fmt, std::string* error) {
+  std::lock_guard lock(g_watch_mutex);
+  if (error) g_watched[fmt] = error;
+  else g_watched.erase(fmt);
+}
+
 }  // namespace
+
+void set_ffmpeg_log_sink(FfmpegLogSink sink) {
+  g_sink.store(sink);
+  install_ffmpeg_log();
+}
 
 kernels::ColorMatrix matrix_of(int av_color_space, int width, int height) noexcept {
   switch (static_cast<AVColorSpace>(av_color_space)) {
@@ -299,6 +346,9 @@ struct VideoFile::Impl {
   // it is delivered; the drain still runs so that later calls are clean).
   std::string damage;
   std::int64_t damage_pts = AV_NOPTS_VALUE;
+  // An error the demuxer logged while it read (FFmpeg's log callback): it
+  // skipped data it could not parse, and frames with it.
+  std::string demux_error;
   // The packets sent whose frames have not come out, in decode order
   // (number, presentation time). A frame is delivered only once every frame
   // decoded before it has come out: a frame the decoder finds damaged (a P
@@ -321,7 +371,21 @@ struct VideoFile::Impl {
     dec.reset();
     av_packet_free(&pkt);
     av_packet_free(&ahead);
-    avformat_close_input(&fmt);
+    close_input(fmt);
+  }
+  // Opens `path` into `into`, its demuxer's errors watched (demux_error).
+  int open_input(AVFormatContext*& into) {
+    into = avformat_alloc_context();
+    if (!into) return AVERROR(ENOMEM);
+    watch_demuxer(into, &demux_error);
+    const AVFormatContext* was = into;
+    const int r = avformat_open_input(&into, path.c_str(), nullptr, nullptr);  // frees it on failure
+    if (r < 0) watch_demuxer(was, nullptr);
+    return r;
+  }
+  static void close_input(AVFormatContext*& f) {
+    if (f) watch_demuxer(f, nullptr);
+    avformat_close_input(&f);
   }
 
   void open(VideoFileOptions opts);
@@ -391,13 +455,13 @@ bool VideoFile::Impl::restart(Resync how) {
     if (av_seek_frame(fmt, stream, last_pts, AVSEEK_FLAG_BACKWARD) < 0) return false;
   } else {  // from the start: opened again (a seek to the start is not exact in every container)
     AVFormatContext* again = nullptr;
-    if (avformat_open_input(&again, path.c_str(), nullptr, nullptr) < 0) return false;
+    if (open_input(again) < 0) return false;
     if (avformat_find_stream_info(again, nullptr) < 0 || static_cast<int>(again->nb_streams) <= stream ||
         again->streams[stream]->codecpar->codec_id != fmt->streams[stream]->codecpar->codec_id) {
-      avformat_close_input(&again);
+      close_input(again);
       return false;
     }
-    avformat_close_input(&fmt);
+    close_input(fmt);
     fmt = again;
   }
   try {
@@ -408,6 +472,7 @@ bool VideoFile::Impl::restart(Resync how) {
   hold = 0;
   held.clear();
   pending.clear();
+  demux_error.clear();
   draining = drained = false;
   have_ahead = false;
   av_packet_unref(ahead);
@@ -441,7 +506,8 @@ bool VideoFile::Impl::seen_before(const Decoded& d) {
 
 void VideoFile::Impl::open(VideoFileOptions opts) {
   auto fail = [&](const std::string& why) { throw Error(fmt::format("'{}': {}", path, why)); };
-  int r = avformat_open_input(&fmt, path.c_str(), nullptr, nullptr);
+  install_ffmpeg_log();
+  int r = open_input(fmt);
   if (r < 0) fail("cannot open video (" + av_error(r) + ")");
   r = avformat_find_stream_info(fmt, nullptr);
   if (r < 0) fail("cannot read the stream information (" + av_error(r) + ")");
@@ -604,6 +670,20 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
     }
     if (draining) return finish();  // cannot happen: a draining decoder ends with EOF
     r = read_video_packet(pkt);
+    if (!demux_error.empty() && damage.empty()) {
+      // The demuxer skipped data it could not parse, frames with it: the
+      // break is at the first frame the decoder has not put out yet (the
+      // frames it holds for display may come after a skipped one; it puts
+      // out a frame once no frame decoded later can come before it). With
+      // frame threads, as one thread would put them out.
+      if (r >= 0) av_packet_unref(pkt);
+      if (hold > 0 && !relocated && relocate()) continue;
+      damage = fmt::format("the demuxer skipped damaged data ({})", demux_error);
+      damage_pts = INT64_MIN;  // the frames already put out (held) are delivered
+      dec->send(nullptr);
+      draining = true;
+      continue;
+    }
     if (r == AVERROR_EOF) {
       dec->send(nullptr);
       draining = true;

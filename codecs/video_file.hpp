@@ -10,7 +10,9 @@
 // (the decoder is drained first, so B-frames still inside it are not lost);
 // the break is the video's one failure, naming that frame. A frame is not
 // whole when
-//  - the demuxer fails other than at the end of the file (a read error), or
+//  - the demuxer reports data it skips (FFmpeg logs it and reads on: a
+//    Matroska block it cannot parse loses the rest of its cluster), or
+//    fails other than at the end of the file (a read error), or
 //    the file ends inside a packet (the container marks the last packet cut
 //    short or corrupt; one marked inside the file, as at an MPEG-TS
 //    continuity jump where two streams were joined, goes to the decoder);
@@ -31,6 +33,7 @@
 // decode to a valid, wrong picture that no decoder sees (docs/video.md).
 #pragma once
 
+#include <cstdarg>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -139,5 +142,13 @@ class VideoFile {
 
 // The libav* versions this was built and runs with ("libavformat 59.27.100, ...").
 std::string libav_versions();
+
+// FFmpeg's log lines go through one callback of the process, installed by
+// the first VideoFile (or by this call): it notes the errors a VideoFile's
+// demuxer reports while it skips damaged data (a Matroska block it cannot
+// parse: "Error parsing frame sizes"), which break that file, and passes
+// every line to `sink` (null: FFmpeg's own printing to stderr).
+using FfmpegLogSink = void (*)(void* avcl, int level, const char* fmt, std::va_list args);
+void set_ffmpeg_log_sink(FfmpegLogSink sink);
 
 }  // namespace imgpipe::codecs

@@ -1,7 +1,5 @@
 #include "native_logs.hpp"
 
-#include <dlfcn.h>
-
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
@@ -9,6 +7,7 @@
 
 #include <spdlog/logger.h>
 
+#include "codecs/video_file.hpp"
 #include "imgpipe/log.hpp"
 
 namespace imgpipe::stages {
@@ -41,17 +40,10 @@ int ffmpeg_level_to_spdlog(int av_level) noexcept {
 }
 
 bool route_native_logs() {
-  static const bool routed = [] {
-    using Callback = void (*)(void*, int, const char*, va_list);
-    using SetCallback = void (*)(Callback);
-    // libavutil is in the process when OpenCV's video I/O is (Debian links
-    // it); nothing to route otherwise.
-    auto* set = reinterpret_cast<SetCallback>(dlsym(RTLD_DEFAULT, "av_log_set_callback"));
-    if (set == nullptr) return false;
-    set(&on_ffmpeg_message);
-    return true;
-  }();
-  return routed;
+  // Through the codecs layer's callback, which also watches the video
+  // files' demuxers (codecs/video_file.hpp).
+  codecs::set_ffmpeg_log_sink(&on_ffmpeg_message);
+  return true;
 }
 
 }  // namespace imgpipe::stages

@@ -7,14 +7,14 @@
 // not found", "Invalid NAL unit size") become imgpipe info lines for
 // FFmpeg's errors and debug lines for its warnings, prefixed "ffmpeg: ";
 // the failure itself still reaches the report and the failed-input warning
-// with imgpipe's own reason. The callback is looked up at run time
-// (av_log_set_callback in the process), so imgpipe does not link FFmpeg.
+// with imgpipe's own reason. The lines come through the codecs layer's
+// callback (codecs::set_ffmpeg_log_sink), which the video route needs too.
 #pragma once
 
 namespace imgpipe::stages {
 
-// Installs the routing once per process (later calls do nothing). True when
-// FFmpeg's logging was found and routed.
+// Installs the routing (later calls do nothing new). True: FFmpeg's
+// logging is routed.
 bool route_native_logs();
 
 // FFmpeg's level (AV_LOG_*) of a message, mapped to imgpipe's logger:

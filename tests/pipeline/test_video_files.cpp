@@ -313,3 +313,32 @@ TEST_CASE("video files: a frame decoded after a damaged one is not delivered, th
     }
   }
 }
+
+TEST_CASE("video files: a Matroska block the demuxer cannot parse and skips breaks the file, with any number of threads") {
+  // FFmpeg's Matroska demuxer logs "Error parsing frame sizes" and goes on
+  // at the next cluster: a dozen frames would be lost without a word.
+  imgpipe::test::TempDir d;
+  ffmpeg("-f lavfi -i mandelbrot=s=320x240:r=25 -t 2 -pix_fmt yuv420p -c:v libx264 -threads 1 -g 25 -bf 3 " +
+         (d / "b.mkv").string());
+  const Decoded good = decode_all(d / "b.mkv");
+  REQUIRE(good.frames.size() == 50);
+  std::vector<unsigned char> b = imgpipe::test::read_bytes(d / "b.mkv");
+  const std::size_t at = b.size() * 12 / 60;  // a block's lace sizes
+  for (std::size_t i = at; i < at + 16; ++i) b[i] ^= 0x5a;
+  imgpipe::test::write_bytes(d / "skipped.mkv", b);
+  std::size_t single = 0;
+  for (const int threads : {1, 2, 4}) {
+    CAPTURE(threads);
+    const Decoded bad = decode_all(d / "skipped.mkv", threads);
+    MESSAGE(threads << " threads: " << bad.frames.size() << " frames, " << bad.error);
+    CHECK(bad.end == VideoFile::Next::broken);
+    CHECK(bad.error.find("the demuxer skipped damaged data") != std::string::npos);
+    if (threads == 1) single = bad.frames.size();
+    CHECK(bad.frames.size() == single);
+    CHECK(bad.frames.size() >= 5);
+    for (std::size_t i = 0; i < bad.frames.size(); ++i) {
+      CAPTURE(i);
+      CHECK(cv::norm(bad.frames[i], good.frames[i], cv::NORM_INF) == 0);
+    }
+  }
+}
