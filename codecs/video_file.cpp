@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <atomic>
 #include <deque>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -14,6 +16,7 @@ extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavcodec/bsf.h>
 #include <libavformat/avformat.h>
+#include <libavutil/crc.h>
 #include <libavutil/display.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
@@ -68,6 +71,131 @@ bool yuv_format_of(AVPixelFormat pf, kernels::YuvFormat& f) {
   }
   return true;
 }
+
+// ---------------------------------------------------- Matroska's checksums
+
+// The CRC-32 elements that FFmpeg's Matroska muxer (and others) write first
+// in every cluster, checked as the demuxer reaches each cluster: FFmpeg's
+// demuxer skips them, and damage in a frame's entropy-coded data decodes
+// without an error in most HEVC and VP9 streams. The file is read a second
+// time, a cluster at a time, through its own handle.
+class ClusterCheck {
+ public:
+  explicit ClusterCheck(const std::string& path) : f_(std::fopen(path.c_str(), "rb")) {
+    std::uint32_t id = 0;
+    std::uint64_t size = 0;
+    int at = 0;
+    // The EBML header, then the segment whose children are the clusters.
+    if (!f_ || !header(0, id, size, at) || id != 0x1A45DFA3) {
+      stop();
+      return;
+    }
+    const std::int64_t seg = at + static_cast<std::int64_t>(size);
+    if (!header(seg, id, size, at) || id != 0x18538067) {
+      stop();
+      return;
+    }
+    next_ = seg + at;
+    end_ = size == kUnknown ? INT64_MAX : next_ + static_cast<std::int64_t>(size);
+  }
+  ~ClusterCheck() { stop(); }
+  ClusterCheck(const ClusterCheck&) = delete;
+  ClusterCheck& operator=(const ClusterCheck&) = delete;
+
+  // Checks the clusters up to the one holding byte `pos` of the file. False
+  // when one fails its check; `time` is then its timestamp (the packets'
+  // time base: Matroska's TimestampScale) and `end` the byte after it.
+  bool upto(std::int64_t pos, std::int64_t& time, std::int64_t& end) {
+    while (f_ && next_ <= pos && next_ < end_) {
+      std::uint32_t id = 0;
+      std::uint64_t size = 0;
+      int at = 0;
+      if (!header(next_, id, size, at) || size == kUnknown) {
+        stop();  // a live-written file (sizes unknown) or a broken header: the demuxer judges it
+        break;
+      }
+      const std::int64_t body = next_ + at;
+      next_ = body + static_cast<std::int64_t>(size);
+      if (id != 0x1F43B675 || size < 6 || size > (std::uint64_t{1} << 30)) continue;  // not a cluster
+      buf_.resize(size);
+      if (std::fseek(f_, static_cast<long>(body), SEEK_SET) != 0 || std::fread(buf_.data(), 1, size, f_) != size) {
+        stop();  // cut short: the demuxer finds that
+        break;
+      }
+      if (buf_[0] != 0xBF || buf_[1] != 0x84) continue;  // no CRC-32 element
+      const std::uint32_t stored = buf_[2] | (buf_[3] << 8) | (buf_[4] << 16) | (std::uint32_t{buf_[5]} << 24);
+      const std::uint32_t crc =
+          av_crc(av_crc_get_table(AV_CRC_32_IEEE_LE), UINT32_MAX, buf_.data() + 6, size - 6) ^ UINT32_MAX;
+      if (crc != stored) {
+        time = timestamp();
+        end = next_;
+        return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  static constexpr std::uint64_t kUnknown = ~std::uint64_t{0};
+  void stop() {
+    if (f_) std::fclose(f_);
+    f_ = nullptr;
+  }
+  // An EBML element's ID and data size at `pos` (`at`: the header's bytes).
+  bool header(std::int64_t pos, std::uint32_t& id, std::uint64_t& size, int& at) {
+    unsigned char h[12];
+    if (std::fseek(f_, static_cast<long>(pos), SEEK_SET) != 0) return false;
+    const std::size_t got = std::fread(h, 1, sizeof h, f_);
+    int n = 0;
+    std::uint64_t v = 0;
+    if (!vint(h, got, 0, true, v, n) || n > 4) return false;
+    id = static_cast<std::uint32_t>(v);
+    int m = 0;
+    if (!vint(h, got, n, false, size, m)) return false;
+    at = n + m;
+    return true;
+  }
+  // An EBML variable-length integer at h[i] (with its length marker for IDs).
+  static bool vint(const unsigned char* h, std::size_t got, int i, bool keep, std::uint64_t& v, int& n) {
+    if (static_cast<std::size_t>(i) >= got || h[i] == 0) return false;
+    n = 1;
+    unsigned mask = 0x80;
+    while (!(h[i] & mask)) ++n, mask >>= 1;
+    if (static_cast<std::size_t>(i + n) > got) return false;
+    v = keep ? h[i] : (h[i] & (mask - 1));
+    bool ones = v == mask - 1;
+    for (int k = 1; k < n; ++k) {
+      v = (v << 8) | h[i + k];
+      ones = ones && h[i + k] == 0xFF;
+    }
+    if (!keep && ones) v = kUnknown;
+    return true;
+  }
+  // The timestamp of the cluster in buf_ (its Timestamp child), 0 if none.
+  std::int64_t timestamp() const {
+    std::size_t i = 6;
+    while (i + 2 <= buf_.size()) {
+      std::uint64_t id = 0, size = 0;
+      int n = 0, m = 0;
+      if (!vint(buf_.data(), buf_.size(), static_cast<int>(i), true, id, n) ||
+          !vint(buf_.data(), buf_.size(), static_cast<int>(i) + n, false, size, m) || size > 8)
+        break;
+      i += static_cast<std::size_t>(n + m);
+      if (id == 0xE7 && i + size <= buf_.size()) {
+        std::int64_t t = 0;
+        for (std::uint64_t k = 0; k < size; ++k) t = (t << 8) | buf_[i + k];
+        return t;
+      }
+      i += size;
+    }
+    return 0;
+  }
+
+  std::FILE* f_ = nullptr;
+  std::int64_t next_ = 0;  // the next segment child to check
+  std::int64_t end_ = 0;   // of the segment
+  std::vector<unsigned char> buf_;
+};
 
 // ------------------------------------------------------------ FFmpeg's log
 
@@ -349,6 +477,13 @@ struct VideoFile::Impl {
   // An error the demuxer logged while it read (FFmpeg's log callback): it
   // skipped data it could not parse, and frames with it.
   std::string demux_error;
+  std::unique_ptr<ClusterCheck> clusters;  // a Matroska file's CRC-32 checks
+  // A cluster that failed its check, from its timestamp to its end (a byte
+  // offset): its frames wait, so that the decoder can place the damage; if
+  // it finds none by the cluster's end, the break is at its start.
+  std::int64_t suspect_time = INT64_MAX, suspect_end = -1;
+  std::int64_t suspect_seq = INT64_MAX;  // the number of its first packet sent
+  bool crc_drain = false;  // past the cluster: the decoder drains, its last chance to place the damage
   // The packets sent whose frames have not come out, in decode order
   // (number, presentation time). A frame is delivered only once every frame
   // decoded before it has come out: a frame the decoder finds damaged (a P
@@ -431,6 +566,11 @@ struct VideoFile::Impl {
   }
   bool relocate();
   bool restart(Resync how);
+  // A frame of a cluster that failed its CRC-32 check, or shown after one:
+  // it waits for the decoder's verdict on the cluster.
+  bool suspect(const Decoded& d) const noexcept {
+    return suspect_end >= 0 && (d.pts == AV_NOPTS_VALUE || d.pts >= suspect_time || (d.seq >= 0 && d.seq >= suspect_seq));
+  }
   // Every frame decoded before `d` has come out (so none of them can still
   // turn out damaged).
   bool decoded_before_out(const Decoded& d) const noexcept {
@@ -473,6 +613,7 @@ bool VideoFile::Impl::restart(Resync how) {
   held.clear();
   pending.clear();
   demux_error.clear();
+  crc_drain = false;
   draining = drained = false;
   have_ahead = false;
   av_packet_unref(ahead);
@@ -532,6 +673,7 @@ void VideoFile::Impl::open(VideoFileOptions opts) {
     ts_cut = size > 0 && size % 188 != 0 && size % 192 != 0 && size % 204 != 0;
   }
   info.container = fmt->iformat ? fmt->iformat->name : "";
+  if (info.container.rfind("matroska", 0) == 0) clusters = std::make_unique<ClusterCheck>(path);
   const auto pf = static_cast<AVPixelFormat>(st->codecpar->format);
   info.pixel_format = pf == AV_PIX_FMT_NONE ? "" : av_get_pix_fmt_name(pf);
   info.width = st->codecpar->width;
@@ -630,7 +772,8 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
   if (done != Next::frame) return done;
   for (;;) {
     // Once damage is found, frames wait for the drain: it tells which are missing.
-    if (!held.empty() && (drained || (held.size() > hold && damage.empty() && decoded_before_out(held.front()))))
+    if (!held.empty() && (drained || (held.size() > hold && damage.empty() && decoded_before_out(held.front()) &&
+                                      !suspect(held.front()))))
       return deliver(out);
     if (drained) return finish();
     Decoded d;
@@ -656,6 +799,14 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
     }
     if (r == AVERROR_EOF) {
       drained = true;
+      if (crc_drain && damage.empty()) {
+        // The decoder saw nothing wrong in the cluster: no frame decoded
+        // from it is delivered, nor any shown after one.
+        const double at = static_cast<double>(suspect_time) * av_q2d(fmt->streams[stream]->time_base);
+        damaged(fmt::format("the Matroska cluster from {:.3f} s fails its CRC-32 check (damage the decoder did "
+                            "not see)", at),
+                suspect_time, suspect_seq - 1);
+      }
       // A frame sent before the damage that never came out: the break is there.
       if (!damage.empty() && damage_pts != INT64_MIN) {
         for (const Sent& p : pending) damage_pts = std::min(damage_pts, p.pts);
@@ -684,6 +835,21 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
       draining = true;
       continue;
     }
+    if (r >= 0 && clusters && pkt->pos >= 0 && suspect_end < 0 &&
+        !clusters->upto(pkt->pos, suspect_time, suspect_end)) {
+      clusters.reset();  // one damaged cluster is enough
+      suspect_seq = sent;
+    }
+    if (suspect_end >= 0 && damage.empty() && (r < 0 || pkt->pos >= suspect_end)) {
+      // Past the damaged cluster: the decoder drains (frame threads report
+      // damage frames later); if it finds none, the break is at the cluster.
+      if (r >= 0) av_packet_unref(pkt);
+      crc_drain = true;
+      dec->send(nullptr);
+      draining = true;
+      continue;
+    }
+    if (r >= 0 && suspect_end >= 0 && pkt->pts != AV_NOPTS_VALUE) suspect_time = std::min(suspect_time, pkt->pts);
     if (r == AVERROR_EOF) {
       dec->send(nullptr);
       draining = true;

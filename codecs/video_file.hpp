@@ -21,6 +21,8 @@
 //    or with decode errors (concealed damage), or drops a frame without a
 //    word; or the frame was decoded after such a frame (a B-frame refers to
 //    the P-frame decoded before it, though shown before it);
+//  - a Matroska cluster fails its CRC-32 check (the break is where the
+//    decoder finds the damage in it, else at the cluster's first frame);
 //  - the file ends before the frame count its container declares (a cut MP4
 //    or MKV whose index still lists the missing frames), beyond a tolerance
 //    of max(2, 1%) frames for containers whose count is an estimate, or an

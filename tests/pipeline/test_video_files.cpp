@@ -342,3 +342,34 @@ TEST_CASE("video files: a Matroska block the demuxer cannot parse and skips brea
     }
   }
 }
+
+TEST_CASE("video files: damage in a Matroska cluster fails its CRC-32 check, also where the decoder sees none") {
+  // Most damage in HEVC (and VP9) entropy-coded data decodes without an
+  // error; FFmpeg's Matroska muxer writes a CRC-32 in every cluster, which
+  // its demuxer does not check. The break is at the cluster's first frame,
+  // where the decoder finds no place of its own.
+  imgpipe::test::TempDir d;
+  ffmpeg("-f lavfi -i mandelbrot=s=320x240:r=25 -t 2 -pix_fmt yuv420p -c:v libx265 -x265-params log-level=error "
+         "-g 25 " + (d / "h.mkv").string());
+  const Decoded good = decode_all(d / "h.mkv");
+  REQUIRE(good.frames.size() == 50);
+  REQUIRE(good.end == VideoFile::Next::end);
+  std::vector<unsigned char> b = imgpipe::test::read_bytes(d / "h.mkv");
+  for (std::size_t i = b.size() / 2; i < b.size() / 2 + 16; ++i) b[i] ^= 0x5a;
+  imgpipe::test::write_bytes(d / "flipped.mkv", b);
+  for (const int threads : {1, 4}) {
+    CAPTURE(threads);
+    const Decoded bad = decode_all(d / "flipped.mkv", threads);
+    MESSAGE(threads << " threads: " << bad.frames.size() << " frames, " << bad.error);
+    CHECK(bad.end == VideoFile::Next::broken);
+    CHECK(bad.error.find("fails its CRC-32 check") != std::string::npos);
+    // At the cluster's first frame, or before it: x265's open GOPs show
+    // frames of a cluster (decoded after its keyframe) before the keyframe.
+    CHECK(bad.frames.size() >= 10);
+    CHECK(bad.frames.size() <= 25);
+    for (std::size_t i = 0; i < bad.frames.size(); ++i) {
+      CAPTURE(i);
+      CHECK(cv::norm(bad.frames[i], good.frames[i], cv::NORM_INF) == 0);
+    }
+  }
+}
