@@ -799,6 +799,9 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
     }
     if (r == AVERROR_EOF) {
       drained = true;
+      // Frame threads lose some of libavcodec's concealment flags: one
+      // thread decodes the cluster again before it is judged unseen damage.
+      if (crc_drain && damage.empty() && hold > 0 && !relocated && relocate()) continue;
       if (crc_drain && damage.empty()) {
         // The decoder saw nothing wrong in the cluster: no frame decoded
         // from it is delivered, nor any shown after one.
