@@ -264,7 +264,7 @@ TEST_CASE("video files: damaged files (bytes flipped mid-stream, an MPEG-TS cut)
     // thread from the frame delivered last, to find the place).
     std::size_t single = 0;
     std::string single_error;
-    for (const int threads : {1, 2, 4}) {
+    for (const int threads : {1, 4}) {
       CAPTURE(threads);
       const Decoded bad = decode_all(d / c.name, threads);
       CHECK(bad.end == VideoFile::Next::broken);
@@ -327,7 +327,7 @@ TEST_CASE("video files: a Matroska block the demuxer cannot parse and skips brea
   for (std::size_t i = at; i < at + 16; ++i) b[i] ^= 0x5a;
   imgpipe::test::write_bytes(d / "skipped.mkv", b);
   std::size_t single = 0;
-  for (const int threads : {1, 2, 4}) {
+  for (const int threads : {1, 4}) {
     CAPTURE(threads);
     const Decoded bad = decode_all(d / "skipped.mkv", threads);
     MESSAGE(threads << " threads: " << bad.frames.size() << " frames, " << bad.error);
