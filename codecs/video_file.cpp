@@ -544,11 +544,18 @@ struct VideoFile::Impl {
       damage_seq = seq;
       std::erase_if(held, [&](const Decoded& d) { return after_damage(d); });
     }
+    drain();
+  }
+  // Sends the decoder its end (once): it puts out what it holds.
+  void drain() {
     if (!draining) {
       dec->send(nullptr);
       draining = true;
     }
   }
+  // With frame threads, the first damage is placed by a one-thread decode
+  // (relocate()): true when that decode has started instead.
+  bool place_with_one_thread() { return hold > 0 && !relocated && damage.empty() && relocate(); }
   // A frame shown at or after the damage, or decoded after a damaged frame.
   bool after_damage(const Decoded& d) const noexcept {
     return !damage.empty() && (damage_pts == INT64_MIN || d.pts == AV_NOPTS_VALUE || d.pts >= damage_pts ||
@@ -558,7 +565,7 @@ struct VideoFile::Impl {
   // damage at `pts`, decoded `seq`-th): placed by a one-thread decoder when
   // frame threads found it, else as damaged() places it.
   void decoder_damage(std::string why, std::int64_t pts, std::int64_t seq = INT64_MAX) {
-    if (hold > 0 && !relocated && damage.empty() && relocate()) return;
+    if (place_with_one_thread()) return;
     // Damage before the decoder is back at the frame delivered last: the
     // seek may have landed between keyframes; from the start.
     if (resync == Resync::overlap && damage.empty() && restart(Resync::count)) return;
@@ -801,7 +808,7 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
       drained = true;
       // Frame threads lose some of libavcodec's concealment flags: one
       // thread decodes the cluster again before it is judged unseen damage.
-      if (crc_drain && damage.empty() && hold > 0 && !relocated && relocate()) continue;
+      if (crc_drain && place_with_one_thread()) continue;
       if (crc_drain && damage.empty()) {
         // The decoder saw nothing wrong in the cluster: no frame decoded
         // from it is delivered, nor any shown after one.
@@ -831,11 +838,10 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
       // out a frame once no frame decoded later can come before it). With
       // frame threads, as one thread would put them out.
       if (r >= 0) av_packet_unref(pkt);
-      if (hold > 0 && !relocated && relocate()) continue;
+      if (place_with_one_thread()) continue;
       damage = fmt::format("the demuxer skipped damaged data ({})", demux_error);
       damage_pts = INT64_MIN;  // the frames already put out (held) are delivered
-      dec->send(nullptr);
-      draining = true;
+      drain();
       continue;
     }
     if (r >= 0 && clusters && pkt->pos >= 0 && suspect_end < 0 &&
@@ -848,14 +854,12 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
       // damage frames later); if it finds none, the break is at the cluster.
       if (r >= 0) av_packet_unref(pkt);
       crc_drain = true;
-      dec->send(nullptr);
-      draining = true;
+      drain();
       continue;
     }
     if (r >= 0 && suspect_end >= 0 && pkt->pts != AV_NOPTS_VALUE) suspect_time = std::min(suspect_time, pkt->pts);
     if (r == AVERROR_EOF) {
-      dec->send(nullptr);
-      draining = true;
+      drain();
       continue;
     }
     if (r < 0) {

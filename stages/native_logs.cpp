@@ -2,7 +2,6 @@
 
 #include <cstdarg>
 #include <cstdio>
-#include <mutex>
 #include <string_view>
 
 #include <spdlog/logger.h>
@@ -39,11 +38,10 @@ int ffmpeg_level_to_spdlog(int av_level) noexcept {
   return -1;
 }
 
-bool route_native_logs() {
+void route_native_logs() {
   // Through the codecs layer's callback, which also watches the video
   // files' demuxers (codecs/video_file.hpp).
   codecs::set_ffmpeg_log_sink(&on_ffmpeg_message);
-  return true;
 }
 
 }  // namespace imgpipe::stages

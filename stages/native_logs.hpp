@@ -13,9 +13,8 @@
 
 namespace imgpipe::stages {
 
-// Installs the routing (later calls do nothing new). True: FFmpeg's
-// logging is routed.
-bool route_native_logs();
+// Installs the routing (later calls do nothing new).
+void route_native_logs();
 
 // FFmpeg's level (AV_LOG_*) of a message, mapped to imgpipe's logger:
 // errors -> info, warnings -> debug, the rest dropped (-1). Exposed for tests.
