@@ -388,16 +388,12 @@ class NvdecDecoder final : public FrameDecoder {
     const unsigned width = static_cast<unsigned>(fmt.display_area.right - fmt.display_area.left);
     const unsigned height = static_cast<unsigned>(fmt.display_area.bottom - fmt.display_area.top);
     const unsigned surfaces = std::min(32u, static_cast<unsigned>(fmt.min_num_decode_surfaces) + 6u);
-    // The stream may say more than the container did: check it as the router did.
-    VideoInfo seen = info_;
-    seen.width = static_cast<int>(fmt.coded_width);
-    seen.height = static_cast<int>(fmt.coded_height);
-    seen.bit_depth = depth;
-    seen.monochrome = fmt.chroma_format == cudaVideoChromaFormat_Monochrome;
-    seen.chroma_shift_x = fmt.chroma_format == cudaVideoChromaFormat_444 ? 0 : 1;
-    seen.chroma_shift_y = fmt.chroma_format == cudaVideoChromaFormat_420 ? 1 : 0;
+    // The stream may say more than the container did. What NVDEC cannot
+    // output is refused here; a size or depth beyond the engines fails when
+    // the decoder is made (cuvidCreateDecoder's error, below).
     if (fmt.chroma_format == cudaVideoChromaFormat_Monochrome || fmt.chroma_format == cudaVideoChromaFormat_422) {
-      error_ = fmt::format("NVDEC cannot output {} frames", seen.monochrome ? "grey" : "4:2:2");
+      error_ = fmt::format("NVDEC cannot output {} frames",
+                           fmt.chroma_format == cudaVideoChromaFormat_Monochrome ? "grey" : "4:2:2");
       return 0;
     }
     if ((width | height) & 1) {

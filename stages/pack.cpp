@@ -108,21 +108,29 @@ Tally Pack::run(Work& w) {
   const FrameView& f = w.pixels.out;
   if (f.bytes > writer_->capacity() - current_->staged_bytes)
     throw std::logic_error("pack: a frame does not fit its staging slot (frame budget violated)");
-  const bool on_gpu = w.route == Route::gpu_jpeg;
-  if (w.route == Route::gpu_video) place_gpu_video(w);
-  else w.dest = {*writer_, current_->staged_bytes};  // PackCopy writes it there
-  if (on_gpu) place_gpu_jpeg(f);
-  else if (!current_->images.empty() && w.route == Route::cpu) {
-    kernels::SrcImage& img = current_->images[current_->count];
-    img = {current_->staged_bytes, f.width, f.height, 0};
-    if (f.yuv) img.yuv = f.yuv->staged;  // a video frame as decoded: the GPU converts it
+  switch (w.route) {
+    case Route::gpu_video:  // in device memory already: nothing staged
+      place_gpu_video(w);
+      break;
+    case Route::gpu_jpeg:  // the bitstream is staged; the engines decode it into the frame area
+      w.dest = {*writer_, current_->staged_bytes};  // PackCopy writes it there
+      place_gpu_jpeg(f);
+      break;
+    case Route::cpu:
+      w.dest = {*writer_, current_->staged_bytes};
+      if (!current_->images.empty()) {
+        kernels::SrcImage& img = current_->images[current_->count];
+        img = {current_->staged_bytes, f.width, f.height, 0};
+        if (f.yuv) img.yuv = f.yuv->staged;  // a video frame as decoded: the GPU converts it
+      }
+      break;
   }
   current_->staged_bytes += f.bytes;
   SampleId& id = current_->samples[current_->count];
   id.input_index = w.sample.seq;
   id.path = w.sample.input->path;  // reuses the string's capacity
   id.frame = w.sample.frame;
-  id.decoded_on_gpu = on_gpu || w.route == Route::gpu_video;
+  id.decoded_on_gpu = w.route != Route::cpu;
   current_->t0[current_->count] = w.sample.t0;
   id.label = w.sample.input->label;
   id.geometry = w.sample.geometry;
