@@ -177,6 +177,7 @@ std::string Report::to_json(int indent) const {
   j["pipeline_s"] = pipeline_s;
   j["images_per_s"] = images_per_s;
   j["steady_images_per_s"] = steady_images_per_s;
+  j["cpu_s"] = cpu_s;
   j["normalize_where"] = normalize_where;
   j["resize_where"] = resize_where;
   j["bottleneck"] = bottleneck;

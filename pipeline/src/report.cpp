@@ -1,5 +1,6 @@
 #include "report.hpp"
 
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -53,6 +54,13 @@ std::string pick_bottleneck(const std::vector<StageReport>& stages, std::uint64_
 namespace {
 
 double seconds(RunTimes::clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double process_cpu_s() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
 
 void add_inputs(Report& r, const StageSet& s, bool resize_on_gpu) {
   // One entry per image, video frame or failed video handed out, plus the
@@ -198,6 +206,7 @@ Report assemble_report(const Config& cfg, const RunPlan& plan, const StageSet& s
   add_inputs(r, s, plan.resize_on_gpu);
   r.images_per_s = r.wall_s > 0 ? r.inputs.delivered / r.wall_s : 0;
   r.steady_images_per_s = r.pipeline_s > 0 ? r.inputs.delivered / r.pipeline_s : 0;
+  r.cpu_s = process_cpu_s();
   add_stages(r, s, plan.threads);
   add_memory_and_transfer(r, cfg, s, res);
   add_decode(r, cfg, plan, s, res, t);

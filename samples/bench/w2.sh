@@ -2,7 +2,8 @@
 # W2 benchmark (video, issue 27), on the GPU machine: imgpipe and its peers at
 # their best settings in one call, RUNS timed runs each, frames/s = frames
 # counted / seconds; prints one markdown table line per entry with every run
-# and the median (also into $OUT/w2_summary.md and .json when OUT is set).
+# and the median (also into $OUT/w2_summary.md and .json when OUT is set); the
+# notes give the CPU time a frame (user + system, all of an entry's processes).
 #
 #   samples/bench/w2.sh CORPUS [RUNS]
 #
@@ -172,6 +173,7 @@ except (OSError, ValueError) as e:
     print(json.dumps({"error": f"exit {rc}, no report ({e})"})); sys.exit()
 n = r["inputs"]["delivered"]
 print(json.dumps({"frames": n, "seconds": r["wall_s"], "fps": r["images_per_s"], "steady_fps": r["steady_images_per_s"],
+                  "cpu_s": r.get("cpu_s"),
                   "setup_s": r["setup_s"], "failed": r["inputs"]["failed"], "exit": rc, "bottleneck": r.get("bottleneck"),
                   "backend": r.get("backend"), **({"error": f"exit {rc}"} if rc not in (0,) else {})}))
 PY
@@ -223,6 +225,9 @@ for name, e in entries.items():
     steady = [r["steady_fps"] for r in ok if r.get("steady_fps")]
     if steady:
         notes.append(f"after start-up: median {statistics.median(steady):.0f}")
+    cpu = [r["cpu_s"] * 1e3 / r["frames"] for r in ok if r.get("cpu_s") and r.get("frames")]
+    if cpu:  # CPU time a frame (user + system), every process of the entry
+        notes.append(f"CPU {statistics.median(cpu):.2f} ms a frame")
     if not ok and not any("skipped" in r for r in e["runs"]):
         absent = any(r.get("absent") for r in e["runs"])
         failed = failed or not absent

@@ -25,7 +25,7 @@ counted, printed as one JSON line {"frames", "seconds", "fps", ...}.
       A decoder that cannot be imported or opened prints {"error": ...} and
       exits 3 (the peer is absent on this machine, not failed).
 """
-import argparse, json, os, queue, re, shlex, subprocess, sys, threading, time
+import argparse, json, os, queue, re, resource, shlex, subprocess, sys, threading, time
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -80,11 +80,14 @@ def ffmpeg_pool(args):
 
     threads = [threading.Thread(target=worker, args=(k,)) for k, n in pools for _ in range(n)]
     t0 = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     res["seconds"] = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the FFmpeg processes' CPU time
+    res["cpu_s"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     res["fps"] = res["frames"] / res["seconds"]
     if res["failed"]:  # a process that failed makes the figure meaningless
         res["error"] = f"{len(res['failed'])} of {res['files']} processes failed, e.g. {res['failed'][0]}"

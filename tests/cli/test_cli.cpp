@@ -138,6 +138,7 @@ TEST_CASE("cli: a run writes the JSON report") {
   CHECK(j["version"] == imgpipe::version());
   CHECK(j["interrupted"] == false);
   CHECK(j["images_per_s"].get<double>() > 0);
+  CHECK(j["cpu_s"].get<double>() > 0);  // decoding took CPU time
 
   REQUIRE(j["stages"].is_array());
   std::set<std::string> names;

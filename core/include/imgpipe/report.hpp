@@ -105,6 +105,10 @@ struct Report {
   double pipeline_s = 0;  // from the first input to the final synchronise
   double images_per_s = 0;  // delivered / wall_s, including set-up and the final synchronise
   double steady_images_per_s = 0;  // delivered / pipeline_s
+  // The process's CPU time (user + system, every thread, FFmpeg's and the
+  // drivers' included) up to the report: cpu_s / delivered is the CPU cost
+  // of a frame, to set beside a peer's.
+  double cpu_s = 0;
   std::vector<StageReport> stages;
   // The stage with the highest utilization among those with a rate; empty
   // when nothing was delivered or no stage did enough work to rate.
