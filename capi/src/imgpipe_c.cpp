@@ -164,8 +164,13 @@ imgpipe::Config load_config(const char* config, imgpipe_config_kind kind, const 
   text << merged(base && base.IsMap() ? base : YAML::Node(YAML::NodeType::Map), over);
   try {
     return Config::from_yaml_string(text.c_str());
-  } catch (const ConfigError& e) {  // its line is one of the merged text's: meaningless here
-    throw ConfigError(e.key(), 0, e.reason() + " [in overrides]");
+  } catch (const ConfigError& e) {  // its lines are the merged text's: meaningless here
+    std::vector<ConfigError::Issue> issues = e.issues();
+    for (ConfigError::Issue& i : issues) {
+      i.line = 0;
+      i.reason += " [in overrides]";
+    }
+    throw ConfigError(std::move(issues));
   }
 }
 

@@ -27,6 +27,9 @@ def test_an_unknown_key_is_a_config_error_naming_it(tmp_path):
 def test_config_errors_in_overrides_and_values():
     with pytest.raises(imgpipe.ConfigError, match=r"batch\.colour.*\[in overrides\]"):
         imgpipe.Pipeline(None, inputs=[SAMPLES], batch={"colour": 1})
+    with pytest.raises(imgpipe.ConfigError) as e:  # every bad key is named, not only the first
+        imgpipe.Pipeline(None, inputs=[SAMPLES], batch={"colour": 1}, decode={"wehre": "cpu"})
+    assert "batch.colour" in str(e.value) and "decode.wehre" in str(e.value), str(e.value)
     with pytest.raises(imgpipe.ConfigError, match=r"batch\.size") as e:
         imgpipe.Pipeline({"input": {"paths": [str(SAMPLES)]}, "batch": {"size": 0}})
     assert e.value.key == "batch.size" and "range" in e.value.reason
