@@ -459,9 +459,10 @@ struct VideoFile::Impl {
   // back. Damage the decoder finds then has no place: the file is decoded
   // again from the last frame delivered with one thread, which finds the
   // place (relocate()), so the break does not depend on the threads. NVDEC
-  // checks each picture: no hold.
+  // is held back the same way (kNvdecHold), its damage placed by libavcodec.
   std::deque<Decoded> held;
   std::size_t hold = 0;
+  static constexpr std::size_t kNvdecHold = 4;
   const AVCodec* lib_codec = nullptr;  // libavcodec's decoder for the stream
   std::int64_t last_pts = AV_NOPTS_VALUE;  // of the frame delivered last
   // After relocate(): frames decoded again are dropped until the one
@@ -496,6 +497,7 @@ struct VideoFile::Impl {
   };
   std::deque<Sent> pending;
   std::int64_t sent = 0;                 // packets sent
+  std::int64_t sent_dts = AV_NOPTS_VALUE;  // the decode time of the last packet sent with one
   std::int64_t damage_seq = INT64_MAX;   // frames decoded after this one are not whole
   // A packet whose frame has not come out this many packets later makes no
   // frame of its own (H.264 reorders at most 16 frames; a second field).
@@ -619,6 +621,7 @@ bool VideoFile::Impl::restart(Resync how) {
   hold = 0;
   held.clear();
   pending.clear();
+  sent_dts = AV_NOPTS_VALUE;
   demux_error.clear();
   crc_drain = false;
   draining = drained = false;
@@ -732,9 +735,17 @@ void VideoFile::Impl::open(VideoFileOptions opts) {
       }
     }
   }
+  lib_codec = codec;
+  if (dec) {
+    // NVDEC finds some damage a few frames after libavcodec would (it
+    // conceals what libavcodec rejects, and flags a later picture): frames
+    // are held back as for frame threads, and damage NVDEC finds is placed
+    // by a one-thread libavcodec decode (relocate()), so that both routes
+    // break at the same frame.
+    hold = kNvdecHold;
+  }
   try {
     if (!dec) {
-      lib_codec = codec;
       auto lib = std::make_unique<LibavDecoder>(st, codec, opts.threads);
       hold = lib->frame_threads();
       dec = std::move(lib);
@@ -832,16 +843,22 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
     if (draining) return finish();  // cannot happen: a draining decoder ends with EOF
     r = read_video_packet(pkt);
     if (!demux_error.empty() && damage.empty()) {
-      // The demuxer skipped data it could not parse, frames with it: the
-      // break is at the first frame the decoder has not put out yet (the
-      // frames it holds for display may come after a skipped one; it puts
-      // out a frame once no frame decoded later can come before it). With
-      // frame threads, as one thread would put them out.
+      // The demuxer skipped data it could not parse, frames with it. Each
+      // skipped frame comes after every packet sent in decode order, and no
+      // frame is shown before it is decoded: the frames shown up to the last
+      // packet's decode time are whole, those after it may have a skipped
+      // one before them. The rule reads the stream alone, so every decoder
+      // and thread count breaks at the same frame. Without decode times (the
+      // first packets of some files), the frames the decoder has put out.
       if (r >= 0) av_packet_unref(pkt);
-      if (place_with_one_thread()) continue;
-      damage = fmt::format("the demuxer skipped damaged data ({})", demux_error);
-      damage_pts = INT64_MIN;  // the frames already put out (held) are delivered
-      drain();
+      std::string why = fmt::format("the demuxer skipped damaged data ({})", demux_error);
+      if (sent_dts != AV_NOPTS_VALUE) {
+        damaged(std::move(why), sent_dts + 1);
+      } else {
+        damage = std::move(why);
+        damage_pts = INT64_MIN;  // the frames already put out (held) are delivered
+        drain();
+      }
       continue;
     }
     if (r >= 0 && clusters && pkt->pos >= 0 && suspect_end < 0 &&
@@ -884,6 +901,7 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
       }
     }
     if (pts != AV_NOPTS_VALUE) pending.push_back({sent, pts});
+    if (pkt->dts != AV_NOPTS_VALUE) sent_dts = pkt->dts;
     while (!pending.empty() && pending.front().seq < sent - kReorder) pending.pop_front();
     ++sent;
     r = dec->send(pkt);
