@@ -483,6 +483,7 @@ struct VideoFile::Impl {
   // offset): its frames wait, so that the decoder can place the damage; if
   // it finds none by the cluster's end, the break is at its start.
   std::int64_t suspect_time = INT64_MAX, suspect_end = -1;
+  std::int64_t suspect_begin = -1;  // the file position of its first packet read
   std::int64_t suspect_seq = INT64_MAX;  // the number of its first packet sent
   bool crc_drain = false;  // past the cluster: the decoder drains, its last chance to place the damage
   // The packets sent whose frames have not come out, in decode order
@@ -865,6 +866,7 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
         !clusters->upto(pkt->pos, suspect_time, suspect_end)) {
       clusters.reset();  // one damaged cluster is enough
       suspect_seq = sent;
+      suspect_begin = pkt->pos;
     }
     if (suspect_end >= 0 && damage.empty() && (r < 0 || pkt->pos >= suspect_end)) {
       // Past the damaged cluster: the decoder drains (frame threads report
@@ -874,7 +876,10 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
       drain();
       continue;
     }
-    if (r >= 0 && suspect_end >= 0 && pkt->pts != AV_NOPTS_VALUE) suspect_time = std::min(suspect_time, pkt->pts);
+    // The cluster's frames shown first (open GOPs); not those read again
+    // before it after a relocation.
+    if (r >= 0 && suspect_end >= 0 && pkt->pts != AV_NOPTS_VALUE && pkt->pos >= suspect_begin)
+      suspect_time = std::min(suspect_time, pkt->pts);
     if (r == AVERROR_EOF) {
       drain();
       continue;
