@@ -556,8 +556,9 @@ struct VideoFile::Impl {
       draining = true;
     }
   }
-  // With frame threads, the first damage is placed by a one-thread decode
-  // (relocate()): true when that decode has started instead.
+  // With frame threads or NVDEC (frames held back), the first damage is
+  // placed by a one-thread libavcodec decode (relocate()): true when that
+  // decode has started instead.
   bool place_with_one_thread() { return hold > 0 && !relocated && damage.empty() && relocate(); }
   // A frame shown at or after the damage, or decoded after a damaged frame.
   bool after_damage(const Decoded& d) const noexcept {
@@ -566,7 +567,7 @@ struct VideoFile::Impl {
   }
   // Damage the decoder found (a rejected packet, a frame with concealed
   // damage at `pts`, decoded `seq`-th): placed by a one-thread decoder when
-  // frame threads found it, else as damaged() places it.
+  // frame threads or NVDEC found it, else as damaged() places it.
   void decoder_damage(std::string why, std::int64_t pts, std::int64_t seq = INT64_MAX) {
     if (place_with_one_thread()) return;
     // Damage before the decoder is back at the frame delivered last: the
@@ -744,13 +745,12 @@ void VideoFile::Impl::open(VideoFileOptions opts) {
     // by a one-thread libavcodec decode (relocate()), so that both routes
     // break at the same frame.
     hold = kNvdecHold;
+    return;
   }
   try {
-    if (!dec) {
-      auto lib = std::make_unique<LibavDecoder>(st, codec, opts.threads);
-      hold = lib->frame_threads();
-      dec = std::move(lib);
-    }
+    auto lib = std::make_unique<LibavDecoder>(st, codec, opts.threads);
+    hold = lib->frame_threads();
+    dec = std::move(lib);
   } catch (const std::exception& e) {
     fail(e.what());
   }
@@ -818,8 +818,9 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
     }
     if (r == AVERROR_EOF) {
       drained = true;
-      // Frame threads lose some of libavcodec's concealment flags: one
-      // thread decodes the cluster again before it is judged unseen damage.
+      // Frame threads lose some of libavcodec's concealment flags, and NVDEC
+      // sees damage differently: one libavcodec thread decodes the cluster
+      // again before it is judged unseen damage.
       if (crc_drain && place_with_one_thread()) continue;
       if (crc_drain && damage.empty()) {
         // The decoder saw nothing wrong in the cluster: no frame decoded
