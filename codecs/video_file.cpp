@@ -18,11 +18,13 @@ extern "C" {
 #include <libavformat/avformat.h>
 #include <libavutil/crc.h>
 #include <libavutil/display.h>
+#include <libavutil/imgutils.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 }
 
 #include "imgpipe/error.hpp"
+#include "memory/frame_pool.hpp"
 #include "video_decoder.hpp"
 #include "video_nvdec.hpp"
 #include "video_route.hpp"
@@ -369,17 +371,92 @@ std::size_t VideoFrame::bytes() const noexcept {
 
 namespace {
 
+// libavcodec's get_buffer2 with a memory::FramePool (ctx->opaque points at
+// the decoder's shared_ptr to it): the formats the GPU converts are decoded
+// into one pool block a frame, laid out as avcodec_default_get_buffer2 lays
+// them out (dimensions and line sizes aligned as the decoder asks, each
+// plane padded); other formats, and decoders that take no custom buffers,
+// get libavcodec's own. Called from the frame threads, one at a time.
+constexpr int kPlaneAlign = 64;
+
+void release_pool_block(void* opaque, std::uint8_t* data) {
+  auto* pool = static_cast<std::shared_ptr<memory::FramePool>*>(opaque);
+  (*pool)->release(data);
+  delete pool;
+}
+
+int pool_get_buffer(AVCodecContext* ctx, AVFrame* f, int flags) {
+  const auto* pool = static_cast<const std::shared_ptr<memory::FramePool>*>(ctx->opaque);
+  const auto pf = static_cast<AVPixelFormat>(f->format);
+  kernels::YuvFormat yuv;
+  if (!pool || !(ctx->codec->capabilities & AV_CODEC_CAP_DR1) || !yuv_format_of(pf, yuv))
+    return avcodec_default_get_buffer2(ctx, f, flags);
+  int w = f->width, h = f->height;
+  int align[AV_NUM_DATA_POINTERS] = {};
+  avcodec_align_dimensions2(ctx, &w, &h, align);
+  int lines[4] = {};
+  for (bool aligned = false; !aligned;) {  // widen until every line size is aligned, as libavcodec does
+    if (av_image_fill_linesizes(lines, pf, w) < 0) return avcodec_default_get_buffer2(ctx, f, flags);
+    w += w & ~(w - 1);
+    aligned = true;
+    for (int i = 0; i < 4; ++i) aligned = aligned && lines[i] % std::max(align[i], kPlaneAlign) == 0;
+  }
+  const ptrdiff_t pitches[4] = {lines[0], lines[1], lines[2], lines[3]};
+  std::size_t sizes[4] = {};
+  if (av_image_fill_plane_sizes(sizes, pf, h, pitches) < 0) return avcodec_default_get_buffer2(ctx, f, flags);
+  std::size_t offsets[4] = {}, total = 0;
+  for (int i = 0; i < 4 && sizes[i] > 0; ++i) {
+    offsets[i] = total;
+    // libavcodec's padding after each plane: 16 bytes read past the end, and the alignment
+    total += (sizes[i] + 16 + kPlaneAlign - 1 + kPlaneAlign - 1) / kPlaneAlign * kPlaneAlign;
+  }
+  memory::FramePool::Block b;
+  try {
+    b = (*pool)->allocate(total);
+  } catch (const std::exception&) {
+    return AVERROR(ENOMEM);
+  }
+  auto* owner = new (std::nothrow) std::shared_ptr<memory::FramePool>(*pool);
+  AVBufferRef* buf = owner ? av_buffer_create(static_cast<std::uint8_t*>(b.data), static_cast<int>(b.bytes),
+                                              release_pool_block, owner, 0)
+                           : nullptr;
+  if (!buf) {
+    (*pool)->release(b.data);
+    delete owner;
+    return AVERROR(ENOMEM);
+  }
+  f->buf[0] = buf;
+  for (int i = 0; i < 4; ++i) {
+    f->data[i] = sizes[i] > 0 ? buf->data + offsets[i] : nullptr;
+    f->linesize[i] = sizes[i] > 0 ? lines[i] : 0;
+  }
+  f->extended_data = f->data;
+  return 0;
+}
+
 // libavcodec with its own frame and slice threads; damage it would conceal
-// is reported (AV_EF_EXPLODE, corrupt frames).
+// is reported (AV_EF_EXPLODE, corrupt frames). With a pool, the frames of
+// the formats the GPU converts are decoded into its blocks.
 class LibavDecoder final : public FrameDecoder {
  public:
-  LibavDecoder(const AVStream* st, const AVCodec* codec, int threads) : codec_(codec->name) {
+  LibavDecoder(const AVStream* st, const AVCodec* codec, int threads, std::shared_ptr<memory::FramePool> pool)
+      : codec_(codec->name), pool_(std::move(pool)) {
     ctx_ = avcodec_alloc_context3(codec);
     frame_ = av_frame_alloc();
     try {
       if (!ctx_ || !frame_) throw std::bad_alloc();
       int r = avcodec_parameters_to_context(ctx_, st->codecpar);
       if (r < 0) throw Error("bad codec parameters (" + av_error(r) + ")");
+      if (pool_) {
+        ctx_->opaque = &pool_;
+        ctx_->get_buffer2 = pool_get_buffer;
+#if LIBAVCODEC_VERSION_MAJOR < 60
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        ctx_->thread_safe_callbacks = 1;  // pool_get_buffer may be called from the frame threads (always so from lavc 60)
+#pragma GCC diagnostic pop
+#endif
+      }
       ctx_->thread_count = std::max(0, threads);
       ctx_->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
       ctx_->err_recognition |= AV_EF_EXPLODE;  // damage is reported, not concealed (video_file.hpp's policy)
@@ -406,7 +483,7 @@ class LibavDecoder final : public FrameDecoder {
     AVFrame* ref = av_frame_alloc();
     if (!ref) return AVERROR(ENOMEM);
     av_frame_move_ref(ref, frame_);
-    out.frame = std::make_shared<VideoFrame>(ref);
+    out.frame = std::make_shared<VideoFrame>(ref, pool_ && pool_->direct(ref->data[0]));
     return 0;
   }
   std::string reason(int code) const override { return fmt::format("the {} decoder failed ({})", codec_, av_error(code)); }
@@ -421,6 +498,7 @@ class LibavDecoder final : public FrameDecoder {
     avcodec_free_context(&ctx_);
   }
   std::string codec_;
+  std::shared_ptr<memory::FramePool> pool_;  // ctx_->opaque points at it
   AVCodecContext* ctx_ = nullptr;
   AVFrame* frame_ = nullptr;
 };
@@ -441,6 +519,7 @@ struct VideoFile::Impl {
   int device = -1;  // NVDEC's, or -1: libavcodec
   std::string cpu_reason;
   VideoRouter* router = nullptr;
+  std::shared_ptr<memory::FramePool> frame_pool;  // libavcodec's frame memory (VideoFileOptions::frames)
   bool ts_cut = false;  // an MPEG-TS file that ends inside a transport packet
   std::int64_t frames = 0;
   // How far into the declared frames the file got: frames returned, or the
@@ -616,7 +695,7 @@ bool VideoFile::Impl::restart(Resync how) {
     fmt = again;
   }
   try {
-    dec = std::make_unique<LibavDecoder>(fmt->streams[stream], lib_codec, 1);
+    dec = std::make_unique<LibavDecoder>(fmt->streams[stream], lib_codec, 1, frame_pool);
   } catch (const std::exception&) {
     return false;
   }
@@ -724,6 +803,7 @@ void VideoFile::Impl::open(VideoFileOptions opts) {
   // The route: NVDEC when the router sends it there and its decoder starts,
   // else libavcodec.
   router = opts.router;
+  frame_pool = opts.frames;
   if (router) {
     VideoRouter::Choice c = router->choose(info);
     cpu_reason = std::move(c.cpu_reason);
@@ -748,7 +828,7 @@ void VideoFile::Impl::open(VideoFileOptions opts) {
     return;
   }
   try {
-    auto lib = std::make_unique<LibavDecoder>(st, codec, opts.threads);
+    auto lib = std::make_unique<LibavDecoder>(st, codec, opts.threads, opts.frames);
     hold = lib->frame_threads();
     dec = std::move(lib);
   } catch (const std::exception& e) {

@@ -45,6 +45,10 @@
 struct AVFrame;
 struct AVStream;
 
+namespace imgpipe::memory {
+class FramePool;
+}
+
 namespace imgpipe::codecs {
 
 struct VideoInfo {
@@ -70,7 +74,9 @@ struct VideoInfo {
 // Holding it keeps that buffer; dropping it returns the buffer to its pool.
 class VideoFrame {
  public:
-  explicit VideoFrame(AVFrame* f) noexcept : f_(f) {}  // takes the reference
+  // Takes the reference. `direct`: the planes are in one block of a
+  // memory::FramePool that the device can copy out of (page-locked).
+  explicit VideoFrame(AVFrame* f, bool direct = false) noexcept : f_(f), direct_(direct) {}
   // A frame in device memory of `device`: `image`'s planes are device
   // pointers into `memory`, which the frame keeps.
   VideoFrame(int device, const kernels::YuvImage& image, std::shared_ptr<const void> memory) noexcept
@@ -94,9 +100,12 @@ class VideoFrame {
   std::size_t bytes() const noexcept;  // of the decoded planes
   const AVFrame* raw() const noexcept { return f_; }  // null for a device frame
   int device() const noexcept { return device_; }     // -1: host memory
+  // A host frame the staging copies to the device by DMA (FramePool::Block::direct).
+  bool direct() const noexcept { return direct_; }
 
  private:
   AVFrame* f_ = nullptr;
+  bool direct_ = false;
   int device_ = -1;
   kernels::YuvImage image_;  // a device frame's planes
   std::shared_ptr<const void> memory_;
@@ -109,6 +118,10 @@ struct VideoFileOptions {
   // Picks the route of the file once its stream is known (NVDEC on a
   // device, or the CPU); null: the CPU. Must outlive the file.
   VideoRouter* router = nullptr;
+  // Where libavcodec decodes the frames of the formats the GPU converts
+  // (page-locked blocks the staging copies by DMA); null: libavcodec's own
+  // buffers.
+  std::shared_ptr<memory::FramePool> frames;
 };
 
 class VideoFile {

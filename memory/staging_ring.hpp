@@ -114,6 +114,8 @@ class StagingRing {
 
   // Enqueue a host->device copy of the first `bytes` of `slot` on `stream`.
   void copy_to_device(int slot, void* d_dst, std::size_t bytes, const gpu::Stream& stream) const;
+  // The same for the `bytes` from `offset` of `slot`, to d_dst.
+  void copy_to_device(int slot, std::size_t offset, void* d_dst, std::size_t bytes, const gpu::Stream& stream) const;
   // The device address of a slot in zero-copy mode (mapped memory); nullptr otherwise.
   const void* device_pointer(int slot) const noexcept;
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "imgpipe/batch.hpp"
@@ -67,6 +68,18 @@ struct GpuJpegSample {
   int width = 0, height = 0;
 };
 
+// A video frame of the batch that the transfer copies to the device straight
+// out of the decoder's page-locked buffer (codecs::VideoFrame::direct), to
+// where the staging copy would have put it: its planes dense, one after the
+// other, from `offset`.
+struct DirectFrame {
+  std::size_t offset = 0;  // from d_input's start
+  const std::uint8_t* src[3] = {nullptr, nullptr, nullptr};  // plane k: rows[k] rows of row_bytes[k] bytes,
+  std::size_t src_pitch[3] = {0, 0, 0};                      // src_pitch[k] apart
+  std::size_t row_bytes[3] = {0, 0, 0};
+  int rows[3] = {0, 0, 0};
+};
+
 struct BatchSlot {
   int slot = 0;                   // staging ring slot
   std::uint64_t index = 0;        // batch number
@@ -82,6 +95,10 @@ struct BatchSlot {
   // What the batch's kernels read in place (NVDEC's frames in device
   // memory), kept until the slot is reused: its batch is done by then.
   std::vector<std::shared_ptr<const void>> holds;
+  // The slot's bytes the CPU wrote, as (offset, bytes) runs: the transfer
+  // copies these and the direct frames between them (held in `holds`).
+  std::vector<std::pair<std::size_t, std::size_t>> written;
+  std::vector<DirectFrame> direct;
   DeviceContext* dev = nullptr;   // where the batch was dispatched
   const void* staged = nullptr;   // device-visible staged data (d_input, or the mapped slot)
   DeviceBatch batch;              // what the sink and the callback see

@@ -56,7 +56,33 @@ void Pack::start_batch() {
   current_->jpegs.clear();
   current_->frame_bytes = 0;
   current_->holds.clear();  // the slot's previous batch is done: its frames go back to their pools
+  current_->written.clear();
+  current_->direct.clear();
   current_->then = nullptr;
+}
+
+void Pack::stage_at(Work& w, std::size_t bytes) {
+  w.dest = {*writer_, current_->staged_bytes};  // PackCopy writes it there
+  auto& runs = current_->written;
+  if (!runs.empty() && runs.back().first + runs.back().second == current_->staged_bytes)
+    runs.back().second += bytes;
+  else
+    runs.emplace_back(current_->staged_bytes, bytes);
+}
+
+void Pack::place_direct(Work& w) {
+  const FrameView::Yuv& y = *w.pixels.out.yuv;
+  DirectFrame d;
+  d.offset = current_->staged_bytes;
+  for (int k = 0; k < 3; ++k) {
+    d.src[k] = y.src[k];
+    d.src_pitch[k] = y.src_pitch[k];
+    d.row_bytes[k] = y.row_bytes[k];
+    d.rows[k] = y.rows[k];
+  }
+  current_->direct.push_back(d);
+  ++direct_frames_;
+  current_->holds.push_back(std::move(w.pixels.video));  // the decoder's buffer, until the copy is done
 }
 
 void Pack::place_gpu_video(Work& w) {
@@ -113,11 +139,16 @@ Tally Pack::run(Work& w) {
       place_gpu_video(w);
       break;
     case Route::gpu_jpeg:  // the bitstream is staged; the engines decode it into the frame area
-      w.dest = {*writer_, current_->staged_bytes};  // PackCopy writes it there
+      stage_at(w, f.bytes);
       place_gpu_jpeg(f);
       break;
     case Route::cpu:
-      w.dest = {*writer_, current_->staged_bytes};
+      // A video frame in page-locked memory is copied to the device from
+      // there by the transfer; anything else is copied into the slot.
+      if (f.yuv && w.pixels.video && w.pixels.video->direct() && !res_.ring().zero_copy())
+        place_direct(w);
+      else
+        stage_at(w, f.bytes);
       if (!current_->images.empty()) {
         kernels::SrcImage& img = current_->images[current_->count];
         img = {current_->staged_bytes, f.width, f.height, 0};

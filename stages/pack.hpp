@@ -34,12 +34,18 @@ class Pack : public Stage<Pack, Takes::every_token> {
   const std::vector<InputFailure>& failures() const noexcept { return failures_; }
   std::uint64_t dropped() const noexcept { return dropped_; }  // batch.drop_last
   std::uint64_t packed() const noexcept { return packed_; }
+  // Video frames the transfer copied out of the decoder's page-locked buffer (no staging copy).
+  std::uint64_t direct_frames() const noexcept { return direct_frames_; }
 
  private:
   Tally flush(Work& w);
   void start_batch();
   void place_gpu_jpeg(const FrameView& f);
   void place_gpu_video(Work& w);
+  // The frame is copied into the slot at the batch's end (w.dest); its bytes join the slot's written runs.
+  void stage_at(Work& w, std::size_t bytes);
+  // A CPU-decoded video frame in page-locked memory: the transfer copies it (BatchSlot::direct).
+  void place_direct(Work& w);
   DeviceContext* choose_device();
   BatchResources& res_;
   Dispatch dispatch_;
@@ -47,7 +53,7 @@ class Pack : public Stage<Pack, Takes::every_token> {
   OnError on_error_;
   std::size_t decode_bytes_;
   std::vector<InputFailure> failures_;
-  std::uint64_t dropped_ = 0, packed_ = 0, batches_ = 0;
+  std::uint64_t dropped_ = 0, packed_ = 0, batches_ = 0, direct_frames_ = 0;
   BatchSlot* current_ = nullptr;
   std::optional<memory::SlotWriter> writer_;
 };

@@ -453,7 +453,8 @@ InputList build_input_list(const InputConfig& cfg) {
 }
 
 Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, int threads,
-               const std::atomic<bool>& stop, LiveOptions live, codecs::VideoRouter* router)
+               const std::atomic<bool>& stop, LiveOptions live, codecs::VideoRouter* router,
+               std::shared_ptr<memory::FramePool> frames)
     : items_(items), stop_(stop), live_(std::move(live)) {
   live_.batch_size = std::max(1, live_.batch_size);
   threads = std::max(1, threads);
@@ -466,7 +467,7 @@ Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, in
   const int at_once = static_cast<int>(std::min<std::int64_t>(interleave_, files));
   video_threads_ = video.threads > 0 ? video.threads : std::max(1, threads / std::max(1, at_once));
   VideoOptions opts{video.start, video.stride, video.max_frames, {video.open_timeout_s, video.read_timeout_s},
-                    video_threads_, router};
+                    video_threads_, router, std::move(frames)};
   // Open beside the videos in turn a few more, so that the next one's header
   // is read before its turn comes.
   const int ahead = interleave_ + std::max(2, threads / 4);

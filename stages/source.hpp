@@ -106,9 +106,11 @@ class Source {
   // `threads`: the run's decode threads (input.video's interleave and
   // threads auto are derived from them).
   // `router` (may be null: every video file on the CPU) picks each video
-  // file's decoder; it must outlive the source.
+  // file's decoder; it must outlive the source. `frames` (may be null):
+  // where libavcodec decodes the video files' frames (VideoOptions::frames).
   Source(const std::vector<InputItem>& items, const VideoConfig& video, int threads, const std::atomic<bool>& stop,
-         LiveOptions live = {}, codecs::VideoRouter* router = nullptr);
+         LiveOptions live = {}, codecs::VideoRouter* router = nullptr,
+         std::shared_ptr<memory::FramePool> frames = nullptr);
   ~Source();
   Source(const Source&) = delete;
   Source& operator=(const Source&) = delete;

@@ -26,12 +26,27 @@ Tally Transfer::run(Work& w) {
   time_copy(dev, buf);  // the previous copy out of this slot
   const nvtx::Range range("copy", b.index);  // the enqueue (a memcpy on the host backend)
   buf.copy_start.record(dev.upload);  // the GPU ops stage makes the batch's stream wait for copy_end
-  ring.copy_to_device(b.slot, buf.d_input.get(), b.staged_bytes, dev.upload);
+  auto* d = static_cast<std::uint8_t*>(buf.d_input.get());
+  std::size_t bytes = 0;
+  for (const auto& [offset, n] : b.written) {  // what the CPU wrote into the slot
+    ring.copy_to_device(b.slot, offset, d + offset, n, dev.upload);
+    bytes += n;
+  }
+  for (const DirectFrame& f : b.direct) {  // video frames out of the decoders' page-locked buffers
+    std::size_t at = f.offset;
+    for (int k = 0; k < 3; ++k) {
+      if (f.rows[k] == 0) continue;
+      gpu::copy_2d_async(d + at, f.row_bytes[k], f.src[k], f.src_pitch[k], f.row_bytes[k],
+                         static_cast<std::size_t>(f.rows[k]), dev.upload);
+      at += f.row_bytes[k] * static_cast<std::size_t>(f.rows[k]);
+    }
+    bytes += at - f.offset;
+  }
   buf.copy_end.record(dev.upload);
-  buf.copy_bytes = b.staged_bytes;
+  buf.copy_bytes = bytes;
   buf.copy_timed = true;
   b.staged = buf.d_input.get();
-  return {1, b.staged_bytes};
+  return {1, bytes};
 }
 
 void Transfer::finish() {

@@ -242,7 +242,7 @@ void VideoReader::State::end_of_stream(std::int64_t index, std::int64_t expected
 void VideoReader::State::read_file(std::int64_t& index) {
   std::unique_ptr<codecs::VideoFile> file;
   try {
-    file = std::make_unique<codecs::VideoFile>(path, codecs::VideoFileOptions{opts.threads, opts.router});
+    file = std::make_unique<codecs::VideoFile>(path, codecs::VideoFileOptions{opts.threads, opts.router, opts.frames});
   } catch (const std::exception& e) {
     // VideoFile's message starts with the path, which the failure names already.
     std::string why = e.what();

@@ -354,6 +354,12 @@ constexpr KeySpec kKeys[] = {
       "GPU decode: device memory for the decoded frames, per device (MiB); 0 = 1/64 of the device's memory. "
       "A batch's frames share it (a JPEG whose frame exceeds its share, the area over batch.size, takes the "
       "CPU route), and an engine call's frames must fit it with the frames the kernels still read."),
+  field<&C::memory, &MemoryConfig::video_frames_mb>("memory.video_frames_mb", between(-1, 1 << 24),
+      "Video files decoded on the CPU when the GPU converts their frames (transform.resize.where gpu): "
+      "page-locked memory (MiB) libavcodec decodes the frames into, from which the transfer copies them "
+      "to the device (no CPU copy into the staging); frames past it are decoded into ordinary memory and "
+      "copied into the staging. 0 = auto: 1/8 of the host's memory, at most 8192; -1 = off. Unused with "
+      "staging.transfer zero_copy."),
 
   special("devices", Kind::devices, between(0, 1024), {&read_devices, &write_devices, &check_devices, nullptr},
       "auto: the first CUDA GPU (LOCAL_RANK's GPU under a launcher), or the host backend when there is none; "

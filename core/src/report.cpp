@@ -80,6 +80,11 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
                       count(v.nvdec_frames, "frames"), count(v.cpu_files, "files"), count(v.cpu_frames, "frames"));
     if (v.decoders_made + v.decoders_reused > 0)
       os << fmt::format(" | NVDEC decoders made {}, reused {}", v.decoders_made, v.decoders_reused);
+    if (v.direct_frames > 0)
+      os << fmt::format(" | CPU frames copied from page-locked decoder memory: {} (peak {:.0f} MiB{})",
+                        v.direct_frames, v.frame_memory_peak_mib,
+                        v.frame_blocks_pageable ? fmt::format(", {} blocks past the budget", v.frame_blocks_pageable)
+                                                : std::string());
     for (const auto& [why, n] : v.cpu_reasons) os << fmt::format(" | on the CPU ({}): {}", n, why);
     os << "\n";
   }
@@ -228,7 +233,10 @@ std::string Report::to_json(int indent) const {
                 {"cpu_frames", video.cpu_frames},
                 {"cpu_reasons", reasons_json(video.cpu_reasons)},
                 {"decoders_made", video.decoders_made},
-                {"decoders_reused", video.decoders_reused}};
+                {"decoders_reused", video.decoders_reused},
+                {"direct_frames", video.direct_frames},
+                {"frame_memory_peak_mib", video.frame_memory_peak_mib},
+                {"frame_blocks_pageable", video.frame_blocks_pageable}};
   j["decode"] = {{"where", decode.where},
                  {"note", decode.note},
                  {"jpeg_engines", decode.jpeg_engines},

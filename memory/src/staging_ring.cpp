@@ -140,8 +140,14 @@ SlotWriter StagingRing::acquire() {
 }
 
 void StagingRing::copy_to_device(int slot, void* d_dst, std::size_t bytes, const gpu::Stream& stream) const {
-  if (bytes > slot_bytes_) throw std::out_of_range("StagingRing::copy_to_device: more bytes than a slot holds");
-  gpu::copy_h2d_async(d_dst, slots_.at(slot)->host, bytes, stream);
+  copy_to_device(slot, 0, d_dst, bytes, stream);
+}
+
+void StagingRing::copy_to_device(int slot, std::size_t offset, void* d_dst, std::size_t bytes,
+                                 const gpu::Stream& stream) const {
+  if (offset > slot_bytes_ || bytes > slot_bytes_ - offset)
+    throw std::out_of_range("StagingRing::copy_to_device: past the end of the slot");
+  gpu::copy_h2d_async(d_dst, static_cast<const char*>(slots_.at(slot)->host) + offset, bytes, stream);
 }
 
 const void* StagingRing::device_pointer(int slot) const noexcept {

@@ -136,6 +136,12 @@ void add_decode(Report& r, const Config& cfg, const RunPlan& plan, const StageSe
     const codecs::NvdecFigures n = codecs::nvdec_figures();
     r.video.decoders_made = n.made;
     r.video.decoders_reused = n.reused;
+    r.video.direct_frames = s.pack.direct_frames();
+    if (s.video_frames) {
+      const memory::FramePool::Figures p = s.video_frames->figures();
+      r.video.frame_memory_peak_mib = static_cast<double>(p.peak_page_locked_bytes) / (1 << 20);
+      r.video.frame_blocks_pageable = p.pageable_blocks;
+    }
   }
   d.gpu_fallbacks = s.gpu_decode.fallbacks.load();
   d.gpu = s.gpu_decode.images.load();

@@ -64,6 +64,9 @@ struct RunPlan {
   bool gpu_decode_adaptive = false;
   std::string decode_note;
   std::size_t max_decoded_frame = 0;  // bytes of the largest frame the GPU decodes (w x h x 3)
+  // Page-locked bytes for the CPU route's video frames (memory.video_frames_mb
+  // resolved); 0: libavcodec's own buffers, copied into the staging.
+  std::size_t video_frames_bytes = 0;
   // JPEGs per engine call (decode.gpu_batch, resolved; 0: each batch alone)
   // and the batches the GPU ops stage may gather for one call (the slots
   // include GpuOps::kCallsAhead + 1 times that many more than the tokens

@@ -62,6 +62,17 @@ std::unique_ptr<codecs::VideoRouter> make_video_router(const Config& cfg, const 
   }
   return std::make_unique<codecs::VideoRouter>(std::move(o));
 }
+
+std::shared_ptr<memory::FramePool> make_video_frames(const RunPlan& plan, const stages::BatchResources& resources) {
+  if (plan.video_frames_bytes == 0 || resources.ring().zero_copy()) return nullptr;
+  memory::FramePoolOptions o;
+  o.device = plan.devices.front();
+  // Pinned for every context: the readers' threads allocate them with
+  // whatever device is current there, and every GPU of the run copies out.
+  o.portable = true;
+  o.budget_bytes = plan.video_frames_bytes;
+  return std::make_shared<memory::FramePool>(o);
+}
 }  // namespace
 
 StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,
@@ -69,7 +80,8 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
                    const RunHooks& hooks)
     : steering(plan.gpu_decode_adaptive, kInitialGpuShare, plan.threads, static_cast<int>(plan.devices.size())),
       video_router(make_video_router(cfg, plan, inputs)),
-      source(inputs.items, cfg.input.video, plan.threads, stop, hooks.live, video_router.get()),
+      video_frames(make_video_frames(plan, resources)),
+      source(inputs.items, cfg.input.video, plan.threads, stop, hooks.live, video_router.get(), video_frames),
       decode(cfg.decode, cfg.transform, cfg.input.video.orientation, plan.resize_on_gpu ? plan.frame_budget : 0),
       transform(cfg.transform, !plan.normalize_on_gpu, plan.resize_on_gpu, plan.frame_budget),
       pack(resources, cfg.dispatch, cfg.batch, cfg.input.on_error, plan.layout.decode_bytes),

@@ -15,6 +15,7 @@
 #include "stages/probe.hpp"
 #include "stages/read.hpp"
 #include "stages/sink.hpp"
+#include "memory/frame_pool.hpp"
 #include "stages/source.hpp"
 #include "stages/transfer.hpp"
 #include "stages/transform.hpp"
@@ -37,6 +38,9 @@ struct StageSet {
   codecs::RouteSteering steering;
   codecs::GpuDecodeMeter gpu_decode;
   std::unique_ptr<codecs::VideoRouter> video_router;  // null without video files
+  // Page-locked memory the CPU route decodes video frames into (null: none,
+  // RunPlan::video_frames_bytes). Frames keep it alive past the run.
+  std::shared_ptr<memory::FramePool> video_frames;
   stages::Source source;
   stages::Read read;
   std::unique_ptr<stages::Probe> probe;  // null without GPU decode (JPEGs stay on the CPU)

@@ -169,6 +169,9 @@ TEST_CASE("staging ring: writes are bounds-checked") {
     CHECK_THROWS_AS(ring.copy_to_device(w.slot(), d.get(), 1001, stream), std::out_of_range);
     CHECK_THROWS_AS(ring.copy_to_device(2, d.get(), 10, stream), std::out_of_range);
     CHECK_THROWS_AS(ring.copy_to_device(-1, d.get(), 10, stream), std::out_of_range);
+    CHECK_THROWS_AS(ring.copy_to_device(w.slot(), 995, d.get(), 6, stream), std::out_of_range);
+    CHECK_THROWS_AS(ring.copy_to_device(w.slot(), 1001, d.get(), 0, stream), std::out_of_range);
+    CHECK_THROWS_AS(ring.copy_to_device(w.slot(), 2, d.get(), max, stream), std::out_of_range);
   }
 }
 
@@ -217,6 +220,14 @@ TEST_CASE("staging ring: copy_to_device delivers exactly what was written, where
       ring.copy_to_device(0, d2.get(), cap, stream);
       const auto h2 = read_back(d2, cap, stream);
       CHECK(std::equal(e.begin(), e.begin() + 7, h2.end() - 7));
+      // A run from inside the slot (the transfer copies the runs the CPU
+      // wrote, skipping frames copied from elsewhere).
+      gpu::DeviceBuffer d4(dev, 64);
+      fill(d4, 0xAB, stream);
+      ring.copy_to_device(0, 990, d4.get(), 20, stream);
+      const auto h4 = read_back(d4, 64, stream);
+      CHECK(std::equal(want0.begin() + 990, want0.begin() + 1010, h4.begin()));
+      CHECK(std::all_of(h4.begin() + 20, h4.end(), [](unsigned char x) { return x == 0xAB; }));
 
       // After wrapping around, slot 0 is rewritten and delivers the new bytes.
       SlotWriter again = ring.acquire();

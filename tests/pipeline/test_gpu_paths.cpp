@@ -103,7 +103,11 @@ TEST_CASE("pipeline: GPU resize equals the CPU resize path bit for bit (every fi
 TEST_CASE("pipeline: video frames staged as YUV and converted by the GPU (or its twin) equal the CPU route's, bit for bit") {
   // vtest.avi (MPEG-4, 4:2:0) and tree.avi: the CPU converts (kernels/yuv.hpp)
   // and resizes (cv::resize); with resize.where gpu the frames are staged
-  // as decoded and the fused kernel converts and resizes them.
+  // as decoded and the fused kernel converts and resizes them. The YUV
+  // frames reach the device straight out of the decoders' page-locked
+  // buffers (memory.video_frames_mb), or copied into the staging (-1), or
+  // some each way in one batch (a budget of 1 MiB holds one 768x576 frame: on a GPU the
+  // others are ordinary memory; on the host backend every block is direct).
   test::TempDir dir;
   fs::copy_file(test::opencv_data_dir() / "vtest.avi", dir / "a.avi");
   fs::copy_file(test::opencv_data_dir() / "tree.avi", dir / "b.avi");
@@ -126,6 +130,25 @@ TEST_CASE("pipeline: video frames staged as YUV and converted by the GPU (or its
       CHECK(gpu.inputs.delivered == 24);
       CHECK(gpu.inputs.failed == 0);
       CHECK(gpu.inputs.cpu_resized == 0);
+      CHECK(cpu.video.direct_frames == 0);  // the CPU converts: nothing to copy as decoded
+      CHECK(gpu.video.direct_frames == 12);  // vtest.avi's; tree.avi is Cinepak RGB, converted by the CPU
+      CHECK(gpu.video.frame_blocks_pageable == 0);
+      c.transform.normalize.where = Where::gpu;
+      c.transform.resize.where = Where::gpu;
+      c.memory.video_frames_mb = -1;
+      const Report copied = run(c, dev);
+      CHECK(copied.video.direct_frames == 0);
+      CHECK(checksums(copied) == checksums(cpu));
+      c.memory.video_frames_mb = 1;
+      const Report mixed = run(c, dev);
+      CHECK(checksums(mixed) == checksums(cpu));
+      if (dev.kind == DeviceSelection::Kind::cpu) {
+        CHECK(mixed.video.direct_frames == 12);
+      } else {
+        CHECK(mixed.video.direct_frames >= 1);
+        CHECK(mixed.video.direct_frames < 12);
+        CHECK(mixed.video.frame_blocks_pageable >= 1);
+      }
     }
   }
 }

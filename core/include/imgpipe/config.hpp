@@ -187,6 +187,10 @@ struct MemoryConfig {
   // GPU decode: the device memory for decoded frames, per device (MiB);
   // 0 = 1/64 of the device's memory.
   int gpu_frames_mb = 0;
+  // The CPU route's decoded video frames when the GPU converts them: page-
+  // locked memory (MiB) they are decoded into, copied to the device from
+  // there; 0 = auto (1/8 of the host's memory, at most 8 GiB); -1 = off.
+  int video_frames_mb = 0;
   bool operator==(const MemoryConfig&) const = default;
 };
 

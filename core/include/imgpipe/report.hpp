@@ -190,6 +190,13 @@ struct Report {
     // cannot take the stream, NVDEC is off, ...), with how many.
     std::vector<std::pair<std::string, std::uint64_t>> cpu_reasons;
     std::uint64_t decoders_made = 0, decoders_reused = 0;  // NVDEC decoders (the process's so far)
+    // CPU-decoded frames the transfer copied straight out of the decoders'
+    // page-locked buffers (memory.video_frames_mb; the others were copied
+    // into the staging by the CPU), the most page-locked MiB those buffers
+    // held, and the buffers made of ordinary memory past the budget.
+    std::uint64_t direct_frames = 0;
+    double frame_memory_peak_mib = 0;
+    std::uint64_t frame_blocks_pageable = 0;
   } video;
 
   struct Decode {

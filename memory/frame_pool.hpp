@@ -1,0 +1,84 @@
+// FramePool: the blocks a video decoder writes its frames into, page-locked
+// so that the staging copy of a frame is a DMA straight out of the decoder's
+// buffer (no CPU copy into the write-combined slot: docs/video.md, "frames
+// decoded into page-locked memory").
+//
+//   auto pool = std::make_shared<FramePool>(FramePoolOptions{.device = 0, .budget_bytes = 2u << 30});
+//   FramePool::Block b = pool->allocate(bytes);   // an idle block of that size, else a new one
+//   ... decode into b.data; if (b.direct) copy it to the device with cudaMemcpy2DAsync ...
+//   pool->release(b.data);                        // idle again, kept for the next frame
+//
+// Blocks come from a HostMemoryChain asking for pinned memory (portable for
+// several GPUs) within `budget_bytes`; past the budget, or when pinning
+// fails, blocks are ordinary pageable memory (direct false: their frames are
+// copied into the staging as before). Released blocks are kept for reuse by
+// size (a decoder asks for the same size frame after frame); idle blocks of
+// other sizes are freed when a new block would pass the budget. On the host
+// backend (device -1) every block is pageable and direct (copies there are
+// memcpy). Thread-safe; blocks may be released from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "memory/host_memory_chain.hpp"
+
+namespace imgpipe::memory {
+
+struct FramePoolOptions {
+  int device = 0;                // -1: the host backend
+  bool portable = false;         // several GPUs copy out of the blocks
+  std::size_t budget_bytes = 0;  // page-locked bytes; 0: no limit
+};
+
+class FramePool {
+ public:
+  explicit FramePool(FramePoolOptions options);
+  ~FramePool();  // frees every block; none may be in use
+  FramePool(const FramePool&) = delete;
+  FramePool& operator=(const FramePool&) = delete;
+
+  struct Block {
+    void* data = nullptr;
+    std::size_t bytes = 0;  // the request rounded up to whole pages
+    bool direct = false;    // the device can copy out of it asynchronously (page-locked, or the host backend)
+  };
+  // A block of at least `bytes`, page-aligned. Throws AllocationError when no
+  // kind of memory can be had, std::invalid_argument for 0 bytes.
+  Block allocate(std::size_t bytes);
+  // Makes a block allocate() returned idle again; other pointers are ignored.
+  void release(void* p) noexcept;
+  // Whether `p` is the start of a block in use whose frames the device can
+  // copy directly (Block::direct).
+  bool direct(const void* p) const;
+
+  struct Figures {
+    std::size_t page_locked_bytes = 0;       // held now, in use or idle
+    std::size_t peak_page_locked_bytes = 0;
+    std::uint64_t blocks_made = 0;           // allocations from the chain
+    std::uint64_t pageable_blocks = 0;       // of them, past the budget or after a failed pin
+    std::uint64_t reused = 0;                // allocate() calls served by an idle block
+  };
+  Figures figures() const;
+
+ private:
+  struct Info {
+    std::size_t bytes = 0;
+    bool direct = false;
+    bool idle = false;
+  };
+  void free_idle_other_than(std::size_t bytes);  // with m_ held
+
+  FramePoolOptions opt_;
+  HostMemoryChain chain_;
+  mutable std::mutex m_;
+  std::unordered_map<const void*, Info> blocks_;    // every block held, in use or idle
+  std::multimap<std::size_t, void*> idle_;          // idle blocks by size
+  Figures figures_;
+};
+
+}  // namespace imgpipe::memory

@@ -1,0 +1,87 @@
+#include "memory/frame_pool.hpp"
+
+#include <stdexcept>
+
+namespace imgpipe::memory {
+
+namespace {
+constexpr std::size_t kPage = 4096;
+
+HostChainOptions chain_options(const FramePoolOptions& o) {
+  HostChainOptions c;
+  c.kind = o.device < 0 ? MemoryKind::pageable : MemoryKind::pinned;
+  c.extra_flags = o.portable ? PinnedResource::portable : 0u;
+  c.budget_bytes = o.budget_bytes;
+  c.fallback = true;  // past the budget: pageable blocks, copied as before
+  c.device = o.device;
+  c.name = "video frames";
+  return c;
+}
+}  // namespace
+
+FramePool::FramePool(FramePoolOptions options) : opt_(options), chain_(chain_options(options)) {}
+
+FramePool::~FramePool() {
+  for (auto& [p, info] : blocks_) chain_.deallocate(const_cast<void*>(p), info.bytes, kPage);
+}
+
+void FramePool::free_idle_other_than(std::size_t bytes) {
+  for (auto it = idle_.begin(); it != idle_.end();) {
+    if (it->first == bytes) {
+      ++it;
+      continue;
+    }
+    chain_.deallocate(it->second, it->first, kPage);
+    blocks_.erase(it->second);
+    it = idle_.erase(it);
+  }
+}
+
+FramePool::Block FramePool::allocate(std::size_t bytes) {
+  if (bytes == 0) throw std::invalid_argument("FramePool: a block of 0 bytes");
+  const std::size_t size = (bytes + kPage - 1) / kPage * kPage;
+  std::lock_guard lk(m_);
+  if (auto it = idle_.find(size); it != idle_.end()) {
+    void* p = it->second;
+    idle_.erase(it);
+    Info& info = blocks_.at(p);
+    info.idle = false;
+    ++figures_.reused;
+    return {p, size, info.direct};
+  }
+  // Blocks of a size no decoder asks for now (a finished video's) go before
+  // the budget turns new blocks pageable.
+  if (opt_.budget_bytes > 0 && chain_.page_locked().bytes + size > opt_.budget_bytes) free_idle_other_than(size);
+  void* p = chain_.allocate(size, kPage);
+  const MemoryKind kind = chain_.kind_of(p);
+  const bool direct = is_page_locked(kind) || chain_.host_backend();
+  blocks_[p] = Info{size, direct, false};
+  ++figures_.blocks_made;
+  if (!direct) ++figures_.pageable_blocks;
+  return {p, size, direct};
+}
+
+void FramePool::release(void* p) noexcept {
+  std::lock_guard lk(m_);
+  auto it = blocks_.find(p);
+  if (it == blocks_.end() || it->second.idle) return;
+  it->second.idle = true;
+  idle_.emplace(it->second.bytes, p);
+}
+
+bool FramePool::direct(const void* p) const {
+  std::lock_guard lk(m_);
+  auto it = blocks_.find(p);
+  return it != blocks_.end() && !it->second.idle && it->second.direct;
+}
+
+FramePool::Figures FramePool::figures() const {
+  std::lock_guard lk(m_);
+  Figures f = figures_;
+  const AllocationStats s = chain_.page_locked();
+  f.page_locked_bytes = s.bytes;
+  f.peak_page_locked_bytes = s.peak_bytes;
+  return f;
+}
+
+}  // namespace imgpipe::memory
