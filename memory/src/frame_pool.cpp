@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "memory/gpu.hpp"
+
 namespace imgpipe::memory {
 
 namespace {
@@ -52,6 +54,9 @@ FramePool::Block FramePool::allocate(std::size_t bytes) {
   // Blocks of a size no decoder asks for now (a finished video's) go before
   // the budget turns new blocks pageable.
   if (opt_.budget_bytes > 0 && chain_.page_locked().bytes + size > opt_.budget_bytes) free_idle_other_than(size);
+  // The decoders' threads have no device of their own: pin from the run's
+  // (a thread's first CUDA call would otherwise start device 0's context).
+  if (!chain_.host_backend()) gpu::set_device(opt_.device);
   void* p = chain_.allocate(size, kPage);
   const MemoryKind kind = chain_.kind_of(p);
   const bool direct = is_page_locked(kind) || chain_.host_backend();
