@@ -250,8 +250,8 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
 // The CPU route's video frames are decoded into page-locked memory when the
 // GPU converts them and the staging is copied (not read in place).
 void plan_video_frames(RunPlan& p, const Config& cfg, const HostFacts& host, InputMix mix) {
-  const int mb = cfg.memory.video_frames_mb;
-  if (!mix.videos || !p.resize_on_gpu || mb < 0 || cfg.staging.transfer == TransferMode::zero_copy) return;
+  const int mb = cfg.memory.video_frames_mb;  // 0: off, -1: auto
+  if (!mix.videos || !p.resize_on_gpu || mb == 0 || cfg.staging.transfer == TransferMode::zero_copy) return;
   constexpr std::size_t most = std::size_t{8192} * kMiB;
   p.video_frames_bytes = mb > 0                 ? static_cast<std::size_t>(mb) * kMiB
                          : host.physical_memory ? std::min<std::size_t>(host.physical_memory / 8, most)

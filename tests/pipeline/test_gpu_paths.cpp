@@ -105,7 +105,7 @@ TEST_CASE("pipeline: video frames staged as YUV and converted by the GPU (or its
   // and resizes (cv::resize); with resize.where gpu the frames are staged
   // as decoded and the fused kernel converts and resizes them. The YUV
   // frames reach the device straight out of the decoders' page-locked
-  // buffers (memory.video_frames_mb), or copied into the staging (-1), or
+  // buffers (memory.video_frames_mb), or copied into the staging (0), or
   // some each way in one batch (a budget of 1 MiB holds one 768x576 frame: on a GPU the
   // others are ordinary memory; on the host backend every block is direct).
   test::TempDir dir;
@@ -126,6 +126,7 @@ TEST_CASE("pipeline: video frames staged as YUV and converted by the GPU (or its
       c.input.video.where = Where::cpu;  // the frames staged as YUV (NVDEC: tests/pipeline/test_nvdec.cpp)
       c.transform.resize.mode = mode;
       c.transform.resize.interpolation = interp;
+      c.memory.video_frames_mb = -1;  // auto
       const auto [cpu, gpu] = resized_both_ways(c, dev);
       CHECK(gpu.inputs.delivered == 24);
       CHECK(gpu.inputs.failed == 0);
@@ -135,7 +136,7 @@ TEST_CASE("pipeline: video frames staged as YUV and converted by the GPU (or its
       CHECK(gpu.video.frame_blocks_pageable == 0);
       c.transform.normalize.where = Where::gpu;
       c.transform.resize.where = Where::gpu;
-      c.memory.video_frames_mb = -1;
+      c.memory.video_frames_mb = 0;
       const Report copied = run(c, dev);
       CHECK(copied.video.direct_frames == 0);
       CHECK(checksums(copied) == checksums(cpu));

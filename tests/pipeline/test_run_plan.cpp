@@ -299,3 +299,24 @@ TEST_CASE("run plan: a run of videos alone makes no JPEG engines and, on a GPU, 
   CHECK(m.videos);
   CHECK(imgpipe::detail::input_mix(items, true).images);
 }
+
+TEST_CASE("run plan: page-locked memory for the CPU route's video frames only where the GPU converts them from a copied staging") {
+  using imgpipe::detail::InputMix;
+  const HostFacts h = facts(16, 64 * GiB, 80 * GiB, true);
+  const InputMix videos{false, true}, images{true, false};
+  Config c;
+  CHECK(RunPlan::make(c, {0}, h, false, videos).video_frames_bytes == 0);  // 0: off, the default
+  c.memory.video_frames_mb = 300;
+  CHECK(RunPlan::make(c, {0}, h, false, videos).video_frames_bytes == 300 * MiB);
+  CHECK(RunPlan::make(c, {0}, h, false, images).video_frames_bytes == 0);  // no videos
+  c.memory.video_frames_mb = -1;  // auto: 1/8 of the host's memory, at most 8 GiB
+  CHECK(RunPlan::make(c, {0}, h, false, videos).video_frames_bytes == 8 * GiB);
+  CHECK(RunPlan::make(c, {0}, facts(16, 24 * GiB), false, videos).video_frames_bytes == 3 * GiB);
+  CHECK(RunPlan::make(c, {0}, facts(16, 0), false, videos).video_frames_bytes == 2 * GiB);  // memory unknown
+  Config cpu = c;
+  cpu.transform.resize.where = Where::cpu;  // the CPU converts: nothing staged as decoded
+  CHECK(RunPlan::make(cpu, {0}, h, false, videos).video_frames_bytes == 0);
+  Config mapped = c;
+  mapped.staging.transfer = imgpipe::TransferMode::zero_copy;  // the kernels read the slot in place
+  CHECK(RunPlan::make(mapped, {0}, h, false, videos).video_frames_bytes == 0);
+}

@@ -189,7 +189,8 @@ struct MemoryConfig {
   int gpu_frames_mb = 0;
   // The CPU route's decoded video frames when the GPU converts them: page-
   // locked memory (MiB) they are decoded into, copied to the device from
-  // there; 0 = auto (1/8 of the host's memory, at most 8 GiB); -1 = off.
+  // there; 0 = off (copied into the staging by the CPU); -1 = auto (1/8 of
+  // the host's memory, at most 8 GiB).
   int video_frames_mb = 0;
   bool operator==(const MemoryConfig&) const = default;
 };
