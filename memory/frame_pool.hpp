@@ -11,11 +11,16 @@
 // Blocks come from a HostMemoryChain asking for pinned memory (portable for
 // several GPUs) within `budget_bytes`; past the budget, or when pinning
 // fails, blocks are ordinary pageable memory (direct false: their frames are
-// copied into the staging as before). Released blocks are kept for reuse by
-// size (a decoder asks for the same size frame after frame); idle blocks of
-// other sizes are freed when a new block would pass the budget. On the host
-// backend (device -1) every block is pageable and direct (copies there are
-// memcpy). Thread-safe; blocks may be released from any thread.
+// copied into the staging as before). A pool made with page_locked false
+// hands out pageable blocks only (never direct): its use is the reuse.
+// Released blocks are kept for reuse by size (a decoder asks for the same
+// size frame after frame, and the next video of a folder for the same size
+// again: libavcodec's own buffers are made afresh for every file, each page
+// faulted in and zeroed); idle blocks of other sizes are freed when a new
+// block would pass the budget or the idle blocks pass `idle_bytes`. On the
+// host backend (device -1) a page-locked pool's blocks are pageable and
+// direct (copies there are memcpy). Thread-safe; blocks may be released from
+// any thread.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +38,8 @@ struct FramePoolOptions {
   int device = 0;                // -1: the host backend
   bool portable = false;         // several GPUs copy out of the blocks
   std::size_t budget_bytes = 0;  // page-locked bytes; 0: no limit
+  bool page_locked = true;       // false: pageable blocks only, none direct
+  std::size_t idle_bytes = std::size_t{256} << 20;  // idle blocks of other sizes past this are freed on a miss
 };
 
 class FramePool {
@@ -62,6 +69,7 @@ class FramePool {
     std::uint64_t blocks_made = 0;           // allocations from the chain
     std::uint64_t pageable_blocks = 0;       // of them, past the budget or after a failed pin
     std::uint64_t reused = 0;                // allocate() calls served by an idle block
+    std::size_t idle_bytes = 0;              // held idle now
   };
   Figures figures() const;
 
@@ -72,6 +80,7 @@ class FramePool {
     bool idle = false;
   };
   void free_idle_other_than(std::size_t bytes);  // with m_ held
+  bool direct_kind(MemoryKind k) const noexcept;
 
   FramePoolOptions opt_;
   HostMemoryChain chain_;

@@ -11,7 +11,7 @@ constexpr std::size_t kPage = 4096;
 
 HostChainOptions chain_options(const FramePoolOptions& o) {
   HostChainOptions c;
-  c.kind = o.device < 0 ? MemoryKind::pageable : MemoryKind::pinned;
+  c.kind = o.device < 0 || !o.page_locked ? MemoryKind::pageable : MemoryKind::pinned;
   c.extra_flags = o.portable ? PinnedResource::portable : 0u;
   c.budget_bytes = o.budget_bytes;
   c.fallback = true;  // past the budget: pageable blocks, copied as before
@@ -35,6 +35,7 @@ void FramePool::free_idle_other_than(std::size_t bytes) {
     }
     chain_.deallocate(it->second, it->first, kPage);
     blocks_.erase(it->second);
+    figures_.idle_bytes -= it->first;
     it = idle_.erase(it);
   }
 }
@@ -48,21 +49,24 @@ FramePool::Block FramePool::allocate(std::size_t bytes) {
     idle_.erase(it);
     Info& info = blocks_.at(p);
     info.idle = false;
+    figures_.idle_bytes -= size;
     ++figures_.reused;
     return {p, size, info.direct};
   }
   // Blocks of a size no decoder asks for now (a finished video's) go before
   // the budget turns new blocks pageable.
-  if (opt_.budget_bytes > 0 && chain_.page_locked().bytes + size > opt_.budget_bytes) free_idle_other_than(size);
+  const bool pinning = opt_.page_locked && !chain_.host_backend();
+  if ((pinning && opt_.budget_bytes > 0 && chain_.page_locked().bytes + size > opt_.budget_bytes) ||
+      figures_.idle_bytes > opt_.idle_bytes)
+    free_idle_other_than(size);
   // The decoders' threads have no device of their own: pin from the run's
   // (a thread's first CUDA call would otherwise start device 0's context).
-  if (!chain_.host_backend()) gpu::set_device(opt_.device);
+  if (pinning) gpu::set_device(opt_.device);
   void* p = chain_.allocate(size, kPage);
-  const MemoryKind kind = chain_.kind_of(p);
-  const bool direct = is_page_locked(kind) || chain_.host_backend();
+  const bool direct = direct_kind(chain_.kind_of(p));
   blocks_[p] = Info{size, direct, false};
   ++figures_.blocks_made;
-  if (!direct) ++figures_.pageable_blocks;
+  if (opt_.page_locked && !direct) ++figures_.pageable_blocks;
   return {p, size, direct};
 }
 
@@ -72,6 +76,11 @@ void FramePool::release(void* p) noexcept {
   if (it == blocks_.end() || it->second.idle) return;
   it->second.idle = true;
   idle_.emplace(it->second.bytes, p);
+  figures_.idle_bytes += it->second.bytes;
+}
+
+bool FramePool::direct_kind(MemoryKind k) const noexcept {
+  return opt_.page_locked && (is_page_locked(k) || chain_.host_backend());
 }
 
 bool FramePool::direct(const void* p) const {

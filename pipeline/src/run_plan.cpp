@@ -247,9 +247,11 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
   so.track = cfg.memory.track;
 }
 
-// The CPU route's video frames are decoded into page-locked memory when the
-// GPU converts them and the staging is copied (not read in place).
+// The CPU route's video frames are decoded into a pool of blocks reused from
+// file to file; page-locked ones when the GPU converts the frames and the
+// staging is copied (not read in place).
 void plan_video_frames(RunPlan& p, const Config& cfg, const HostFacts& host, InputMix mix) {
+  p.video_frame_pool = mix.videos;
   const int mb = cfg.memory.video_frames_mb;  // 0: off, -1: auto
   if (!mix.videos || !p.resize_on_gpu || mb == 0 || cfg.staging.transfer == TransferMode::zero_copy) return;
   constexpr std::size_t most = std::size_t{8192} * kMiB;

@@ -64,8 +64,11 @@ struct RunPlan {
   bool gpu_decode_adaptive = false;
   std::string decode_note;
   std::size_t max_decoded_frame = 0;  // bytes of the largest frame the GPU decodes (w x h x 3)
-  // Page-locked bytes for the CPU route's video frames (memory.video_frames_mb
-  // resolved); 0: libavcodec's own buffers, copied into the staging.
+  // The CPU route's video frames are decoded into a memory::FramePool (video
+  // files among the inputs): page-locked, up to video_frames_bytes
+  // (memory.video_frames_mb resolved), or pageable blocks when that is 0,
+  // reused from file to file either way.
+  bool video_frame_pool = false;
   std::size_t video_frames_bytes = 0;
   // JPEGs per engine call (decode.gpu_batch, resolved; 0: each batch alone)
   // and the batches the GPU ops stage may gather for one call (the slots

@@ -64,8 +64,9 @@ std::unique_ptr<codecs::VideoRouter> make_video_router(const Config& cfg, const 
 }
 
 std::shared_ptr<memory::FramePool> make_video_frames(const RunPlan& plan, const stages::BatchResources& resources) {
-  if (plan.video_frames_bytes == 0 || resources.ring().zero_copy()) return nullptr;
+  if (!plan.video_frame_pool) return nullptr;
   memory::FramePoolOptions o;
+  o.page_locked = plan.video_frames_bytes > 0 && !resources.ring().zero_copy();
   o.device = plan.devices.front();
   // Pinned for every context: the readers' threads allocate them with
   // whatever device is current there, and every GPU of the run copies out.

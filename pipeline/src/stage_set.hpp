@@ -38,8 +38,9 @@ struct StageSet {
   codecs::RouteSteering steering;
   codecs::GpuDecodeMeter gpu_decode;
   std::unique_ptr<codecs::VideoRouter> video_router;  // null without video files
-  // Page-locked memory the CPU route decodes video frames into (null: none,
-  // RunPlan::video_frames_bytes). Frames keep it alive past the run.
+  // The blocks the CPU route decodes video frames into (null without video
+  // files; page-locked per RunPlan::video_frames_bytes). Frames keep it
+  // alive past the run.
   std::shared_ptr<memory::FramePool> video_frames;
   stages::Source source;
   stages::Read read;

@@ -4,6 +4,7 @@
 // backend every block is pageable and direct. The pinned half runs on a GPU.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -86,4 +87,34 @@ TEST_CASE("frame pool (GPU): page-locked within the budget, pageable past it, id
   CHECK(pool.figures().peak_page_locked_bytes == 2 * MiB);
   pool.release(c.data);
   pool.release(d.data);
+}
+
+TEST_CASE("frame pool: a pageable pool's blocks are never direct, and idle blocks of another size past idle_bytes are freed") {
+  FramePoolOptions o;
+  o.device = -1;
+  o.page_locked = false;
+  o.idle_bytes = 3 * MiB;
+  FramePool pool(o);
+  std::vector<FramePool::Block> small;
+  for (int i = 0; i < 4; ++i) small.push_back(pool.allocate(MiB));
+  for (const auto& b : small) {
+    CHECK_FALSE(b.direct);
+    CHECK_FALSE(pool.direct(b.data));
+  }
+  for (const auto& b : small) pool.release(b.data);
+  CHECK(pool.figures().idle_bytes == 4 * MiB);
+  const FramePool::Block again = pool.allocate(MiB);  // reused: no miss, nothing freed
+  CHECK(std::any_of(small.begin(), small.end(), [&](const FramePool::Block& b) { return b.data == again.data; }));
+  CHECK(pool.figures().idle_bytes == 3 * MiB);
+  pool.release(again.data);
+  // A miss with 4 MiB idle (> 3): the idle 1 MiB blocks go.
+  const FramePool::Block big = pool.allocate(2 * MiB);
+  CHECK(pool.figures().idle_bytes == 0);
+  CHECK(pool.figures().blocks_made == 5);
+  CHECK(pool.figures().pageable_blocks == 0);  // counted for page-locked pools only
+  pool.release(big.data);
+  // Under idle_bytes nothing is freed on a miss.
+  const FramePool::Block other = pool.allocate(MiB);
+  CHECK(pool.figures().idle_bytes == 2 * MiB);
+  pool.release(other.data);
 }
