@@ -28,9 +28,14 @@ Tally Transfer::run(Work& w) {
   buf.copy_start.record(dev.upload);  // the GPU ops stage makes the batch's stream wait for copy_end
   auto* d = static_cast<std::uint8_t*>(buf.d_input.get());
   std::size_t bytes = 0;
-  for (const auto& [offset, n] : b.written) {  // what the CPU wrote into the slot
-    ring.copy_to_device(b.slot, offset, d + offset, n, dev.upload);
-    bytes += n;
+  if (b.direct.empty()) {  // the slot as written, in one copy
+    ring.copy_to_device(b.slot, d, b.staged_bytes, dev.upload);
+    bytes = b.staged_bytes;
+  } else {
+    for (const auto& [offset, n] : b.written) {  // what the CPU wrote into the slot, around the direct frames
+      ring.copy_to_device(b.slot, offset, d + offset, n, dev.upload);
+      bytes += n;
+    }
   }
   for (const DirectFrame& f : b.direct) {  // video frames out of the decoders' page-locked buffers
     std::size_t at = f.offset;
