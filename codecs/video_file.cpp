@@ -453,7 +453,8 @@ class LibavDecoder final : public FrameDecoder {
 #if LIBAVCODEC_VERSION_MAJOR < 60
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-        ctx_->thread_safe_callbacks = 1;  // pool_get_buffer may be called from the frame threads (always so from lavc 60)
+        // pool_get_buffer may be called from the frame threads (always so from lavc 60)
+        ctx_->thread_safe_callbacks = 1;
 #pragma GCC diagnostic pop
 #endif
       }

@@ -121,7 +121,7 @@ struct VideoFileOptions {
   // Where libavcodec decodes the frames of the formats the GPU converts
   // (page-locked blocks the staging copies by DMA); null: libavcodec's own
   // buffers.
-  std::shared_ptr<memory::FramePool> frames;
+  std::shared_ptr<memory::FramePool> frames = nullptr;
 };
 
 class VideoFile {

@@ -23,32 +23,13 @@
 #include <fmt/format.h>
 
 #include "codecs/video_file.hpp"
+#include "frame_hash.hpp"
 
 namespace fs = std::filesystem;
 using imgpipe::codecs::VideoFile;
 using imgpipe::codecs::VideoFrame;
 
 namespace {
-
-// A frame's planes, hashed (FNV-1a over the visible bytes).
-std::uint64_t hash_of(const VideoFrame& f) {
-  imgpipe::kernels::YuvImage y;
-  std::uint64_t h = 1469598103934665603ull;
-  if (!f.yuv(y)) return h;
-  const auto& fm = y.format;
-  for (int p = 0; p < 3; ++p) {
-    if (p > 0 && fm.monochrome) break;
-    if (p == 2 && fm.uv_interleaved) break;
-    const int w = (p == 0 ? y.width : imgpipe::kernels::chroma_width(fm, y.width) * (fm.uv_interleaved ? 2 : 1)) *
-                  fm.bytes;
-    const int rows = p == 0 ? y.height : imgpipe::kernels::chroma_height(fm, y.height);
-    for (int r = 0; r < rows; ++r) {
-      const auto* row = static_cast<const unsigned char*>(y.plane[p]) + static_cast<std::size_t>(r) * y.pitch[p];
-      for (int x = 0; x < w; ++x) h = (h ^ row[x]) * 1099511628211ull;
-    }
-  }
-  return h;
-}
 
 struct Outcome {
   std::vector<std::uint64_t> frames;
@@ -58,10 +39,10 @@ struct Outcome {
 Outcome decode(const std::string& path, int threads) {
   Outcome o;
   try {
-    VideoFile v(path, {threads});
+    VideoFile v(path, {threads, nullptr, nullptr});
     std::shared_ptr<VideoFrame> f;
     VideoFile::Next n;
-    while ((n = v.next(f)) == VideoFile::Next::frame) o.frames.push_back(hash_of(*f));
+    while ((n = v.next(f)) == VideoFile::Next::frame) o.frames.push_back(imgpipe::samples::frame_hash(*f));
     o.broke = n == VideoFile::Next::broken;
   } catch (const std::exception&) {
     o.broke = true;  // cannot be opened: nothing delivered

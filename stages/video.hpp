@@ -39,7 +39,7 @@ struct VideoOptions {
   StreamTimeouts stream;        // stream URLs only (files and cameras ignore them)
   int threads = 1;              // files: libavcodec's decoding threads
   codecs::VideoRouter* router = nullptr;  // files: picks NVDEC or the CPU (null: the CPU)
-  std::shared_ptr<memory::FramePool> frames;  // files: libavcodec's frame memory (null: its own)
+  std::shared_ptr<memory::FramePool> frames = nullptr;  // files: the pool libavcodec decodes into (null: its own)
 };
 
 // One frame from a reader: a file's decoded YUV frame (`yuv`, with the

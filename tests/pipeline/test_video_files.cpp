@@ -219,7 +219,7 @@ struct Decoded {
 
 Decoded decode_all(const fs::path& p, int threads = 1) {
   Decoded out;
-  VideoFile v(p.string(), {threads});
+  VideoFile v(p.string(), {threads, nullptr, nullptr});
   std::shared_ptr<VideoFrame> f;
   while ((out.end = v.next(f)) == VideoFile::Next::frame) {
     cv::Mat m(f->height(), f->width(), CV_8UC3);
