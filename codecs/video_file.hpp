@@ -118,9 +118,9 @@ struct VideoFileOptions {
   // Picks the route of the file once its stream is known (NVDEC on a
   // device, or the CPU); null: the CPU. Must outlive the file.
   VideoRouter* router = nullptr;
-  // Where libavcodec decodes the frames of the formats the GPU converts
-  // (page-locked blocks the staging copies by DMA); null: libavcodec's own
-  // buffers.
+  // Where libavcodec decodes the frames of the YUV formats (blocks reused
+  // from file to file; page-locked ones the staging copies by DMA); null:
+  // libavcodec's own buffers.
   std::shared_ptr<memory::FramePool> frames = nullptr;
 };
 

@@ -1,7 +1,8 @@
-// FramePool: the blocks a video decoder writes its frames into, page-locked
-// so that the staging copy of a frame is a DMA straight out of the decoder's
-// buffer (no CPU copy into the write-combined slot: docs/video.md, "frames
-// decoded into page-locked memory").
+// FramePool: the blocks video decoders write their frames into, kept and
+// reused from file to file, and page-locked when asked, so that the staging
+// copy of a frame is a DMA straight out of the decoder's buffer (no CPU copy
+// into the write-combined slot: docs/video.md, "The frames' memory" and
+// "Frames decoded into page-locked memory").
 //
 //   auto pool = std::make_shared<FramePool>(FramePoolOptions{.device = 0, .budget_bytes = 2u << 30});
 //   FramePool::Block b = pool->allocate(bytes);   // an idle block of that size, else a new one

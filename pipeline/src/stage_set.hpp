@@ -8,6 +8,7 @@
 
 #include "imgpipe/batch.hpp"
 #include "imgpipe/config.hpp"
+#include "memory/frame_pool.hpp"
 #include "run_plan.hpp"
 #include "stages/decode.hpp"
 #include "stages/gpu_ops.hpp"
@@ -15,7 +16,6 @@
 #include "stages/probe.hpp"
 #include "stages/read.hpp"
 #include "stages/sink.hpp"
-#include "memory/frame_pool.hpp"
 #include "stages/source.hpp"
 #include "stages/transfer.hpp"
 #include "stages/transform.hpp"
