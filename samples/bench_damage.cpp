@@ -22,8 +22,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "codecs/frame_hash.hpp"
 #include "codecs/video_file.hpp"
-#include "frame_hash.hpp"
 
 namespace fs = std::filesystem;
 using imgpipe::codecs::VideoFile;
@@ -42,7 +42,7 @@ Outcome decode(const std::string& path, int threads) {
     VideoFile v(path, {threads, nullptr, nullptr});
     std::shared_ptr<VideoFrame> f;
     VideoFile::Next n;
-    while ((n = v.next(f)) == VideoFile::Next::frame) o.frames.push_back(imgpipe::samples::frame_hash(*f));
+    while ((n = v.next(f)) == VideoFile::Next::frame) o.frames.push_back(imgpipe::codecs::frame_hash(*f));
     o.broke = n == VideoFile::Next::broken;
   } catch (const std::exception&) {
     o.broke = true;  // cannot be opened: nothing delivered

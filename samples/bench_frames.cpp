@@ -22,8 +22,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "codecs/frame_hash.hpp"
 #include "codecs/video_file.hpp"
-#include "frame_hash.hpp"
 #include "memory/frame_pool.hpp"
 
 using imgpipe::codecs::VideoFile;
@@ -66,7 +66,7 @@ Run decode_all(const std::vector<std::string>& files, std::size_t hold, bool poo
     std::shared_ptr<VideoFrame> f;
     while (v.next(f) == VideoFile::Next::frame) {
       ++r.frames;
-      if (check) r.hash = (r.hash ^ imgpipe::samples::frame_hash(*f)) * 1099511628211ull;
+      if (check) r.hash = (r.hash ^ imgpipe::codecs::frame_hash(*f)) * 1099511628211ull;
       held.push_back(std::move(f));
       if (held.size() > hold) held.pop_front();
     }

@@ -1,6 +1,6 @@
 // FNV-1a over a decoded video frame's visible bytes (every plane, row by
-// row, without the padding): the samples that compare frames decoded two
-// ways (imgpipe_bench_damage, imgpipe_bench_frames) use it.
+// row, without the padding): to compare frames decoded two ways
+// (imgpipe_bench_damage, imgpipe_bench_frames, the frame pool's tests).
 #pragma once
 
 #include <cstddef>
@@ -8,9 +8,9 @@
 
 #include "codecs/video_file.hpp"
 
-namespace imgpipe::samples {
+namespace imgpipe::codecs {
 
-inline std::uint64_t frame_hash(const codecs::VideoFrame& f) {
+inline std::uint64_t frame_hash(const VideoFrame& f) {
   kernels::YuvImage y;
   std::uint64_t h = 1469598103934665603ull;
   if (!f.yuv(y)) return h;
@@ -28,4 +28,4 @@ inline std::uint64_t frame_hash(const codecs::VideoFrame& f) {
   return h;
 }
 
-}  // namespace imgpipe::samples
+}  // namespace imgpipe::codecs
