@@ -68,16 +68,23 @@ struct GpuJpegSample {
   int width = 0, height = 0;
 };
 
+// A decoded video frame's planes as they are gathered: plane k is rows[k]
+// rows of row_bytes[k] bytes, src_pitch[k] apart (FrameView::Yuv adds where
+// they go in the slot).
+struct YuvPlanes {
+  const std::uint8_t* src[3] = {nullptr, nullptr, nullptr};
+  std::size_t src_pitch[3] = {0, 0, 0};
+  std::size_t row_bytes[3] = {0, 0, 0};
+  int rows[3] = {0, 0, 0};
+};
+
 // A video frame of the batch that the transfer copies to the device straight
 // out of the decoder's page-locked buffer (codecs::VideoFrame::direct), to
 // where the staging copy would have put it: its planes dense, one after the
 // other, from `offset`.
 struct DirectFrame {
   std::size_t offset = 0;  // from d_input's start
-  const std::uint8_t* src[3] = {nullptr, nullptr, nullptr};  // plane k: rows[k] rows of row_bytes[k] bytes,
-  std::size_t src_pitch[3] = {0, 0, 0};                      // src_pitch[k] apart
-  std::size_t row_bytes[3] = {0, 0, 0};
-  int rows[3] = {0, 0, 0};
+  YuvPlanes planes;
 };
 
 struct BatchSlot {

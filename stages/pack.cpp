@@ -71,16 +71,7 @@ void Pack::stage_at(Work& w, std::size_t bytes) {
 }
 
 void Pack::place_direct(Work& w) {
-  const FrameView::Yuv& y = *w.pixels.out.yuv;
-  DirectFrame d;
-  d.offset = current_->staged_bytes;
-  for (int k = 0; k < 3; ++k) {
-    d.src[k] = y.src[k];
-    d.src_pitch[k] = y.src_pitch[k];
-    d.row_bytes[k] = y.row_bytes[k];
-    d.rows[k] = y.rows[k];
-  }
-  current_->direct.push_back(d);
+  current_->direct.push_back({current_->staged_bytes, static_cast<const YuvPlanes&>(*w.pixels.out.yuv)});
   ++direct_frames_;
   current_->holds.push_back(std::move(w.pixels.video));  // the decoder's buffer, until the copy is done
 }

@@ -97,11 +97,7 @@ struct FrameView {
   // `bytes` dense bytes gathered from these planes (plane k: rows[k] rows of
   // row_bytes[k] bytes, src_pitch[k] apart), laid out in the slot as `staged`
   // says (`data` unused).
-  struct Yuv {
-    const std::uint8_t* src[3] = {nullptr, nullptr, nullptr};
-    std::size_t src_pitch[3] = {0, 0, 0};
-    std::size_t row_bytes[3] = {0, 0, 0};
-    int rows[3] = {0, 0, 0};
+  struct Yuv : YuvPlanes {
     std::size_t bytes = 0;  // all planes, dense
     kernels::SrcYuv staged;
   };

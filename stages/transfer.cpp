@@ -38,12 +38,13 @@ Tally Transfer::run(Work& w) {
     }
   }
   for (const DirectFrame& f : b.direct) {  // video frames out of the decoders' page-locked buffers
+    const YuvPlanes& p = f.planes;
     std::size_t at = f.offset;
     for (int k = 0; k < 3; ++k) {
-      if (f.rows[k] == 0) continue;
-      gpu::copy_2d_async(d + at, f.row_bytes[k], f.src[k], f.src_pitch[k], f.row_bytes[k],
-                         static_cast<std::size_t>(f.rows[k]), dev.upload);
-      at += f.row_bytes[k] * static_cast<std::size_t>(f.rows[k]);
+      if (p.rows[k] == 0) continue;
+      gpu::copy_2d_async(d + at, p.row_bytes[k], p.src[k], p.src_pitch[k], p.row_bytes[k],
+                         static_cast<std::size_t>(p.rows[k]), dev.upload);
+      at += p.row_bytes[k] * static_cast<std::size_t>(p.rows[k]);
     }
     bytes += at - f.offset;
   }
