@@ -59,13 +59,6 @@ class SlotWriter {
 
  private:
   friend class StagingRing;
-
-// acquire() found every slot held after abandon(): the run that waited is
-// being torn down while its consumer keeps batches.
-class RingAbandoned : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
   SlotWriter(unsigned char* p, std::size_t capacity, int slot) : p_(p), capacity_(capacity), slot_(slot) {}
   unsigned char* p_;
   std::size_t capacity_;
