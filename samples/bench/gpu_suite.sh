@@ -8,7 +8,15 @@
 #   samples/bench/gpu_suite.sh OUT [PHOTOS] [parts...]
 # with programs bundled by ../shared/tools/gpu-bundle into .gpu (see README).
 # parts: tests sanitize kernels memory w1 epochs w1cmp nvjpeg peers decode live soak
-#   (default: all of them, in this order, whatever order they are given in)
+#   (default: all of them, in this order, whatever order they are given in),
+#   and two only when named: video (the video, frame pool and NVDEC cases, then
+#   compute-sanitizer memcheck on the frame pool, YUV and NVDEC cases) and w2
+#   (samples/bench/w2.sh on W2_CORPUS: `where: cpu` and the default, each with
+#   and without page-locked frames, FFmpeg's CPU and mixed peers, then a
+#   `perf record -a` profile of `where: cpu` when perf is there).
+# The video cases make their clips with ffmpeg, which the GPU machine lacks:
+# bundle it (gpu-bundle --out .gpuff /usr/bin/ffmpeg) and carry .gpuff; the
+# parts put .gpuff/run's ffmpeg on PATH. perf likewise from .gpuperf.
 #
 # Time: the whole call is held to SUITE_BUDGET_S (default 540 s) of wall time:
 # every step runs under `timeout` capped by what is left, w1.sh and peers.py
@@ -34,7 +42,9 @@
 # W1CMP_RUNS (5), PEERS_WORKERS (15; a comma list is run and reported each),
 # PEERS_SKIP (peers.py --skip: a comma list of peers to leave out),
 # NVJPEG_ARGS ("--backends hardware_device,hardware --no-pipeline both --plain off"),
-# SANITIZE_SPECS (tool:set:limit ...).
+# SANITIZE_SPECS (tool:set:limit ...), VIDEO_TESTS (the video part's doctest
+# filter), W2_CORPUS (.w2corpus: samples/make_videos.sh --parts w2,long),
+# W2_CONFIGS (w2.sh's IMGPIPE_CONFIGS, default below), W2_PEERS, W2_RUNS (3).
 set -uo pipefail
 out=$1; photos=${2:-.gpu/data/photos}; shift 2 || shift $#
 parts=${*:-tests sanitize kernels memory w1 epochs w1cmp nvjpeg peers decode live soak}
@@ -50,6 +60,16 @@ export PYTHONUNBUFFERED=1
 # looks where it was built otherwise).
 [ -f .gpu/bin/libimgpipe_nvtx_probe_tool.so ] && export IMGPIPE_NVTX_PROBE_TOOL=$PWD/.gpu/bin/libimgpipe_nvtx_probe_tool.so
 has() { [[ " $parts " == *" $1 "* ]]; }
+# ffmpeg and perf from their bundles (the video cases and W2 call them by name)
+mkdir -p /tmp/bin
+for tool in ffmpeg:.gpuff perf:.gpuperf; do
+  name=${tool%%:*}; dir=${tool#*:}
+  if ! command -v "$name" > /dev/null && [ -x "$dir/run" ]; then
+    printf '#!/bin/sh\nexec %s/%s/run bin/%s "$@"\n' "$PWD" "$dir" "$name" > "/tmp/bin/$name"
+    chmod +x "/tmp/bin/$name"
+  fi
+done
+export PATH=$PATH:/tmp/bin
 mkdir -p "$out" "$work"; rm -rf "$js"; mkdir -p "$js"
 log=$out/suite.log; summary=$out/summary.txt
 : > "$log"; : > "$summary"
@@ -322,6 +342,48 @@ if has soak && enough soak 40; then
       --json "$js/soak.json" > /tmp/soak.log 2>&1; rc=$?
     grep -v warning /tmp/soak.log >> "$log"; grep -v warning /tmp/soak.log | tail -14
     sum "soak: rc=$rc (figures in bench.json)"; merge_json
+  fi
+fi
+
+if has video && enough video 40; then
+  section "video tests (frame pool, staging, YUV, NVDEC, video files)"
+  command -v ffmpeg > /dev/null || echo "video: no ffmpeg on PATH (carry .gpuff): the cases that make clips fail" | tee -a "$log"
+  v=${VIDEO_TESTS:-'frame pool*,staging ring*,*YUV*,pipeline: GPU resize*,nvdec*,video*,inputs: videos*,pipeline: video*,gpu decode*'}
+  (time timeout -k 5 "$(cap 240)" $run bin/imgpipe_tests -tc="$v") > /tmp/video.log 2>&1; rc=$?
+  cat /tmp/video.log >> "$log"
+  grep -E "test cases|assertions|ERROR|FATAL|IMGPIPE-SKIPPED|real" /tmp/video.log | head -30
+  sum "video tests: rc=$rc $(grep -E '^\[doctest\] test cases' /tmp/video.log | tail -1 | tr -s ' ') skipped $(grep -c 'IMGPIPE-SKIPPED:' /tmp/video.log)"
+  if enough "video memcheck" 30; then
+    timeout -k 5 "$(cap 200)" compute-sanitizer --tool memcheck --error-exitcode 9 $run bin/imgpipe_tests \
+      -tc='frame pool*,*YUV*,nvdec*' > /tmp/san.log 2>&1; rc=$?
+    { echo "=== memcheck video rc=$rc"; grep -E "SUMMARY|test cases|Error|error|TEST CASE" /tmp/san.log | head -20; } >> "$log"
+    line="memcheck video rc=$rc $(grep -E 'ERROR SUMMARY|test cases' /tmp/san.log | tr '\n' ' ' | tr -s ' ')"
+    echo "$line"; sum "sanitize: $line"
+  fi
+fi
+if has w2 && enough w2 60; then
+  section "W2 (video files)"
+  w2c=${W2_CORPUS:-.w2corpus}
+  if [ -f "$w2c/manifest.json" ] && command -v ffmpeg > /dev/null; then
+    cfgs=${W2_CONFIGS:-"cpu_direct:input.video.where=cpu;memory.video_frames_mb=-1 cpu:input.video.where=cpu default: default_direct:memory.video_frames_mb=-1"}
+    env FFMPEG=ffmpeg IMGPIPE="$run bin/imgpipe" IMGPIPE_CONFIGS="$cfgs" PEERS="${W2_PEERS:-ffmpeg_cpu,ffmpeg_mixed,imgpipe,imgpipe_long}" \
+      WORK=/tmp/w2bench OUT="$out" W2_DEADLINE="$(deadline $(( $(cap 420) - 60 )))" \
+      timeout -k 5 "$(cap 420)" samples/bench/w2.sh "$w2c" "${W2_RUNS:-3}" > /tmp/w2.log 2>&1; rc=$?
+    cat /tmp/w2.log >> "$log"; grep -E "^\|" /tmp/w2.log
+    grep -E "^\| " /tmp/w2.log | sed "s/^/W2 rc=$rc /" >> "$summary" || sum "W2: rc=$rc, no table (see suite.log)"
+    # Where the time goes on every CPU: the first config's W2 run once more.
+    if command -v perf > /dev/null && enough "W2 profile" 40; then
+      first=${cfgs%% *}; cfg=/tmp/w2bench/reports/imgpipe_${first%%:*}_w2.yaml
+      if [ -f "$cfg" ]; then
+        timeout -k 5 "$(cap 60)" perf record -a -g -o /tmp/w2.perf -- \
+          $run bin/imgpipe --config "$cfg" --input /tmp/w2bench/w2 --quiet > /dev/null 2>&1
+        perf report -i /tmp/w2.perf --no-children --sort dso,sym -g none 2>/dev/null | grep -v "^#" | head -60 > "$out/w2_profile.txt"
+        sum "W2 profile: $out/w2_profile.txt ($(wc -l < "$out/w2_profile.txt") lines)"
+      fi
+    fi
+  else
+    echo "w2: skipped: no $w2c/manifest.json (samples/make_videos.sh --parts w2,long) or no ffmpeg" | tee -a "$log"
+    sum "W2: skipped (no corpus or no ffmpeg)"
   fi
 fi
 
