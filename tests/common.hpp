@@ -18,6 +18,16 @@
 
 namespace imgpipe::test {
 
+// Built under AddressSanitizer or ThreadSanitizer (CI's steps 2 and 3). A few
+// grids of pixel variants run a part of their grid there: their threads are
+// the same in every variant, and the whole grid runs in the release build
+// (step 1) and on the GPU machine.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 // The source tree (IMGPIPE_SOURCE_DIR in the environment, else the tree the
 // tests were built from) and the imgpipe CLI (IMGPIPE_CLI, else the built one):
 // the environment lets a bundled test binary run on another machine.

@@ -28,6 +28,18 @@ Config fault_config() {
   c.memory.track = true;  // a pinned block still live at shutdown is reported with its site
   return c;
 }
+
+// The CLI's arguments for a run of the default config over the first 6
+// sample images (copied into `dir`): enough for a fault at item 4, and a
+// third of the sample folder's run (each run is a whole pipeline, 10 s under
+// ThreadSanitizer for the 20 images).
+std::string cli_base(const test::TempDir& dir) {
+  const auto images = test::sample_images();
+  for (std::size_t i = 0; i < 6 && i < images.size(); ++i)
+    std::filesystem::copy_file(images[i], dir / images[i].filename().string());
+  return "--config " + (test::source_dir() / "configs" / "pipeline.yaml").string() + " --input " +
+         dir.path().string() + " --quiet";
+}
 }  // namespace
 
 TEST_CASE("faults: an exception in any stage reaches the caller, nothing leaks, the pipeline runs again") {
@@ -93,8 +105,8 @@ TEST_CASE("faults: a batch stage's fault surfaces on the last, partial batch too
 TEST_CASE("faults: unknown stage names are rejected, IMGPIPE_FAULT is parsed by the CLI") {
   CHECK_THROWS_AS(fault::inject("decoder", 1), std::invalid_argument);
   std::string out;
-  const std::string base = "--config " + (test::source_dir() / "configs" / "pipeline.yaml").string() + " --input " +
-                           test::sample_dir().string() + " --quiet";
+  const test::TempDir dir;
+  const std::string base = cli_base(dir);
   CHECK(test::run_cli("", &out) != 0);  // sanity: the helper runs the CLI
   CHECK(test::run_cli(base, &out) == 0);
   const int bad = std::system(("IMGPIPE_FAULT=decoder:1 " + test::cli_path() + " " + base + " >/dev/null 2>&1").c_str());
@@ -113,8 +125,8 @@ TEST_CASE("faults: unknown stage names are rejected, IMGPIPE_FAULT is parsed by 
 
 TEST_CASE("faults: a sticky CUDA error ends the run with a clear message and exit 1, never a hang") {
   // In a child process (the CLI): a sticky error poisons the whole CUDA context.
-  const std::string base = "--config " + (test::source_dir() / "configs" / "pipeline.yaml").string() + " --input " +
-                           test::sample_dir().string() + " --quiet";
+  const test::TempDir dir;
+  const std::string base = cli_base(dir);
   for (const DeviceSelection& dev : test::test_devices()) {
     CAPTURE(dev.to_string());
     const std::string cmd = "IMGPIPE_FAULT=gpu_trap:0 timeout 60 " + test::cli_path() + " " + base + " --device " +
