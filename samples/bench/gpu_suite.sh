@@ -88,6 +88,17 @@ enough() {  # NAME SECONDS: is there time left for a part that needs SECONDS?
     sum "$1: skipped (budget: $(left) s left, needs ~$2 s)"; return 1
   fi
 }
+# sanitize TOOL SET FILTER LIMIT: compute-sanitizer's TOOL over the cases
+# FILTER names, under LIMIT seconds; a line in the log and the summary.
+sanitize() {
+  local tool=$1 set=$2 f=$3 limit=$4 extra="" rc line
+  [ "$tool" = memcheck ] && extra="--leak-check full"
+  timeout -k 5 "$(cap "$limit")" compute-sanitizer --tool "$tool" $extra --error-exitcode 9 $run bin/imgpipe_tests -tc="$f" > /tmp/san.log 2>&1
+  rc=$?
+  { echo "=== $tool $set rc=$rc"; grep -E "SUMMARY|test cases|Error|error|TEST CASE" /tmp/san.log | head -20; } >> "$log"
+  line="$tool $set rc=$rc $(grep -E 'ERROR SUMMARY|test cases' /tmp/san.log | tr '\n' ' ' | tr -s ' ')"
+  echo "$line"; sum "sanitize: $line"
+}
 merge_json() {
   python3 - "$js" "$out" <<'PY'
 import glob, json, os, sys
@@ -155,12 +166,7 @@ if has sanitize && enough sanitize 40; then
     IFS=: read -r tool set limit <<< "$spec"
     if [ "$(left)" -lt 20 ]; then sum "sanitize $tool $set: skipped (budget)"; continue; fi
     f=$k; [ "$set" = memory ] && f=$m; [ "$set" = transfer ] && f=$t
-    extra=""; [ "$tool" = memcheck ] && extra="--leak-check full"
-    timeout -k 5 "$(cap "$limit")" compute-sanitizer --tool "$tool" $extra --error-exitcode 9 $run bin/imgpipe_tests -tc="$f" > /tmp/san.log 2>&1
-    rc=$?
-    { echo "=== $tool $set rc=$rc"; grep -E "SUMMARY|test cases|Error|error|TEST CASE" /tmp/san.log | head -20; } >> "$log"
-    line="$tool $set rc=$rc $(grep -E 'ERROR SUMMARY|test cases' /tmp/san.log | tr '\n' ' ' | tr -s ' ')"
-    echo "$line"; sum "sanitize: $line"
+    sanitize "$tool" "$set" "$f" "$limit"
   done
 fi
 if has kernels && enough kernels 20; then
@@ -353,13 +359,7 @@ if has video && enough video 40; then
   cat /tmp/video.log >> "$log"
   grep -E "test cases|assertions|ERROR|FATAL|IMGPIPE-SKIPPED|real" /tmp/video.log | head -30
   sum "video tests: rc=$rc $(grep -E '^\[doctest\] test cases' /tmp/video.log | tail -1 | tr -s ' ') skipped $(grep -c 'IMGPIPE-SKIPPED:' /tmp/video.log)"
-  if enough "video memcheck" 30; then
-    timeout -k 5 "$(cap 200)" compute-sanitizer --tool memcheck --error-exitcode 9 $run bin/imgpipe_tests \
-      -tc='frame pool*,*YUV*,nvdec*' > /tmp/san.log 2>&1; rc=$?
-    { echo "=== memcheck video rc=$rc"; grep -E "SUMMARY|test cases|Error|error|TEST CASE" /tmp/san.log | head -20; } >> "$log"
-    line="memcheck video rc=$rc $(grep -E 'ERROR SUMMARY|test cases' /tmp/san.log | tr '\n' ' ' | tr -s ' ')"
-    echo "$line"; sum "sanitize: $line"
-  fi
+  enough "video memcheck" 30 && sanitize memcheck video 'frame pool*,*YUV*,nvdec*' 200
 fi
 if has w2 && enough w2 60; then
   section "W2 (video files)"

@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -59,8 +58,7 @@ int run_cli_split(const std::string& args, std::string* out, std::string* err, c
   out->clear();
   while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) out->append(buf.data(), n);
   const int status = ::pclose(f);
-  std::ifstream e(err_file);
-  *err = std::string(std::istreambuf_iterator<char>(e), {});
+  *err = imgpipe::test::read_text(err_file);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,11 +24,6 @@ namespace {
 
 using Bytes = std::vector<unsigned char>;
 using imgpipe::codecs::check_entropy;
-
-Bytes read_all(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(f), {});
-}
 
 bool libjpeg_accepts(const Bytes& b) {
   cv::Mat out;
@@ -62,7 +55,7 @@ std::vector<std::pair<std::string, Bytes>> clean_corpus() {
   std::vector<std::pair<std::string, Bytes>> files;
   for (int i = 0; i < 4; ++i) {
     const auto p = imgpipe::test::source_dir() / "samples/data" / ("img_0000" + std::to_string(i) + ".jpg");
-    files.emplace_back(p.filename().string(), read_all(p));
+    files.emplace_back(p.filename().string(), imgpipe::test::read_bytes(p));
   }
   struct Variant {
     const char* name;
