@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 #include <vector>
@@ -178,6 +180,14 @@ Cache& cache() {
 class FramePool : public std::enable_shared_from_this<FramePool> {
  public:
   FramePool(int device, std::size_t bytes) : device_(device), bytes_(bytes) {}
+  FramePool(const FramePool&) = delete;
+  FramePool& operator=(const FramePool&) = delete;
+  ~FramePool() { held_bytes() -= free_.size() * bytes_; }
+  // Device bytes held by every pool, in use and idle (nvdec_figures).
+  static std::atomic<std::uint64_t>& held_bytes() {
+    static std::atomic<std::uint64_t> n{0};
+    return n;
+  }
   std::shared_ptr<const void> get() {
     gpu::DeviceBuffer b;
     {
@@ -187,7 +197,10 @@ class FramePool : public std::enable_shared_from_this<FramePool> {
         free_.pop_back();
       }
     }
-    if (!b.get()) b = gpu::DeviceBuffer(device_, bytes_);
+    if (!b.get()) {
+      b = gpu::DeviceBuffer(device_, bytes_);
+      held_bytes() += bytes_;
+    }
     auto* held = new gpu::DeviceBuffer(std::move(b));
     return {held->get(), [pool = shared_from_this(), held](const void*) {
               {
@@ -196,16 +209,26 @@ class FramePool : public std::enable_shared_from_this<FramePool> {
                   pool->free_.push_back(std::move(*held));
                 }
               }
+              if (held->get()) held_bytes() -= pool->bytes_;
               delete held;
             }};
   }
-  // The pool of `device` for buffers of `bytes` (process-wide, never destroyed).
+  // The pool of `device` for buffers of `bytes`, shared by every decoder and
+  // frame of that size while any of them holds it. When the last lets go
+  // (the run is over), the pool and its idle buffers are freed: a process
+  // that runs pipelines one after another over videos of many sizes does
+  // not keep device memory for sizes it no longer decodes.
   static std::shared_ptr<FramePool> of(int device, std::size_t bytes) {
-    static auto* pools = new std::map<std::pair<int, std::size_t>, std::shared_ptr<FramePool>>;
+    static auto* pools = new std::map<std::pair<int, std::size_t>, std::weak_ptr<FramePool>>;
     static std::mutex mu;
     const std::lock_guard lock(mu);
-    auto& p = (*pools)[{device, bytes}];
-    if (!p) p = std::make_shared<FramePool>(device, bytes);
+    std::erase_if(*pools, [](const auto& kv) { return kv.second.expired(); });
+    std::weak_ptr<FramePool>& w = (*pools)[{device, bytes}];
+    std::shared_ptr<FramePool> p = w.lock();
+    if (!p) {
+      p = std::make_shared<FramePool>(device, bytes);
+      w = p;
+    }
     return p;
   }
 
@@ -599,7 +622,12 @@ NvdecCaps nvdec_caps(int device, std::string& why) {
   return caps;
 }
 
-NvdecFigures nvdec_figures() { return library().f ? cache().figures() : NvdecFigures{}; }
+NvdecFigures nvdec_figures() {
+  if (!library().f) return {};
+  NvdecFigures n = cache().figures();
+  n.frame_bytes = FramePool::held_bytes().load();
+  return n;
+}
 
 std::shared_ptr<VideoFrame> copy_frame_to(const VideoFrame& f, int device, const gpu::Stream& stream) {
   kernels::YuvImage from;

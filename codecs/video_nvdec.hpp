@@ -46,6 +46,7 @@ std::shared_ptr<VideoFrame> copy_frame_to(const VideoFrame& f, int device, const
 struct NvdecFigures {
   int idle = 0;
   std::uint64_t made = 0, reused = 0;
+  std::uint64_t frame_bytes = 0;  // device memory the decoded-frame pools hold now (in use and idle)
 };
 NvdecFigures nvdec_figures();
 

@@ -95,7 +95,7 @@ sanitize() {
   [ "$tool" = memcheck ] && extra="--leak-check full"
   timeout -k 5 "$(cap "$limit")" compute-sanitizer --tool "$tool" $extra --error-exitcode 9 $run bin/imgpipe_tests -tc="$f" > /tmp/san.log 2>&1
   rc=$?
-  { echo "=== $tool $set rc=$rc"; grep -E "SUMMARY|test cases|Error|error|TEST CASE" /tmp/san.log | head -20; } >> "$log"
+  { echo "=== $tool $set rc=$rc"; grep -E "SUMMARY|test cases|Error|error|TEST CASE|Leaked|Host Frame" /tmp/san.log | head -80; } >> "$log"
   line="$tool $set rc=$rc $(grep -E 'ERROR SUMMARY|test cases' /tmp/san.log | tr '\n' ' ' | tr -s ' ')"
   echo "$line"; sum "sanitize: $line"
 }

@@ -6,6 +6,8 @@
 // the routing itself is tested without one (tests/codecs/test_video_route.cpp).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -35,6 +37,7 @@ struct Outcome {
   std::map<std::pair<std::string, std::int64_t>, std::vector<float>> frame;  // (file, frame) -> tensor
   std::map<std::pair<std::string, std::int64_t>, bool> on_gpu;
   std::map<std::string, std::string> failure;  // file -> "frame k: reason"
+  std::uint64_t frame_bytes_seen = 0;  // the most device memory NVDEC's frame pools held at a batch
 };
 
 Outcome run(const fs::path& dir, Where where, int max_frames = 0, int interleave = 0) {
@@ -49,6 +52,7 @@ Outcome run(const fs::path& dir, Where where, int max_frames = 0, int interleave
   Pipeline p(c);
   Outcome o;
   o.report = p.run([&](const DeviceBatch& b) {
+    o.frame_bytes_seen = std::max(o.frame_bytes_seen, codecs::nvdec_figures().frame_bytes);
     const std::vector<unsigned char> host = test::batch_to_host(b);
     const std::size_t per = host.size() / b.size();
     for (std::size_t i = 0; i < b.size(); ++i) {
@@ -223,6 +227,10 @@ TEST_CASE("nvdec: a folder of videos on both routes at once (auto), decoders reu
   CHECK(gpu.report.video.nvdec_files == 12);
   CHECK(after.reused - before.reused >= 6);
   same_frames(gpu, cpu);
+  // The decoded frames' device buffers are pooled while the run lasts and
+  // freed with its last frame: nothing is held once the pipeline is gone.
+  CHECK(gpu.frame_bytes_seen > 0);
+  CHECK(after.frame_bytes == 0);
 }
 
 TEST_CASE("nvdec: a stream whose size changes mid-way (an MPEG-TS joined from two) plays through as on the CPU") {
