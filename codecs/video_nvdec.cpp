@@ -1,10 +1,10 @@
 #include "video_nvdec.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
