@@ -138,13 +138,30 @@ class Cache {
     std::unique_ptr<Engine> dropped;
     {
       const std::lock_guard lock(mu_);
-      idle_.push_back(std::move(e));
-      if (idle_.size() > kMaxIdle) {  // the oldest goes
-        dropped = std::move(idle_.front());
-        idle_.pop_front();
+      if (holders_ == 0) {  // no run to reuse it
+        dropped = std::move(e);
+      } else {
+        idle_.push_back(std::move(e));
+        if (idle_.size() > kMaxIdle) {  // the oldest goes
+          dropped = std::move(idle_.front());
+          idle_.pop_front();
+        }
       }
     }
     if (dropped) destroy(*dropped);
+  }
+  void hold() {
+    const std::lock_guard lock(mu_);
+    ++holders_;
+  }
+  // The last holder gone: the idle decoders are destroyed.
+  void release() {
+    std::deque<std::unique_ptr<Engine>> dropped;
+    {
+      const std::lock_guard lock(mu_);
+      if (--holders_ == 0) dropped.swap(idle_);
+    }
+    for (auto& e : dropped) destroy(*e);
   }
   void made() {
     const std::lock_guard lock(mu_);
@@ -163,10 +180,11 @@ class Cache {
   static constexpr std::size_t kMaxIdle = 32;
   std::mutex mu_;
   std::deque<std::unique_ptr<Engine>> idle_;
+  int holders_ = 0;  // hold_nvdec_decoders()
   std::uint64_t made_ = 0, reused_ = 0;
 };
 
-// Never destroyed: decoders live until the process ends (the driver frees them).
+// Never destroyed (decoders given back during static destruction still find it).
 Cache& cache() {
   static Cache* c = new Cache;
   return *c;
@@ -622,6 +640,11 @@ NvdecCaps nvdec_caps(int device, std::string& why) {
   return caps;
 }
 
+std::shared_ptr<void> hold_nvdec_decoders() {
+  cache().hold();
+  return {nullptr, [](void*) { cache().release(); }};
+}
+
 NvdecFigures nvdec_figures() {
   if (!library().f) return {};
   NvdecFigures n = cache().figures();
@@ -661,6 +684,8 @@ NvdecCaps nvdec_caps(int, std::string& why) {
   why = "imgpipe was built without CUDA";
   return {};
 }
+
+std::shared_ptr<void> hold_nvdec_decoders() { return nullptr; }
 
 NvdecFigures nvdec_figures() { return {}; }
 

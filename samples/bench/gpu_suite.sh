@@ -43,7 +43,7 @@
 # PEERS_SKIP (peers.py --skip: a comma list of peers to leave out),
 # NVJPEG_ARGS ("--backends hardware_device,hardware --no-pipeline both --plain off"),
 # SANITIZE_SPECS (tool:set:limit ...), VIDEO_TESTS (the video part's doctest
-# filter), W2_CORPUS (.w2corpus: samples/make_videos.sh --parts w2,long),
+# filter), VIDEO_MEMCHECK (its memcheck's filter), W2_CORPUS (.w2corpus: samples/make_videos.sh --parts w2,long),
 # W2_CONFIGS (w2.sh's IMGPIPE_CONFIGS, default below), W2_PEERS, W2_RUNS (3).
 set -uo pipefail
 out=$1; photos=${2:-.gpu/data/photos}; shift 2 || shift $#
@@ -359,7 +359,7 @@ if has video && enough video 40; then
   cat /tmp/video.log >> "$log"
   grep -E "test cases|assertions|ERROR|FATAL|IMGPIPE-SKIPPED|real" /tmp/video.log | head -30
   sum "video tests: rc=$rc $(grep -E '^\[doctest\] test cases' /tmp/video.log | tail -1 | tr -s ' ') skipped $(grep -c 'IMGPIPE-SKIPPED:' /tmp/video.log)"
-  enough "video memcheck" 30 && sanitize memcheck video 'frame pool*,*YUV*,nvdec*' 200
+  enough "video memcheck" 30 && sanitize memcheck video "${VIDEO_MEMCHECK:-frame pool*,*YUV*,nvdec*}" 200
 fi
 if has w2 && enough w2 60; then
   section "W2 (video files)"

@@ -231,6 +231,8 @@ TEST_CASE("nvdec: a folder of videos on both routes at once (auto), decoders reu
   // freed with its last frame: nothing is held once the pipeline is gone.
   CHECK(gpu.frame_bytes_seen > 0);
   CHECK(after.frame_bytes == 0);
+  // The run's idle decoders are destroyed with it (its device memory freed).
+  CHECK(after.idle == 0);
 }
 
 TEST_CASE("nvdec: a stream whose size changes mid-way (an MPEG-TS joined from two) plays through as on the CPU") {
