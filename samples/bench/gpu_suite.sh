@@ -17,6 +17,11 @@
 # The video cases make their clips with ffmpeg, which the GPU machine lacks:
 # bundle it (gpu-bundle --out .gpuff /usr/bin/ffmpeg) and carry .gpuff; the
 # parts put .gpuff/run's ffmpeg on PATH. perf likewise from .gpuperf.
+# gpu-bundle replaces libraries outside its KEEP list with stubs, among them
+# the HEVC, AV1 and VP9 encoders the cases use (that ffmpeg then dies with
+# SIGSEGV or "encoder not found"): bundle with a copy whose KEEP list also
+# has r"libx265", r"libaom", r"libvpx" (16.6 MiB as .txz). The video part
+# checks the encoders first and says which one fails.
 #
 # Time: the whole call is held to SUITE_BUDGET_S (default 540 s) of wall time:
 # every step runs under `timeout` capped by what is left, w1.sh and peers.py
@@ -354,6 +359,10 @@ fi
 if has video && enough video 40; then
   section "video tests (frame pool, staging, YUV, NVDEC, video files)"
   command -v ffmpeg > /dev/null || echo "video: no ffmpeg on PATH (carry .gpuff): the cases that make clips fail" | tee -a "$log"
+  for enc in libx264 libx265 libaom-av1 libvpx-vp9; do
+    timeout 30 ffmpeg -nostdin -v error -f lavfi -i testsrc2=s=64x64:d=0.2 -pix_fmt yuv420p -c:v "$enc" -f null - > /dev/null 2>&1 ||
+      sum "video: ffmpeg cannot encode with $enc (rc=$?; a stubbed library in .gpuff?): the cases that make such clips fail"
+  done
   v=${VIDEO_TESTS:-'frame pool*,staging ring*,*YUV*,pipeline: GPU resize*,nvdec*,video*,inputs: videos*,pipeline: video*,gpu decode*'}
   (time timeout -k 5 "$(cap 240)" $run bin/imgpipe_tests -tc="$v") > /tmp/video.log 2>&1; rc=$?
   cat /tmp/video.log >> "$log"
