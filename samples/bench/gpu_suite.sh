@@ -100,7 +100,10 @@ sanitize() {
   [ "$tool" = memcheck ] && extra="--leak-check full"
   timeout -k 5 "$(cap "$limit")" compute-sanitizer --tool "$tool" $extra --error-exitcode 9 $run bin/imgpipe_tests -tc="$f" > /tmp/san.log 2>&1
   rc=$?
-  { echo "=== $tool $set rc=$rc"; grep -E "SUMMARY|test cases|Error|error|TEST CASE|Leaked|Host Frame" /tmp/san.log | head -80; } >> "$log"
+  { echo "=== $tool $set rc=$rc"; grep -E "SUMMARY|test cases" /tmp/san.log
+    grep -E "Error|error|TEST CASE|Leaked|Host Frame" /tmp/san.log | head -80
+    echo "leaks by the first frame of ours:"
+    grep -A30 "Leaked" /tmp/san.log | grep -E "Leaked|Host Frame: imgpipe" | awk '/Leaked/ {l=1; next} l {sub(/.*Host Frame: /, ""); sub(/ \[0x.*/, ""); print; l=0}' | sort | uniq -c | sort -rn | head; } >> "$log"
   line="$tool $set rc=$rc $(grep -E 'ERROR SUMMARY|test cases' /tmp/san.log | tr '\n' ' ' | tr -s ' ')"
   echo "$line"; sum "sanitize: $line"
 }
