@@ -53,7 +53,8 @@ NvdecFigures nvdec_figures();
 // Decoders that finish a video are kept (up to 32) for the next video of a
 // format they can take while anything holds this; when the last holder goes,
 // the idle decoders are destroyed and their device memory (~94 MiB for a
-// 1080p one) is freed. A run holds one (VideoRouter, while NVDEC is on).
+// 1080p one) is freed. A Pipeline holds one for its life (its runs reuse
+// them), a VideoRouter one while NVDEC is on.
 std::shared_ptr<void> hold_nvdec_decoders();
 
 }  // namespace imgpipe::codecs

@@ -6,6 +6,7 @@
 
 #include "core/diagnostics.hpp"
 #include "codecs/engine_cache.hpp"
+#include "codecs/video_nvdec.hpp"
 #include "pull_run.hpp"
 #include "imgpipe/log.hpp"
 #include "memory/gpu.hpp"
@@ -28,6 +29,9 @@ struct Pipeline::Impl {
   Config config;
   std::atomic<bool> stop{false};
   codecs::EngineCache engines;  // GPU JPEG decoders, kept from run to run
+  // NVDEC's idle video decoders, kept from run to run while this Pipeline
+  // lives (destroyed with the last Pipeline that holds them).
+  std::shared_ptr<void> nvdec_decoders = codecs::hold_nvdec_decoders();
   // The last run's staging ring, device buffers and streams, when it ended
   // normally: the next run with the same layout takes them, unless batches
   // of the pull API still hold some of it.

@@ -38,9 +38,11 @@ struct Outcome {
   std::map<std::pair<std::string, std::int64_t>, bool> on_gpu;
   std::map<std::string, std::string> failure;  // file -> "frame k: reason"
   std::uint64_t frame_bytes_seen = 0;  // the most device memory NVDEC's frame pools held at a batch
+  std::vector<int> idle;               // NVDEC decoders idle in the cache after each run (the Pipeline alive)
 };
 
-Outcome run(const fs::path& dir, Where where, int max_frames = 0, int interleave = 0) {
+// `runs` runs of one Pipeline (the outcome holds the last run's frames).
+Outcome run(const fs::path& dir, Where where, int max_frames = 0, int interleave = 0, int runs = 1) {
   Config c;
   c.input.paths = {dir.string()};
   c.input.video.where = where;
@@ -51,18 +53,23 @@ Outcome run(const fs::path& dir, Where where, int max_frames = 0, int interleave
   c.devices = DeviceSelection::parse("0");
   Pipeline p(c);
   Outcome o;
-  o.report = p.run([&](const DeviceBatch& b) {
-    o.frame_bytes_seen = std::max(o.frame_bytes_seen, codecs::nvdec_figures().frame_bytes);
-    const std::vector<unsigned char> host = test::batch_to_host(b);
-    const std::size_t per = host.size() / b.size();
-    for (std::size_t i = 0; i < b.size(); ++i) {
-      const auto key = std::make_pair(fs::path(b.samples[i].path).filename().string(), b.samples[i].frame);
-      std::vector<float> t(per / sizeof(float));
-      std::memcpy(t.data(), host.data() + i * per, per);
-      o.frame[key] = std::move(t);
-      o.on_gpu[key] = b.samples[i].decoded_on_gpu;
-    }
-  });
+  for (int r = 0; r < runs; ++r) {
+    o.frame.clear();
+    o.on_gpu.clear();
+    o.report = p.run([&](const DeviceBatch& b) {
+      o.frame_bytes_seen = std::max(o.frame_bytes_seen, codecs::nvdec_figures().frame_bytes);
+      const std::vector<unsigned char> host = test::batch_to_host(b);
+      const std::size_t per = host.size() / b.size();
+      for (std::size_t i = 0; i < b.size(); ++i) {
+        const auto key = std::make_pair(fs::path(b.samples[i].path).filename().string(), b.samples[i].frame);
+        std::vector<float> t(per / sizeof(float));
+        std::memcpy(t.data(), host.data() + i * per, per);
+        o.frame[key] = std::move(t);
+        o.on_gpu[key] = b.samples[i].decoded_on_gpu;
+      }
+    });
+    o.idle.push_back(codecs::nvdec_figures().idle);
+  }
   for (const auto& f : o.report.inputs.failures)
     o.failure[fs::path(f.path).filename().string()] = "frame " + std::to_string(f.frame) + ": " + f.reason;
   return o;
@@ -220,7 +227,7 @@ TEST_CASE("nvdec: a folder of videos on both routes at once (auto), decoders reu
   // Two videos at a time on NVDEC: the later files take the decoders the
   // earlier ones left (one format).
   const codecs::NvdecFigures before = codecs::nvdec_figures();
-  const Outcome gpu = run(d.path(), Where::gpu, 0, 2);
+  const Outcome gpu = run(d.path(), Where::gpu, 0, 2, 2);
   const codecs::NvdecFigures after = codecs::nvdec_figures();
   MESSAGE("auto: NVDEC files " << both.report.video.nvdec_files << "; gpu: decoders made " << after.made - before.made
                                << ", reused " << after.reused - before.reused);
@@ -231,7 +238,11 @@ TEST_CASE("nvdec: a folder of videos on both routes at once (auto), decoders reu
   // freed with its last frame: nothing is held once the pipeline is gone.
   CHECK(gpu.frame_bytes_seen > 0);
   CHECK(after.frame_bytes == 0);
-  // The run's idle decoders are destroyed with it (its device memory freed).
+  // The decoders stay cached between the runs of a Pipeline (its second run
+  // can take them), and are destroyed with it (their device memory freed).
+  REQUIRE(gpu.idle.size() == 2);
+  CHECK(gpu.idle[0] >= 1);
+  CHECK(gpu.idle[1] >= 1);
   CHECK(after.idle == 0);
 }
 
