@@ -20,7 +20,7 @@
 # parts put .gpuff/run's ffmpeg on PATH. perf likewise from .gpuperf.
 # gpu-bundle replaces libraries outside its KEEP list with stubs, among them
 # the HEVC, AV1 and VP9 encoders the cases use (that ffmpeg then dies with
-# SIGSEGV or "encoder not found"): bundle with a copy whose KEEP list also
+# SIGSEGV or exits 1): bundle with a copy whose KEEP list also
 # has r"libx265", r"libaom", r"libvpx" (16.6 MiB as .txz). The video part
 # checks the encoders first and says which one fails.
 #
@@ -49,8 +49,9 @@
 # PEERS_SKIP (peers.py --skip: a comma list of peers to leave out),
 # NVJPEG_ARGS ("--backends hardware_device,hardware --no-pipeline both --plain off"),
 # SANITIZE_SPECS (tool:set:limit ...), VIDEO_TESTS (the video part's doctest
-# filter), VIDEO_MEMCHECK (its memcheck's filter), W2_CORPUS (.w2corpus: samples/make_videos.sh --parts w2,long),
-# W2_CONFIGS (w2.sh's IMGPIPE_CONFIGS, default below), W2_PEERS, W2_RUNS (3).
+# filter), VIDEO_MEMCHECK (its memcheck's filter), W2_CORPUS (.w2corpus:
+# samples/make_videos.sh --parts w2,long), W2_CONFIGS (w2.sh's
+# IMGPIPE_CONFIGS, default below), W2_PEERS, W2_RUNS (3).
 set -uo pipefail
 out=$1; photos=${2:-.gpu/data/photos}; shift 2 || shift $#
 parts=${*:-tests sanitize kernels memory w1 epochs w1cmp nvjpeg peers decode live soak}
