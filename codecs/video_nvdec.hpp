@@ -54,7 +54,7 @@ NvdecFigures nvdec_figures();
 // format they can take while anything holds this; when the last holder goes,
 // the idle decoders are destroyed and their device memory (~94 MiB for a
 // 1080p one) is freed. A Pipeline holds one for its life (its runs reuse
-// them), a VideoRouter one while NVDEC is on.
+// them); a decoder given back while nothing holds one is destroyed at once.
 std::shared_ptr<void> hold_nvdec_decoders();
 
 }  // namespace imgpipe::codecs

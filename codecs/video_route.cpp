@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "video_nvdec.hpp"
-
 namespace imgpipe::codecs {
 
 int chroma_of(const VideoInfo& v) noexcept {
@@ -44,7 +42,6 @@ std::string nvdec_refusal(const VideoInfo& v, const NvdecCaps& caps) {
 VideoRouter::VideoRouter(Options o) : o_(std::move(o)) {
   if (o_.caps.size() != o_.devices.size()) throw std::invalid_argument("VideoRouter: one caps table per device");
   if (o_.devices.empty() && o_.off_reason.empty()) o_.off_reason = "no GPU in the run";
-  if (o_.off_reason.empty()) decoders_ = hold_nvdec_decoders();
 }
 
 std::int64_t VideoRouter::expected_frames(const VideoInfo& v) {

@@ -19,7 +19,6 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -109,7 +108,6 @@ class VideoRouter {
   Route nvdec_, cpu_;
   std::size_t next_device_ = 0;
   std::map<std::string, std::uint64_t> reasons_;
-  std::shared_ptr<void> decoders_;  // hold_nvdec_decoders() while NVDEC is on: the run's decoders are reused
 };
 
 }  // namespace imgpipe::codecs
