@@ -359,7 +359,7 @@ constexpr KeySpec kKeys[] = {
       "page-locked memory (MiB) libavcodec decodes the frames into, from which the transfer copies them "
       "to the device (no CPU copy into the staging); frames past it are decoded into ordinary memory and "
       "copied into the staging. 0 = off (every frame copied into the staging by the CPU); -1 = auto: 1/8 of "
-      "the host's memory, at most 8192. Off by default until measured on a GPU (docs/video.md). Unused "
+      "the host's memory, at most 8192 (docs/video.md). Unused "
       "with staging.transfer zero_copy."),
 
   special("devices", Kind::devices, between(0, 1024), {&read_devices, &write_devices, &check_devices, nullptr},

@@ -13,8 +13,9 @@
 #   and two only when named: video (the video, frame pool and NVDEC cases, then
 #   compute-sanitizer memcheck on the frame pool, YUV and NVDEC cases) and w2
 #   (samples/bench/w2.sh on W2_CORPUS: `where: cpu` and the default, each with
-#   and without page-locked frames, FFmpeg's CPU and mixed peers, then a
-#   `perf record -a` profile of `where: cpu` when perf is there).
+#   and without page-locked frames, FFmpeg's CPU (16 processes; one process
+#   of all threads on the long video) and mixed peers, then a `perf record -a`
+#   profile of `where: cpu` when perf is there).
 # The video cases make their clips with ffmpeg, which the GPU machine lacks:
 # bundle it (gpu-bundle --out .gpuff /usr/bin/ffmpeg) and carry .gpuff; the
 # parts put .gpuff/run's ffmpeg on PATH. perf likewise from .gpuperf.
@@ -379,8 +380,8 @@ if has w2 && enough w2 60; then
   section "W2 (video files)"
   w2c=${W2_CORPUS:-.w2corpus}
   if [ -f "$w2c/manifest.json" ] && command -v ffmpeg > /dev/null; then
-    cfgs=${W2_CONFIGS:-"cpu_direct:input.video.where=cpu;memory.video_frames_mb=-1 cpu:input.video.where=cpu default: default_direct:memory.video_frames_mb=-1"}
-    env FFMPEG=ffmpeg IMGPIPE="$run bin/imgpipe" IMGPIPE_CONFIGS="$cfgs" PEERS="${W2_PEERS:-ffmpeg_cpu,ffmpeg_mixed,imgpipe,imgpipe_long}" \
+    cfgs=${W2_CONFIGS:-"cpu:input.video.where=cpu cpu_copied:input.video.where=cpu;memory.video_frames_mb=0 default: default_copied:memory.video_frames_mb=0"}
+    env FFMPEG=ffmpeg IMGPIPE="$run bin/imgpipe" IMGPIPE_CONFIGS="$cfgs" PEERS="${W2_PEERS:-ffmpeg_cpu,ffmpeg_cpu_long,ffmpeg_mixed,imgpipe,imgpipe_long}" \
       WORK=/tmp/w2bench OUT="$out" W2_DEADLINE="$(deadline $(( $(cap 420) - 60 )))" \
       timeout -k 5 "$(cap 420)" samples/bench/w2.sh "$w2c" "${W2_RUNS:-3}" > /tmp/w2.log 2>&1; rc=$?
     cat /tmp/w2.log >> "$log"; grep -E "^\|" /tmp/w2.log
@@ -390,8 +391,9 @@ if has w2 && enough w2 60; then
       first=${cfgs%% *}; cfg=/tmp/w2bench/reports/imgpipe_${first%%:*}_w2.yaml
       if [ -f "$cfg" ]; then
         timeout -k 5 "$(cap 60)" perf record -a -g -o /tmp/w2.perf -- \
-          $run bin/imgpipe --config "$cfg" --input /tmp/w2bench/w2 --quiet > /dev/null 2>&1
-        perf report -i /tmp/w2.perf --no-children --sort dso,sym -g none 2>/dev/null | grep -v "^#" | head -60 > "$out/w2_profile.txt"
+          $run bin/imgpipe --config "$cfg" --input /tmp/w2bench/w2 --quiet > /tmp/w2perf.log 2>&1
+        perf report -i /tmp/w2.perf --no-children --sort dso,sym -g none 2>> /tmp/w2perf.log | grep -v "^#" | head -60 > "$out/w2_profile.txt"
+        tail -5 /tmp/w2perf.log | tee -a "$log"
         sum "W2 profile: $out/w2_profile.txt ($(wc -l < "$out/w2_profile.txt") lines)"
       fi
     fi

@@ -305,8 +305,10 @@ TEST_CASE("run plan: page-locked memory for the CPU route's video frames only wh
   const HostFacts h = facts(16, 64 * GiB, 80 * GiB, true);
   const InputMix videos{false, true}, images{true, false};
   Config c;
-  CHECK(RunPlan::make(c, {0}, h, false, videos).video_frames_bytes == 0);  // 0: off, the default
-  CHECK(RunPlan::make(c, {0}, h, false, videos).video_frame_pool);        // pageable blocks, reused
+  CHECK(c.memory.video_frames_mb == -1);  // auto, the default
+  c.memory.video_frames_mb = 0;           // off
+  CHECK(RunPlan::make(c, {0}, h, false, videos).video_frames_bytes == 0);
+  CHECK(RunPlan::make(c, {0}, h, false, videos).video_frame_pool);  // pageable blocks, reused
   CHECK_FALSE(RunPlan::make(c, {0}, h, false, images).video_frame_pool);
   c.memory.video_frames_mb = 300;
   CHECK(RunPlan::make(c, {0}, h, false, videos).video_frames_bytes == 300 * MiB);

@@ -190,8 +190,8 @@ struct MemoryConfig {
   // The CPU route's decoded video frames when the GPU converts them: page-
   // locked memory (MiB) they are decoded into, copied to the device from
   // there; 0 = off (copied into the staging by the CPU); -1 = auto (1/8 of
-  // the host's memory, at most 8 GiB).
-  int video_frames_mb = 0;
+  // the host's memory, at most 8 GiB), the default.
+  int video_frames_mb = -1;
   bool operator==(const MemoryConfig&) const = default;
 };
 
