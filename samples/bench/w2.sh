@@ -178,19 +178,28 @@ print(json.dumps({"frames": n, "seconds": r["wall_s"], "fps": r["images_per_s"],
                   "backend": r.get("backend"), **({"error": f"exit {rc}"} if rc not in (0,) else {})}))
 PY
 }
-n=0
+# The configs take turns, run by run (A B C A B C ...), so that a drift of
+# the machine over the minutes (other tenants, clocks) falls on all of them
+# alike rather than on whichever came last.
 for entry in ${IMGPIPE_CONFIGS:-default:}; do
-  name=${entry%%:*}; spec=${entry#*:}; n=$((n + 1))
+  name=${entry%%:*}; spec=${entry#*:}
   base=$here/configs/pipeline.yaml; sets=()
   if [[ $spec == *.yaml ]]; then base=$spec; elif [ -n "$spec" ]; then IFS=';' read -r -a sets <<< "$spec"; fi
   for what in w2 long; do
-    cfg=$work/reports/imgpipe_${name}_$what.yaml
-    l=$loop input=$work/w2; [ "$what" = long ] && { l=1; input=$long; }
-    "$python" "$here/samples/bench/w1_config.py" "$base" "${sets[@]}" "input.loop=$l" > "$cfg"
-    e=imgpipe; [ "$what" = long ] && e=imgpipe_long
-    want "$e" || continue
-    for r in $(seq "$runs"); do
-      if late 0; then record "${e}_$name" "" '{"skipped":"W2_DEADLINE"}'; break; fi
+    l=$loop; [ "$what" = long ] && l=1
+    "$python" "$here/samples/bench/w1_config.py" "$base" "${sets[@]}" "input.loop=$l" > "$work/reports/imgpipe_${name}_$what.yaml"
+  done
+done
+declare -A stopped=()
+for r in $(seq "$runs"); do
+  for entry in ${IMGPIPE_CONFIGS:-default:}; do
+    name=${entry%%:*}; spec=${entry#*:}
+    for what in w2 long; do
+      cfg=$work/reports/imgpipe_${name}_$what.yaml
+      input=$work/w2; [ "$what" = long ] && input=$long
+      e=imgpipe; [ "$what" = long ] && e=imgpipe_long
+      want "$e" && [ -z "${stopped[${e}_$name]:-}" ] || continue
+      if late 0; then record "${e}_$name" "" '{"skipped":"W2_DEADLINE"}'; stopped[${e}_$name]=1; continue; fi
       record "${e}_$name" "imgpipe --config $(basename "$cfg") ($spec)" \
         "$(imgpipe_run "$cfg" "$input" "$work/reports/${e}_${name}_$r.json")"
     done
