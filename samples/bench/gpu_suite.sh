@@ -385,7 +385,7 @@ if has w2 && enough w2 60; then
       WORK=/tmp/w2bench OUT="$out" W2_DEADLINE="$(deadline $(( $(cap 420) - 60 )))" \
       timeout -k 5 "$(cap 420)" samples/bench/w2.sh "$w2c" "${W2_RUNS:-3}" > /tmp/w2.log 2>&1; rc=$?
     cat /tmp/w2.log >> "$log"; grep -E "^\|" /tmp/w2.log
-    mkdir -p "$out/w2_reports" && cp /tmp/w2bench/reports/*.json /tmp/w2bench/reports/*.err "$out/w2_reports/" 2> /dev/null
+    tar czf "$out/w2_reports.tgz" -C /tmp/w2bench reports 2> /dev/null  # one file: a call brings back only so many
     grep -E "^\| " /tmp/w2.log | sed "s/^/W2 rc=$rc /" >> "$summary" || sum "W2: rc=$rc, no table (see suite.log)"
     # Where the time goes on every CPU: the first config's W2 run once more.
     if command -v perf > /dev/null && enough "W2 profile" 40; then
