@@ -29,10 +29,9 @@ sed 's/r"libnuma",/r"libnuma", r"libx265", r"libaom", r"libvpx",/' "$bundler" > 
 grep -q 'r"libx265"' "$tmp/bundle-enc" || { echo "gpu_prepare.sh: $bundler has no KEEP entry for libnuma to add the encoders beside" >&2; exit 1; }
 rm -rf .gpuff .gpuff.txz
 python3 "$tmp/bundle-enc" "${args[@]}" --out .gpuff /usr/bin/ffmpeg
-for enc in libx264 libx265 libaom-av1 libvpx-vp9; do
-  GPU_BUNDLE_STRICT=1 .gpuff/run bin/ffmpeg -nostdin -v error -f lavfi -i testsrc2=s=64x64:d=0.2 -pix_fmt yuv420p \
-    -c:v "$enc" -f null - > /dev/null 2>&1 || { echo "gpu_prepare.sh: the bundled ffmpeg cannot encode with $enc" >&2; exit 1; }
-done
+. samples/bench/ffmpeg_encoders.sh
+missing=$(GPU_BUNDLE_STRICT=1 missing_encoders .gpuff/run bin/ffmpeg)
+[ -z "$missing" ] || { echo "gpu_prepare.sh: the bundled ffmpeg cannot encode with:" $missing >&2; exit 1; }
 XZ_OPT="-T0 -6" tar cJf .gpuff.txz .gpuff && rm -rf .gpuff
 
 rm -rf .gpuperf .gpuperf.txz

@@ -365,9 +365,9 @@ fi
 if has video && enough video 40; then
   section "video tests (frame pool, staging, YUV, NVDEC, video files)"
   command -v ffmpeg > /dev/null || echo "video: no ffmpeg on PATH (carry .gpuff): the cases that make clips fail" | tee -a "$log"
-  for enc in libx264 libx265 libaom-av1 libvpx-vp9; do
-    timeout 30 ffmpeg -nostdin -v error -f lavfi -i testsrc2=s=64x64:d=0.2 -pix_fmt yuv420p -c:v "$enc" -f null - > /dev/null 2>&1 ||
-      sum "video: ffmpeg cannot encode with $enc (rc=$?; a stubbed library in .gpuff?): the cases that make such clips fail"
+  . samples/bench/ffmpeg_encoders.sh
+  for enc in $(missing_encoders ffmpeg); do
+    sum "video: ffmpeg cannot encode with $enc (a stubbed library in .gpuff?): the cases that make such clips fail"
   done
   v=${VIDEO_TESTS:-'frame pool*,staging ring*,*YUV*,pipeline: GPU resize*,nvdec*,video*,inputs: videos*,pipeline: video*,gpu decode*'}
   (time timeout -k 5 "$(cap 240)" $run bin/imgpipe_tests -tc="$v") > /tmp/video.log 2>&1; rc=$?
