@@ -22,8 +22,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "codecs/frame_hash.hpp"
-#include "codecs/video_file.hpp"
+#include "codecs/video/frame_hash.hpp"
+#include "codecs/video/video_file.hpp"
 
 namespace fs = std::filesystem;
 using imgpipe::codecs::VideoFile;

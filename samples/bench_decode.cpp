@@ -32,7 +32,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
-#include "codecs/jpeg_entropy.hpp"
+#include "codecs/parse/jpeg_entropy.hpp"
 #include "stages/decode.hpp"
 #include "stages/transform.hpp"
 

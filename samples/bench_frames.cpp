@@ -22,8 +22,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "codecs/frame_hash.hpp"
-#include "codecs/video_file.hpp"
+#include "codecs/video/frame_hash.hpp"
+#include "codecs/video/video_file.hpp"
 #include "memory/frame_pool.hpp"
 
 using imgpipe::codecs::VideoFile;

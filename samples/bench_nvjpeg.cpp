@@ -48,8 +48,8 @@
 #include <thread>
 #include <vector>
 
-#include "codecs/jpeg_gpu.hpp"
-#include "codecs/nvjpeg_loader.hpp"
+#include "codecs/image/nvjpeg/jpeg_gpu.hpp"
+#include "codecs/image/nvjpeg/nvjpeg_loader.hpp"
 
 namespace fs = std::filesystem;
 namespace kn = imgpipe::codecs;

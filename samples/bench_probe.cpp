@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "codecs/jpeg_checks.hpp"
+#include "codecs/parse/jpeg_checks.hpp"
 
 namespace fs = std::filesystem;
 

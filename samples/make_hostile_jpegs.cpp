@@ -11,10 +11,10 @@
 
 #include <opencv2/core.hpp>
 
-#include "codecs/jpeg_checks.hpp"
+#include "codecs/parse/jpeg_checks.hpp"
 #include "hostile_jpegs.hpp"
 #include "stages/decode.hpp"
-#include "stages/jpeg_decode.hpp"
+#include "codecs/image/libjpeg/jpeg_decode.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
       message = "truncated (no end-of-image marker)";
     } else {
       cv::Mat pixels;
-      message = imgpipe::stages::decode_jpeg(h.bytes, {}, pixels);
+      message = imgpipe::codecs::decode_jpeg(h.bytes, {}, pixels);
     }
     for (char& c : message)
       if (c == '\t' || c == '\n') c = ' ';

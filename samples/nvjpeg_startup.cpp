@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "codecs/nvjpeg_loader.hpp"
+#include "codecs/image/nvjpeg/nvjpeg_loader.hpp"
 
 namespace nvj = imgpipe::codecs::nvj;
 using Clock = std::chrono::steady_clock;

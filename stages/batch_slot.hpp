@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "imgpipe/batch.hpp"
-#include "codecs/jpeg_engines.hpp"
+#include "codecs/image/nvjpeg/jpeg_engines.hpp"
 #include "kernels/resize.hpp"
 #include "memory/gpu.hpp"
 #include "memory/staging_ring.hpp"

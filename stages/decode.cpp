@@ -1,8 +1,8 @@
 #include "decode.hpp"
 
-#include "codecs/jpeg_markers.hpp"
+#include "codecs/parse/jpeg_markers.hpp"
 #include "geometry.hpp"
-#include "jpeg_decode.hpp"
+#include "codecs/image/libjpeg/jpeg_decode.hpp"
 #include "transform.hpp"
 
 #include <algorithm>
@@ -316,7 +316,7 @@ std::string Decode::check_header(std::span<const unsigned char> bytes, const Ima
 std::string Decode::decode_jpeg_bytes(std::span<const unsigned char> bytes, const ImageHeader& h, cv::Mat& out,
                                       int* scale) const {
   // libjpeg directly: its corrupt-data warnings become errors (jpeg_decode.hpp).
-  JpegDecodeOptions opt;
+  codecs::JpegDecodeOptions opt;
   opt.orientation = cfg_.exif_orientation ? h.orientation : 1;
   opt.accept_damaged = cfg_.accept_truncated;
   if (cfg_.reduced) {
@@ -326,7 +326,7 @@ std::string Decode::decode_jpeg_bytes(std::span<const unsigned char> bytes, cons
   }
   std::string err;
   try {
-    err = decode_jpeg(bytes, opt, out);
+    err = codecs::decode_jpeg(bytes, opt, out);
   } catch (const cv::Exception& e) {  // allocation of the output
     out.release();
     err = std::string("decode failed: ") + e.what();
@@ -464,7 +464,7 @@ Tally Decode::convert_video(Work& w) const {
   }
   w.pixels.video.reset();  // the decoder's buffer goes back to its pool
   if (w.failed()) return {1, 0};
-  apply_exif_orientation(out, o);
+  codecs::apply_exif_orientation(out, o);
   g.stored_width = stored_width;
   g.stored_height = stored_height;
   g.width = out.cols;

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "decode.hpp"
-#include "codecs/nvjpeg_api.hpp"
+#include "codecs/image/nvjpeg/nvjpeg_api.hpp"
 #include "kernels/trap.hpp"
 #include "read.hpp"
 

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "codecs/decode_meter.hpp"
-#include "codecs/engine_scheduler.hpp"
+#include "codecs/route/decode_meter.hpp"
+#include "codecs/image/nvjpeg/engine_scheduler.hpp"
 #include "imgpipe/config.hpp"
 #include "imgpipe/report.hpp"
 #include "kernels/fused.hpp"

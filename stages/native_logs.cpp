@@ -6,7 +6,7 @@
 
 #include <spdlog/logger.h>
 
-#include "codecs/video_file.hpp"
+#include "codecs/video/video_file.hpp"
 #include "imgpipe/log.hpp"
 
 namespace imgpipe::stages {

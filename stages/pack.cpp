@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "codecs/video_nvdec.hpp"
+#include "codecs/video/nvdec/nvdec_decoder.hpp"
 
 namespace imgpipe::stages {
 

@@ -4,9 +4,9 @@
 #include <chrono>
 #include <cmath>
 
-#include "codecs/jpeg_entropy.hpp"
-#include "codecs/jpeg_checks.hpp"
-#include "codecs/jpeg_markers.hpp"
+#include "codecs/parse/jpeg_entropy.hpp"
+#include "codecs/parse/jpeg_checks.hpp"
+#include "codecs/parse/jpeg_markers.hpp"
 #include "decode.hpp"
 #include "geometry.hpp"
 

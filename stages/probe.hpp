@@ -28,10 +28,10 @@
 #include <vector>
 
 
-#include "codecs/decode_meter.hpp"
-#include "codecs/jpeg_checks.hpp"
-#include "codecs/jpeg_engines.hpp"
-#include "codecs/route_steering.hpp"
+#include "codecs/route/decode_meter.hpp"
+#include "codecs/parse/jpeg_checks.hpp"
+#include "codecs/image/nvjpeg/jpeg_engines.hpp"
+#include "codecs/route/route_steering.hpp"
 #include "imgpipe/config.hpp"
 #include "stage.hpp"
 

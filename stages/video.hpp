@@ -21,8 +21,8 @@
 
 #include <opencv2/core.hpp>
 
-#include "codecs/video_file.hpp"
-#include "codecs/video_route.hpp"
+#include "codecs/video/video_file.hpp"
+#include "codecs/route/video_route.hpp"
 #include "live_input.hpp"
 #include "stage.hpp"
 

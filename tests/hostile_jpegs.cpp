@@ -5,7 +5,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "codecs/jpeg_markers.hpp"
+#include "codecs/parse/jpeg_markers.hpp"
 #include "jpeg_writer.hpp"
 
 namespace imgpipe::test {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "codecs/jpeg_checks.hpp"
+#include "codecs/parse/jpeg_checks.hpp"
 
 namespace imgpipe::test {
 

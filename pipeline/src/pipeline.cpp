@@ -5,8 +5,8 @@
 #include <spdlog/logger.h>
 
 #include "core/diagnostics.hpp"
-#include "codecs/engine_cache.hpp"
-#include "codecs/video_nvdec.hpp"
+#include "codecs/image/nvjpeg/engine_cache.hpp"
+#include "codecs/video/nvdec/nvdec_decoder.hpp"
 #include "pull_run.hpp"
 #include "imgpipe/log.hpp"
 #include "memory/gpu.hpp"

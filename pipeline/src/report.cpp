@@ -12,7 +12,7 @@
 #include <oneapi/tbb/version.h>
 #include <opencv2/core/version.hpp>
 
-#include "codecs/video_nvdec.hpp"
+#include "codecs/video/nvdec/nvdec_decoder.hpp"
 #include "imgpipe/pipeline.hpp"
 #include "stages/failure_log.hpp"
 

@@ -10,8 +10,8 @@
 #include <tbb/info.h>
 
 #include "imgpipe/log.hpp"
-#include "codecs/jpeg_gpu.hpp"
-#include "codecs/nvjpeg_loader.hpp"
+#include "codecs/image/nvjpeg/jpeg_gpu.hpp"
+#include "codecs/image/nvjpeg/nvjpeg_loader.hpp"
 #include "stages/source.hpp"
 #include "memory/gpu.hpp"
 #include "stages/source.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "codecs/engine_cache.hpp"
+#include "codecs/image/nvjpeg/engine_cache.hpp"
 #include "core/diagnostics.hpp"
 #include "imgpipe/config.hpp"
 #include "stages/batch_slot.hpp"

@@ -10,7 +10,7 @@
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
-#include "codecs/video_nvdec.hpp"
+#include "codecs/video/nvdec/nvdec_decoder.hpp"
 #include "handoff.hpp"
 
 namespace imgpipe::detail {

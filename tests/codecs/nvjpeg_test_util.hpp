@@ -29,8 +29,8 @@
 
 #include "common.hpp"
 #include "jpeg_writer.hpp"
-#include "codecs/jpeg_gpu.hpp"
-#include "codecs/nvjpeg_loader.hpp"
+#include "codecs/image/nvjpeg/jpeg_gpu.hpp"
+#include "codecs/image/nvjpeg/nvjpeg_loader.hpp"
 
 #if IMGPIPE_HAS_CUDA
 #include <cuda_runtime_api.h>

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "codecs/frame_hash.hpp"
-#include "codecs/video_file.hpp"
+#include "codecs/video/frame_hash.hpp"
+#include "codecs/video/video_file.hpp"
 #include "common.hpp"
 #include "memory/frame_pool.hpp"
 

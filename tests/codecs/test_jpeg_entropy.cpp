@@ -1,5 +1,5 @@
 // The entropy check (codecs/jpeg_entropy.hpp) against libjpeg's verdict, as
-// imgpipe's CPU route gives it (stages::decode_jpeg): a file the check calls
+// imgpipe's CPU route gives it (codecs::decode_jpeg): a file the check calls
 // clean must decode there without damage, and every clean real file and
 // encoder variant must be called clean (else the check would send all
 // JPEGs to the CPU and test nothing).
@@ -14,11 +14,11 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "codecs/jpeg_entropy.hpp"
-#include "codecs/jpeg_markers.hpp"
+#include "codecs/parse/jpeg_entropy.hpp"
+#include "codecs/parse/jpeg_markers.hpp"
 #include "common.hpp"
 #include "jpeg_writer.hpp"
-#include "stages/jpeg_decode.hpp"
+#include "codecs/image/libjpeg/jpeg_decode.hpp"
 
 namespace {
 
@@ -27,7 +27,7 @@ using imgpipe::codecs::check_entropy;
 
 bool libjpeg_accepts(const Bytes& b) {
   cv::Mat out;
-  return imgpipe::stages::decode_jpeg(b, {}, out).empty();
+  return imgpipe::codecs::decode_jpeg(b, {}, out).empty();
 }
 
 // A textured picture (edges and noise: long codes, many coefficients).

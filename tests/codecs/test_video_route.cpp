@@ -14,8 +14,8 @@ extern "C" {
 #include <libavformat/avformat.h>
 }
 
-#include "codecs/video_decoder.hpp"
-#include "codecs/video_route.hpp"
+#include "codecs/video/video_decoder.hpp"
+#include "codecs/route/video_route.hpp"
 #include "common.hpp"
 #include "imgpipe/error.hpp"
 #include "imgpipe/pipeline.hpp"

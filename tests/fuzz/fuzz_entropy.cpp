@@ -1,6 +1,6 @@
 // libFuzzer target: the entropy check (codecs/jpeg_entropy.hpp) against
 // libjpeg itself. It must never crash or read out of bounds, and it must never
-// call "clean" a file on which imgpipe's CPU route (stages::decode_jpeg,
+// call "clean" a file on which imgpipe's CPU route (codecs::decode_jpeg,
 // libjpeg) reports damage: such a file would be delivered by the GPU's JPEG
 // engines with decode.verify full where the CPU route reports it.
 #include <cstddef>
@@ -12,8 +12,8 @@
 
 #include <opencv2/core.hpp>
 
-#include "codecs/jpeg_entropy.hpp"
-#include "stages/jpeg_decode.hpp"
+#include "codecs/parse/jpeg_entropy.hpp"
+#include "codecs/image/libjpeg/jpeg_decode.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const unsigned char> bytes(data, size);
@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (!c.reason.empty() || c.mcus == 0) std::abort();
   cv::Mat out;
-  const std::string verdict = imgpipe::stages::decode_jpeg(bytes, {}, out);
+  const std::string verdict = imgpipe::codecs::decode_jpeg(bytes, {}, out);
   if (!verdict.empty()) {
     std::fprintf(stderr, "entropy check: clean, libjpeg: %s\n", verdict.c_str());
     std::abort();

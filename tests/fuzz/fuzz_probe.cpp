@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <span>
 
-#include "codecs/jpeg_checks.hpp"
-#include "codecs/jpeg_markers.hpp"
+#include "codecs/parse/jpeg_checks.hpp"
+#include "codecs/parse/jpeg_markers.hpp"
 #include "stages/decode.hpp"
 
 // The structural checks (codecs/jpeg_checks.hpp): a JPEG they pass is one

@@ -18,8 +18,8 @@
 #include "common.hpp"
 #include "jpeg_writer.hpp"
 #include "imgpipe/pipeline.hpp"
-#include "codecs/jpeg_gpu.hpp"
-#include "codecs/jpeg_markers.hpp"
+#include "codecs/image/nvjpeg/jpeg_gpu.hpp"
+#include "codecs/parse/jpeg_markers.hpp"
 
 namespace fs = std::filesystem;
 using namespace imgpipe;

@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "codecs/jpeg_gpu.hpp"
+#include "codecs/image/nvjpeg/jpeg_gpu.hpp"
 #include "common.hpp"
 #include "hostile_jpegs.hpp"
 #include "imgpipe/pipeline.hpp"

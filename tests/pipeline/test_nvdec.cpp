@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "codecs/video_nvdec.hpp"
+#include "codecs/video/nvdec/nvdec_decoder.hpp"
 #include "common.hpp"
 #include "imgpipe/pipeline.hpp"
 

@@ -11,7 +11,7 @@
 
 #include <opencv2/core.hpp>
 
-#include "codecs/video_file.hpp"
+#include "codecs/video/video_file.hpp"
 #include "common.hpp"
 #include "imgpipe/pipeline.hpp"
 

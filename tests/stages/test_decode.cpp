@@ -16,7 +16,7 @@
 
 #include "common.hpp"
 #include "stages/decode.hpp"
-#include "stages/jpeg_decode.hpp"
+#include "codecs/image/libjpeg/jpeg_decode.hpp"
 
 using imgpipe::DecodeConfig;
 using imgpipe::stages::Decode;
@@ -397,9 +397,9 @@ TEST_CASE("decode: JPEGs with damaged entropy-coded data are reported with libjp
     padded.insert(padded.end() - 2, k, 0x5A);
     cv::Mat out;
     int harmless = 0;
-    imgpipe::stages::JpegDecodeOptions opt;
+    imgpipe::codecs::JpegDecodeOptions opt;
     opt.harmless_warnings = &harmless;
-    const std::string err = imgpipe::stages::decode_jpeg(padded, opt, out);
+    const std::string err = imgpipe::codecs::decode_jpeg(padded, opt, out);
     if (err.empty()) {
       CHECK(same_image(out, cv::imdecode(good, cv::IMREAD_COLOR)));
       padding_seen |= harmless > 0;

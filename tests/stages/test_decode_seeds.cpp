@@ -18,7 +18,7 @@
 
 #include "common.hpp"
 #include "stages/decode.hpp"
-#include "stages/jpeg_decode.hpp"
+#include "codecs/image/libjpeg/jpeg_decode.hpp"
 
 using imgpipe::DecodeConfig;
 using imgpipe::stages::Decode;
@@ -146,7 +146,7 @@ TEST_CASE("decode seeds: EXIF orientations 1 to 8 are applied as cv::imdecode ap
     CHECK(same(out, cv::imdecode(b, cv::IMREAD_COLOR)));
     CHECK(out.size() == (o >= 5 ? cv::Size(16, 24) : cv::Size(24, 16)));
     cv::Mat expect = stored.clone();
-    imgpipe::stages::apply_exif_orientation(expect, o);
+    imgpipe::codecs::apply_exif_orientation(expect, o);
     CHECK(same(out, expect));
     CHECK(same(decoded(b, as_stored), stored));  // same pixels in every file
   }
@@ -165,8 +165,8 @@ TEST_CASE("decode seeds: a 12-bit JPEG is reported as unsupported by name, not a
   CHECK(out.empty());
   // Why it is named up front: libjpeg (8-bit build) and cv::imdecode refuse it
   // in words that read like damage.
-  imgpipe::stages::JpegDecodeOptions opt;
-  CHECK(imgpipe::stages::decode_jpeg(b, opt, out) == "corrupt JPEG: Unsupported JPEG data precision 12");
+  imgpipe::codecs::JpegDecodeOptions opt;
+  CHECK(imgpipe::codecs::decode_jpeg(b, opt, out) == "corrupt JPEG: Unsupported JPEG data precision 12");
   CHECK(cv::imdecode(b, cv::IMREAD_UNCHANGED).empty());
   // The seed is a valid 12-bit JPEG: GDAL's 12-bit libjpeg (through OpenCV's
   // GDAL reader, from a file) decodes its eight flat tiles exactly.

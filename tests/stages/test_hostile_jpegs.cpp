@@ -10,10 +10,10 @@
 
 #include <opencv2/core.hpp>
 
-#include "codecs/jpeg_checks.hpp"
+#include "codecs/parse/jpeg_checks.hpp"
 #include "hostile_jpegs.hpp"
 #include "stages/decode.hpp"
-#include "stages/jpeg_decode.hpp"
+#include "codecs/image/libjpeg/jpeg_decode.hpp"
 
 using imgpipe::codecs::check_jpeg;
 using imgpipe::codecs::JpegRefusal;
@@ -25,7 +25,7 @@ namespace {
 std::string cpu_verdict(const std::vector<unsigned char>& b) {
   if (!imgpipe::stages::jpeg_has_eoi(b)) return "truncated (no end-of-image marker)";
   cv::Mat out;
-  return imgpipe::stages::decode_jpeg(b, {}, out);
+  return imgpipe::codecs::decode_jpeg(b, {}, out);
 }
 
 }  // namespace

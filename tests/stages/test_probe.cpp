@@ -11,10 +11,10 @@
 #include <opencv2/imgproc.hpp>
 
 #include "common.hpp"
-#include "codecs/decode_meter.hpp"
-#include "codecs/jpeg_engines.hpp"
-#include "codecs/jpeg_markers.hpp"
-#include "codecs/route_steering.hpp"
+#include "codecs/route/decode_meter.hpp"
+#include "codecs/image/nvjpeg/jpeg_engines.hpp"
+#include "codecs/parse/jpeg_markers.hpp"
+#include "codecs/route/route_steering.hpp"
 #include "jpeg_writer.hpp"
 
 using imgpipe::codecs::gpu_route_refusal;

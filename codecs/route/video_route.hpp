@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "video_file.hpp"
+#include "codecs/video/video_file.hpp"
 
 namespace imgpipe::codecs {
 

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "nvjpeg_api.hpp"
+#include "codecs/image/nvjpeg/nvjpeg_api.hpp"
 
 namespace imgpipe::codecs::nvj {
 

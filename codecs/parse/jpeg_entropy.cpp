@@ -1,4 +1,4 @@
-#include "jpeg_entropy.hpp"
+#include "codecs/parse/jpeg_entropy.hpp"
 
 #include <algorithm>
 #include <array>

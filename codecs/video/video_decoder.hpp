@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "video_file.hpp"
+#include "codecs/video/video_file.hpp"
 
 struct AVPacket;
 struct AVStream;

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "codecs/decode_meter.hpp"
-#include "codecs/jpeg_gpu.hpp"
+#include "codecs/route/decode_meter.hpp"
+#include "codecs/image/nvjpeg/jpeg_gpu.hpp"
 #include "memory/gpu.hpp"
 
 namespace imgpipe::codecs {

@@ -1,4 +1,4 @@
-#include "codecs/jpeg_markers.hpp"
+#include "codecs/parse/jpeg_markers.hpp"
 
 #include <algorithm>
 #include <cstring>

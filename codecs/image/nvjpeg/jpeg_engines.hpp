@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "codecs/jpeg_gpu.hpp"
+#include "codecs/image/nvjpeg/jpeg_gpu.hpp"
 
 namespace imgpipe::codecs {
 

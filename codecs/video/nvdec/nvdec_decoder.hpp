@@ -22,8 +22,8 @@
 #include <string>
 
 #include "memory/gpu.hpp"
-#include "video_decoder.hpp"
-#include "video_route.hpp"
+#include "codecs/video/video_decoder.hpp"
+#include "codecs/route/video_route.hpp"
 
 namespace imgpipe::codecs {
 

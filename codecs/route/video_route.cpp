@@ -1,4 +1,4 @@
-#include "video_route.hpp"
+#include "codecs/route/video_route.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "video_file.hpp"
+#include "codecs/video/video_file.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -25,9 +25,9 @@ extern "C" {
 
 #include "imgpipe/error.hpp"
 #include "memory/frame_pool.hpp"
-#include "video_decoder.hpp"
-#include "video_nvdec.hpp"
-#include "video_route.hpp"
+#include "codecs/video/video_decoder.hpp"
+#include "codecs/video/nvdec/nvdec_decoder.hpp"
+#include "codecs/route/video_route.hpp"
 
 namespace imgpipe::codecs {
 

@@ -1,4 +1,4 @@
-#include "jpeg_gpu.hpp"
+#include "codecs/image/nvjpeg/jpeg_gpu.hpp"
 
 #include <chrono>
 #include <stdexcept>
@@ -46,7 +46,7 @@ std::string_view to_string(ChromaSubsampling c) noexcept {
 #include <mutex>
 #include <vector>
 
-#include "nvjpeg_loader.hpp"
+#include "codecs/image/nvjpeg/nvjpeg_loader.hpp"
 
 namespace imgpipe::codecs {
 namespace {

@@ -1,9 +1,9 @@
-#include "codecs/jpeg_checks.hpp"
+#include "codecs/parse/jpeg_checks.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-#include "codecs/jpeg_markers.hpp"
+#include "codecs/parse/jpeg_markers.hpp"
 
 namespace imgpipe::codecs {
 

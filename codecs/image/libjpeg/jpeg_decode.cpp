@@ -1,4 +1,4 @@
-#include "jpeg_decode.hpp"
+#include "codecs/image/libjpeg/jpeg_decode.hpp"
 
 #include <csetjmp>
 #include <cstdio>
@@ -11,7 +11,7 @@
 // After jpeglib.h, which it needs.
 #include <jerror.h>
 
-namespace imgpipe::stages {
+namespace imgpipe::codecs {
 
 namespace {
 
@@ -157,4 +157,4 @@ std::string decode_jpeg(std::span<const unsigned char> bytes, const JpegDecodeOp
   return {};
 }
 
-}  // namespace imgpipe::stages
+}  // namespace imgpipe::codecs

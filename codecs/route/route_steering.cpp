@@ -1,4 +1,4 @@
-#include "codecs/route_steering.hpp"
+#include "codecs/route/route_steering.hpp"
 
 #include <algorithm>
 #include <cmath>

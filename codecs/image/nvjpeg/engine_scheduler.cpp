@@ -1,4 +1,4 @@
-#include "codecs/engine_scheduler.hpp"
+#include "codecs/image/nvjpeg/engine_scheduler.hpp"
 
 #include <algorithm>
 #include <chrono>

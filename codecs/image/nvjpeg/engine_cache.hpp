@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "codecs/jpeg_engines.hpp"
+#include "codecs/image/nvjpeg/jpeg_engines.hpp"
 
 namespace imgpipe::codecs {
 

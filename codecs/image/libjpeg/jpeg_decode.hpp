@@ -22,7 +22,7 @@
 
 #include <opencv2/core.hpp>
 
-namespace imgpipe::stages {
+namespace imgpipe::codecs {
 
 struct JpegDecodeOptions {
   int scale_denom = 1;        // 1, 2, 4 or 8: libjpeg's scaled IDCT
@@ -38,4 +38,4 @@ std::string decode_jpeg(std::span<const unsigned char> bytes, const JpegDecodeOp
 // Applies EXIF orientation `o` (1..8) to `img` as a viewer displays it.
 void apply_exif_orientation(cv::Mat& img, int o);
 
-}  // namespace imgpipe::stages
+}  // namespace imgpipe::codecs

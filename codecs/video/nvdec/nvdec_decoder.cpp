@@ -1,4 +1,4 @@
-#include "video_nvdec.hpp"
+#include "codecs/video/nvdec/nvdec_decoder.hpp"
 
 #include <algorithm>
 #include <atomic>

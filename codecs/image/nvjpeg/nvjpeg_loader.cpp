@@ -1,4 +1,4 @@
-#include "nvjpeg_loader.hpp"
+#include "codecs/image/nvjpeg/nvjpeg_loader.hpp"
 
 #include <dlfcn.h>
 

@@ -1,4 +1,4 @@
-#include "codecs/jpeg_engines.hpp"
+#include "codecs/image/nvjpeg/jpeg_engines.hpp"
 
 #include <spdlog/logger.h>
 

@@ -1,4 +1,4 @@
-#include "codecs/engine_cache.hpp"
+#include "codecs/image/nvjpeg/engine_cache.hpp"
 
 namespace imgpipe::codecs {
 

@@ -1,4 +1,4 @@
-#include "codecs/decode_meter.hpp"
+#include "codecs/route/decode_meter.hpp"
 
 namespace imgpipe::codecs {
 
