@@ -7,7 +7,6 @@
 #include <dlpack/dlpack.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/logger.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <atomic>
@@ -24,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "config_load.hpp"
 #include "cuda_calls.hpp"
 #include "imgpipe/error.hpp"
 #include "imgpipe/log.hpp"
@@ -117,60 +117,6 @@ imgpipe_status guarded(F&& f) noexcept {
     return f();
   } catch (...) {
     return from_exception();
-  }
-}
-
-// ---- config ----------------------------------------------------------------
-
-// `over` merged into `base`, mapping by mapping (a non-mapping value replaces).
-YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
-  if (!over.IsMap() || !base.IsMap()) return YAML::Clone(over);
-  YAML::Node out = YAML::Clone(base);
-  for (const auto& kv : over) {
-    const std::string key = kv.first.Scalar();
-    out[key] = out[key] ? merged(out[key], kv.second) : YAML::Clone(kv.second);
-  }
-  return out;
-}
-
-imgpipe::Config load_config(const char* config, imgpipe_config_kind kind, const char* overrides) {
-  using imgpipe::Config;
-  using imgpipe::ConfigError;
-  const bool file = kind == IMGPIPE_CONFIG_FILE;
-  if (kind != IMGPIPE_CONFIG_FILE && kind != IMGPIPE_CONFIG_YAML)
-    throw std::invalid_argument("imgpipe_pipeline_create: kind must be IMGPIPE_CONFIG_FILE or IMGPIPE_CONFIG_YAML");
-  if (file && (config == nullptr || *config == '\0'))
-    throw std::invalid_argument("imgpipe_pipeline_create: no config file named");
-  // The config alone first, so that its errors name its own lines (and file).
-  Config c = config == nullptr ? Config{} : file ? Config::from_yaml_file(config) : Config::from_yaml_string(config);
-  if (overrides == nullptr || *overrides == '\0') return c;
-  YAML::Node over;
-  try {
-    over = YAML::Load(overrides);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError("", 0, "malformed overrides: " + e.msg);
-  }
-  if (!over || over.IsNull()) return c;
-  if (!over.IsMap()) throw ConfigError("", 0, "the overrides must be a mapping of sections (input, decode, ...)");
-  YAML::Node base;  // the text as the config's loader read it
-  if (config != nullptr) {
-    try {
-      base = file ? YAML::LoadFile(config) : YAML::Load(config);
-    } catch (const YAML::Exception& e) {
-      throw ConfigError("", 0, "YAML error: " + e.msg);
-    }
-  }
-  YAML::Emitter text;
-  text << merged(base && base.IsMap() ? base : YAML::Node(YAML::NodeType::Map), over);
-  try {
-    return Config::from_yaml_string(text.c_str());
-  } catch (const ConfigError& e) {  // its lines are the merged text's: meaningless here
-    std::vector<ConfigError::Issue> issues = e.issues();
-    for (ConfigError::Issue& i : issues) {
-      i.line = 0;
-      i.reason += " [in overrides]";
-    }
-    throw ConfigError(std::move(issues));
   }
 }
 
@@ -329,7 +275,7 @@ imgpipe_status imgpipe_pipeline_create(const char* config, imgpipe_config_kind k
   if (out == nullptr) return null_handle("out");
   *out = nullptr;
   return guarded([&] {
-    imgpipe::Config c = load_config(config, kind, overrides);
+    imgpipe::Config c = imgpipe::capi::load_config(config, kind, overrides);
     if (n_inputs > 0) {
       if (inputs == nullptr) return null_handle("inputs");
       c.input.paths.clear();

@@ -171,6 +171,87 @@ void Report::print_table(std::ostream& os) const {
   print_memory_and_decode(*this, os);
 }
 
+namespace {
+// Sections of Report::to_json.
+nlohmann::json stages_json(const std::vector<StageReport>& stages) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : stages) {
+    out.push_back({{"name", s.name},
+                   {"parallel", s.parallel},
+                   {"concurrency", s.concurrency},
+                   {"items", s.items},
+                   {"unit", s.unit},
+                   {"busy_s", s.busy_s},
+                   {"wait_s", s.wait_s},
+                   {"work_s", s.work_s},
+                   {"idle_s", s.idle_s},
+                   {"bytes", s.bytes},
+                   {"items_per_s", rate(s.items_per_s)},
+                   {"items_per_s_per_thread", rate(s.items_per_s_per_thread)},
+                   {"mb_per_s", rate(s.mb_per_s)},
+                   {"utilization", s.utilization}});
+  }
+  return out;
+}
+
+nlohmann::json memory_json(const Report::Memory& memory) {
+  return {{"staging_kind", memory.staging_kind}, {"staging_bytes", memory.staging_bytes},
+          {"pinned_bytes", memory.pinned_bytes}, {"pinned_peak", memory.pinned_peak},
+          {"slot_reuses", memory.slot_reuses},       {"slot_allocations", memory.slot_allocations},
+          {"device_bytes", memory.device_bytes},
+          {"slots", memory.slots},               {"slot_wait_s", memory.slot_wait_s},
+          {"fallbacks", memory.fallbacks},       {"fallback_reason", memory.fallback_reason},
+          {"held_batch_copies", memory.held_batch_copies},
+          {"held_batch_copy_bytes", memory.held_batch_copy_bytes}};
+}
+
+nlohmann::json video_json(const Report::Video& video) {
+  return {{"nvdec_files", video.nvdec_files},
+          {"nvdec_frames", video.nvdec_frames},
+          {"cpu_files", video.cpu_files},
+          {"cpu_frames", video.cpu_frames},
+          {"cpu_reasons", reasons_json(video.cpu_reasons)},
+          {"decoders_made", video.decoders_made},
+          {"decoders_reused", video.decoders_reused},
+          {"direct_frames", video.direct_frames},
+          {"frame_memory_peak_mib", video.frame_memory_peak_mib},
+          {"frame_blocks_pageable", video.frame_blocks_pageable}};
+}
+
+nlohmann::json decode_json(const Report::Decode& decode) {
+  return {{"where", decode.where},
+          {"note", decode.note},
+          {"jpeg_engines", decode.jpeg_engines},
+          {"engines_ready_s", decode.engines_ready_s},
+          {"gpu_able", decode.gpu_able},
+          {"cpu_route_reasons", reasons_json(decode.cpu_route_reasons)},
+          {"gpu", decode.gpu},
+          {"cpu", decode.cpu},
+          {"gpu_fallbacks", decode.gpu_fallbacks},
+          {"verify", decode.verify},
+          {"entropy_checked", decode.entropy_checked},
+          {"entropy_to_cpu", decode.entropy_to_cpu},
+          {"unchecked_on_engines", decode.unchecked_on_engines},
+          {"gpu_calls", decode.gpu_calls},
+          {"gpu_images_per_s", decode.gpu_images_per_s},
+          {"gpu_call_s", decode.gpu_call_s},
+          {"gpu_submit_s", decode.gpu_submit_s},
+          {"gpu_previous_wait_s", decode.gpu_previous_wait_s},
+          {"gpu_input_wait_s", decode.gpu_input_wait_s},
+          {"gpu_initializations", decode.gpu_initializations},
+          {"gpu_initialize_s", decode.gpu_initialize_s},
+          {"cpu_images_per_s", decode.cpu_images_per_s},
+          {"gpu_share", decode.gpu_share}};
+}
+
+nlohmann::json context_json(const RunContext& c) {
+  return {{"command_line", c.command_line}, {"hostname", c.hostname},         {"os", c.os},
+          {"cpu_model", c.cpu_model},       {"cpu_count", c.cpu_count},       {"gpus", c.gpus},
+          {"cuda_driver", c.cuda_driver},   {"cuda_runtime", c.cuda_runtime}, {"opencv", c.opencv},
+          {"onetbb", c.onetbb},             {"config", c.config}};
+}
+}  // namespace
+
 std::string Report::to_json(int indent) const {
   nlohmann::json j;
   j["version"] = version;
@@ -188,23 +269,7 @@ std::string Report::to_json(int indent) const {
   j["bottleneck"] = bottleneck;
   j["diagnostics"] = nlohmann::json::object();
   for (const auto& [name, value] : diagnostics) j["diagnostics"][name] = value;
-  j["stages"] = nlohmann::json::array();
-  for (const auto& s : stages) {
-    j["stages"].push_back({{"name", s.name},
-                           {"parallel", s.parallel},
-                           {"concurrency", s.concurrency},
-                           {"items", s.items},
-                           {"unit", s.unit},
-                           {"busy_s", s.busy_s},
-                           {"wait_s", s.wait_s},
-                           {"work_s", s.work_s},
-                           {"idle_s", s.idle_s},
-                           {"bytes", s.bytes},
-                           {"items_per_s", rate(s.items_per_s)},
-                           {"items_per_s_per_thread", rate(s.items_per_s_per_thread)},
-                           {"mb_per_s", rate(s.mb_per_s)},
-                           {"utilization", s.utilization}});
-  }
+  j["stages"] = stages_json(stages);
   nlohmann::json failures = nlohmann::json::array();
   for (const auto& f : inputs.failures) failures.push_back({{"path", f.path}, {"frame", f.frame}, {"reason", f.reason}});
   j["shard"] = {{"rank", shard.rank}, {"world_size", shard.world_size}, {"origin", shard.origin}};
@@ -213,53 +278,15 @@ std::string Report::to_json(int indent) const {
                  {"failed", inputs.failed},         {"dropped", inputs.dropped},
                  {"not_processed", inputs.not_processed}, {"cpu_resized", inputs.cpu_resized},
                  {"failures", failures}};
-  j["memory"] = {{"staging_kind", memory.staging_kind}, {"staging_bytes", memory.staging_bytes},
-                 {"pinned_bytes", memory.pinned_bytes}, {"pinned_peak", memory.pinned_peak},
-                 {"slot_reuses", memory.slot_reuses},       {"slot_allocations", memory.slot_allocations},
-                 {"device_bytes", memory.device_bytes},
-                 {"slots", memory.slots},               {"slot_wait_s", memory.slot_wait_s},
-                 {"fallbacks", memory.fallbacks},       {"fallback_reason", memory.fallback_reason},
-                 {"held_batch_copies", memory.held_batch_copies},
-                 {"held_batch_copy_bytes", memory.held_batch_copy_bytes}};
+  j["memory"] = memory_json(memory);
   j["transfer"] = {{"mode", transfer.mode}, {"bytes", transfer.bytes}, {"seconds", transfer.seconds},
                    {"gb_per_s", transfer.gb_per_s}};
   j["devices"] = nlohmann::json::array();
   for (const auto& d : devices)
     j["devices"].push_back({{"device", d.device}, {"batches", d.batches}, {"bytes", d.bytes}, {"copy_s", d.copy_s},
                             {"gb_per_s", d.gb_per_s}});
-  j["video"] = {{"nvdec_files", video.nvdec_files},
-                {"nvdec_frames", video.nvdec_frames},
-                {"cpu_files", video.cpu_files},
-                {"cpu_frames", video.cpu_frames},
-                {"cpu_reasons", reasons_json(video.cpu_reasons)},
-                {"decoders_made", video.decoders_made},
-                {"decoders_reused", video.decoders_reused},
-                {"direct_frames", video.direct_frames},
-                {"frame_memory_peak_mib", video.frame_memory_peak_mib},
-                {"frame_blocks_pageable", video.frame_blocks_pageable}};
-  j["decode"] = {{"where", decode.where},
-                 {"note", decode.note},
-                 {"jpeg_engines", decode.jpeg_engines},
-                 {"engines_ready_s", decode.engines_ready_s},
-                 {"gpu_able", decode.gpu_able},
-                 {"cpu_route_reasons", reasons_json(decode.cpu_route_reasons)},
-                 {"gpu", decode.gpu},
-                 {"cpu", decode.cpu},
-                 {"gpu_fallbacks", decode.gpu_fallbacks},
-                 {"verify", decode.verify},
-                 {"entropy_checked", decode.entropy_checked},
-                 {"entropy_to_cpu", decode.entropy_to_cpu},
-                 {"unchecked_on_engines", decode.unchecked_on_engines},
-                 {"gpu_calls", decode.gpu_calls},
-                 {"gpu_images_per_s", decode.gpu_images_per_s},
-                 {"gpu_call_s", decode.gpu_call_s},
-                 {"gpu_submit_s", decode.gpu_submit_s},
-                 {"gpu_previous_wait_s", decode.gpu_previous_wait_s},
-                 {"gpu_input_wait_s", decode.gpu_input_wait_s},
-                 {"gpu_initializations", decode.gpu_initializations},
-                 {"gpu_initialize_s", decode.gpu_initialize_s},
-                 {"cpu_images_per_s", decode.cpu_images_per_s},
-                 {"gpu_share", decode.gpu_share}};
+  j["video"] = video_json(video);
+  j["decode"] = decode_json(decode);
   j["latency"] = {{"samples", latency.samples}, {"p50_ms", latency.p50_ms}, {"p95_ms", latency.p95_ms},
                   {"p99_ms", latency.p99_ms}, {"max_ms", latency.max_ms}};
   j["batches"] = batches;
@@ -268,11 +295,7 @@ std::string Report::to_json(int indent) const {
     recs.push_back({{"index", r.index}, {"samples", r.samples}, {"checksum", fmt::format("{:016x}", r.checksum)}});
   j["batch_records"] = recs;
   j["timeline"] = timeline_json(timeline);
-  const auto& c = context;
-  j["context"] = {{"command_line", c.command_line}, {"hostname", c.hostname},         {"os", c.os},
-                  {"cpu_model", c.cpu_model},       {"cpu_count", c.cpu_count},       {"gpus", c.gpus},
-                  {"cuda_driver", c.cuda_driver},   {"cuda_runtime", c.cuda_runtime}, {"opencv", c.opencv},
-                  {"onetbb", c.onetbb},             {"config", c.config}};
+  j["context"] = context_json(context);
   // Paths are bytes: one that is not UTF-8 gets U+FFFD rather than failing the report.
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
