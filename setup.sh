@@ -53,13 +53,25 @@ if [ "${SKIP_APT:-0}" != 1 ]; then
   fi
 fi
 
+builddir=build
+[ "$preset" = default ] || builddir="build-$preset"
+
 # nvcc is used when found (PATH or /usr/local/cuda/bin): the CUDA backend is
 # built; without it the host backend alone (see README).
 cmake --preset "$preset"
-cmake --build --preset "$preset" ${JOBS:+-j "$JOBS"}
-
-builddir=build
-[ "$preset" = default ] || builddir="build-$preset"
+# `run` builds what a run needs: the CLI (and the library it links) and the
+# Python package with its C library; `test` and `build` build everything
+# (the suite, the samples and benchmarks).
+targets=()
+if [ "$what" = run ]; then
+  targets=(--target imgpipe)
+  # (the Python package is configured out without DLPack's header or in a
+  # sanitizer build)
+  if cmake --build --preset "$preset" --target help 2>/dev/null | grep -q '^imgpipe_python:'; then
+    targets+=(imgpipe_python)
+  fi
+fi
+cmake --build --preset "$preset" ${JOBS:+-j "$JOBS"} "${targets[@]}"
 
 case "$what" in
   run)
