@@ -1,10 +1,11 @@
 # Fails when a C/C++/CUDA comment in the product folders quotes a measured
-# figure (img/s, frames/s, "on the H200", "W1: 5900"), a date or a session
-# count, or names a design document that is not in the repository
-# (GPU-DECODE.md, VIDEO-DECODE.md, ARCHITECTURE.md). A comment says why; the
-# figures belong in samples/bench/RESULTS.md (link an entry there,
-# samples/bench/RESULTS.md#<entry>) and the facts in docs/. See STYLE.md,
-# "Names and comments"; tests/comment_fixture proves the check catches one.
+# figure (img/s, frames/s, "on the H200", "W1: 5900"), a date or a count of
+# stretches of work ("this session"), or names a design document that is not
+# in the repository (GPU-DECODE.md, VIDEO-DECODE.md, ARCHITECTURE.md). A
+# comment says why; the figures belong in docs/benchmarks.md (link an entry
+# there, docs/benchmarks.md#<entry>) and the facts in docs/. See
+# docs/style.md, "Names and comments"; tests/comment_fixture proves the check
+# catches one.
 #   cmake -DROOT=<source dir> [-DFILES=<a;list;of;files>] -P tests/comment_figures.cmake
 # FILES (relative to ROOT) checks only those files instead of the folders.
 if(NOT ROOT)
@@ -88,6 +89,6 @@ if(hits)
   list(LENGTH hits count)
   list(JOIN hits "\n" listing)
   message(FATAL_ERROR "${count} comment line(s) quote measured figures, dates or sessions, or name documents "
-          "outside the repository (say why instead; figures go to samples/bench/RESULTS.md, facts to docs/):\n"
+          "outside the repository (say why instead; figures go to docs/benchmarks.md, facts to docs/):\n"
           "${listing}")
 endif()
