@@ -48,6 +48,11 @@
 #   FFMPEG          the ffmpeg command (words allowed, e.g. ".gpu/run bin/ffmpeg");
 #                   needed to repeat short clips and by the ffmpeg_* entries
 #   IMGPIPE         the imgpipe command (default build/pipeline/imgpipe)
+#   IMGPIPE_LIST    several binaries, "NAME=COMMAND NAME=COMMAND ..." (a word
+#                   NAME=... starts the next entry), e.g. "new=.gpu/run bin/imgpipe
+#                   old=.gpu/run bin/imgpipe_old": each config runs with each,
+#                   taking turns run by run; entries imgpipe_NAME_CONFIG
+#                   (imgpipe_long_NAME_CONFIG). Default: IMGPIPE alone, unnamed.
 #   PYTHON          python3 with torch (default: the first python3 on PATH)
 #   IMGPIPE_CONFIGS "NAME:SPEC NAME:SPEC ...": SPEC is a config file (*.yaml),
 #                   or dotted overrides KEY=VALUE joined by ';' applied to
@@ -160,10 +165,11 @@ for d in torchcodec torchcodec_cuda tv_reader tv_read_video cv2; do
 done
 
 # imgpipe: every config of IMGPIPE_CONFIGS, on the W2 folder and on the long video.
-imgpipe_run() {  # CONFIG INPUT REPORT -> one JSON line
+imgpipe_run() {  # COMMAND CONFIG INPUT REPORT -> one JSON line
   local rc=0
-  # shellcheck disable=SC2086  # IMGPIPE may be several words
-  $imgpipe --config "$1" --input "$2" --report "$3" --quiet > /dev/null || rc=$?
+  # shellcheck disable=SC2086  # the command may be several words
+  $1 --config "$2" --input "$3" --report "$4" --quiet > /dev/null || rc=$?
+  shift
   "$python" - "$3" "$rc" <<'PY'
 import json, sys
 rep, rc = sys.argv[1], int(sys.argv[2])
@@ -190,18 +196,32 @@ for entry in ${IMGPIPE_CONFIGS:-default:}; do
     "$python" "$here/samples/bench/w1_config.py" "$base" "${sets[@]}" "input.loop=$l" > "$work/reports/imgpipe_${name}_$what.yaml"
   done
 done
+# IMGPIPE_LIST's entries: names and commands (one unnamed entry: IMGPIPE).
+bin_names=(); bin_cmds=()
+if [ -n "${IMGPIPE_LIST:-}" ]; then
+  for word in $IMGPIPE_LIST; do
+    if [[ $word =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then bin_names+=("${word%%=*}"); bin_cmds+=("${word#*=}")
+    else bin_cmds[${#bin_cmds[@]}-1]+=" $word"; fi
+  done
+else
+  bin_names=(""); bin_cmds=("$imgpipe")
+fi
 declare -A stopped=()
 for r in $(seq "$runs"); do
   for entry in ${IMGPIPE_CONFIGS:-default:}; do
     name=${entry%%:*}; spec=${entry#*:}
     for what in w2 long; do
-      cfg=$work/reports/imgpipe_${name}_$what.yaml
-      input=$work/w2; [ "$what" = long ] && input=$long
-      e=imgpipe; [ "$what" = long ] && e=imgpipe_long
-      want "$e" && [ -z "${stopped[${e}_$name]:-}" ] || continue
-      if late 0; then record "${e}_$name" "" '{"skipped":"W2_DEADLINE"}'; stopped[${e}_$name]=1; continue; fi
-      record "${e}_$name" "imgpipe --config $(basename "$cfg") ($spec)" \
-        "$(imgpipe_run "$cfg" "$input" "$work/reports/${e}_${name}_$r.json")"
+      for b in "${!bin_cmds[@]}"; do
+        bin=${bin_names[b]}
+        cfg=$work/reports/imgpipe_${name}_$what.yaml
+        input=$work/w2; [ "$what" = long ] && input=$long
+        base=imgpipe; [ "$what" = long ] && base=imgpipe_long
+        e=$base${bin:+_$bin}
+        want "$base" && [ -z "${stopped[${e}_$name]:-}" ] || continue
+        if late 0; then record "${e}_$name" "" '{"skipped":"W2_DEADLINE"}'; stopped[${e}_$name]=1; continue; fi
+        record "${e}_$name" "imgpipe${bin:+ ($bin)} --config $(basename "$cfg") ($spec)" \
+          "$(imgpipe_run "${bin_cmds[b]}" "$cfg" "$input" "$work/reports/${e}_${name}_$r.json")"
+      done
     done
   done
 done
