@@ -272,13 +272,13 @@ constexpr KeySpec kKeys[] = {
       "marker checks and the entropy check, a walk over every Huffman code as libjpeg reads them (no pixels "
       "decoded); a JPEG whose entropy-coded data libjpeg would call corrupt, or that the check cannot vouch "
       "for, takes the CPU route, which reports it: every route gives the CPU route's verdict. It costs about "
-      "half a CPU decode per JPEG sent to the engines (samples/bench/RESULTS.md#entropy-check). markers: the "
+      "half a CPU decode per JPEG sent to the engines (docs/benchmarks.md#entropy-check). markers: the "
       "marker checks alone (tables, segments, colour transform, markers inside the scan); a JPEG with damaged "
       "entropy-coded data may be delivered by the engines as a smeared image, and the report counts the JPEGs "
       "decoded there without the entropy check."),
   field<&C::decode, &Dec::gpu_batch>("decode.gpu_batch", between(0, 4096),
       "JPEGs per call of the GPU's JPEG engines (decode.where auto or gpu), which decode large calls faster "
-      "(samples/bench/RESULTS.md#engine-call-size): output batches are gathered until they carry that "
+      "(docs/benchmarks.md#engine-call-size): output batches are gathered until they carry that "
       "many between them (at most 8 batches, and as many as fit memory.gpu_frames_mb), decoded in one call on "
       "an engine thread while the pipeline goes on, then passed on together, in order. The staging ring gets "
       "3 x that many batches' slots more (the group gathered and two waiting for their calls). The end of the "
@@ -304,7 +304,7 @@ constexpr KeySpec kKeys[] = {
       "slots x batch.size; larger ones are resized on the CPU) and resize fused with normalisation on the "
       "GPU (linear or nearest; needs normalize.where gpu or auto); auto: cpu, because staging whole frames "
       "costs the decode threads more memory bandwidth than the resize saves "
-      "(samples/bench/RESULTS.md#resize-on-the-cpu-by-default)."),
+      "(docs/benchmarks.md#resize-on-the-cpu-by-default)."),
   field<&C::transform, &Tr::normalize, &Nm::mean>("transform.normalize.mean", any_value(),
       "out = (pixel * scale - mean[c]) / std[c], per output channel (R, G, B when color is rgb). Ignored "
       "for dtype uint8."),

@@ -125,7 +125,7 @@ struct DecodeConfig {
   // full: every JPEG sent to the engines first passes the entropy check
   // (codecs/jpeg_entropy.hpp), so every route gives libjpeg's verdict;
   // markers: the marker-level checks alone (the default: the entropy check
-  // costs more than 10% of W1's throughput, samples/bench/RESULTS.md#entropy-check).
+  // costs more than 10% of W1's throughput, docs/benchmarks.md#entropy-check).
   Verify verify = Verify::markers;
   // JPEGs per call of the GPU's JPEG engines: batches are held until they
   // carry that many between them, then decoded in one call and passed on
@@ -144,7 +144,7 @@ struct ResizeConfig {
   // cpu: resize in the transform stage; gpu: stage the decoded frames and
   // resize (fused with normalise) on the GPU; auto: cpu, because staging whole
   // frames costs the decode threads more memory bandwidth than the resize
-  // saves (samples/bench/RESULTS.md#resize-on-the-cpu-by-default).
+  // saves (docs/benchmarks.md#resize-on-the-cpu-by-default).
   Where where = Where::automatic;
   bool operator==(const ResizeConfig&) const = default;
 };
