@@ -57,7 +57,7 @@ builddir=build
 [ "$preset" = default ] || builddir="build-$preset"
 
 # nvcc is used when found (PATH or /usr/local/cuda/bin): the CUDA backend is
-# built; without it the host backend alone (see README).
+# built; without it the host backend alone (see docs/build.md).
 cmake --preset "$preset"
 # `run` builds what a run needs: the CLI (and the library it links) and the
 # Python package with its C library; `test` and `build` build everything

@@ -67,7 +67,7 @@ constexpr int kMaxImages = 32;      // images per launch (kernel-argument array)
 constexpr int kMaxSmem = 48 * 1024;  // dynamic shared memory per block (no opt-in needed)
 // 4 blocks of 8 warps per SM: the kernel is issue-bound, not latency-bound, so
 // more resident blocks do not help, and 6 or 8 make it spill
-// (samples/bench/RESULTS.md#fused-kernel-occupancy).
+// (docs/benchmarks.md#fused-kernel-occupancy).
 constexpr int kMinBlocks = 4;
 
 struct Args {

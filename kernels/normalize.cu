@@ -76,7 +76,7 @@ constexpr int kQuadMinBlocks = 8;
 // they go through shared memory so that each store instruction of the warp
 // writes 32 consecutive 4-element chunks (512 bytes for float32). Storing
 // each lane's 4C outputs directly (C strided chunks per instruction) is far
-// slower (samples/bench/RESULTS.md#nhwc-stores-through-shared-memory).
+// slower (docs/benchmarks.md#nhwc-stores-through-shared-memory).
 template <typename T, int C, bool NCHW>
 __global__ void __launch_bounds__(kQuadThreads, kQuadMinBlocks) normalize_quad_kernel(const unsigned char* __restrict__ src,
                                                                      size_t pitch, size_t stride,

@@ -206,7 +206,7 @@ DumpFolder prepare_dump_folder(const SinkConfig& cfg, const ShardSpec& shard) {
       imgpipe::logger()->info("sink.overwrite: rank 0 removes the earlier run's output beside the rank folders in '{}': {}",
                    cfg.dir, names(s.rank0, top));
   }
-  // An output path checked before the run (README "Exit codes"): a folder
+  // An output path checked before the run (docs/cli.md, "Exit codes"): a folder
   // that cannot be made or written into is a config error, not a run that
   // fails at its first batch.
   std::error_code ec;

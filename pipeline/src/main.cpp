@@ -49,7 +49,7 @@ std::atomic<int> g_signals{0};
 // A thread that a library started before main() (or that unblocked the
 // signals itself) would still be picked by the kernel, and the default action
 // would kill the process with no report (some machines do start such
-// threads: samples/bench/RESULTS.md#signals-on-library-threads): a handler is
+// threads: docs/benchmarks.md#signals-on-library-threads): a handler is
 // installed for that case, and it only passes the signal on to the watcher
 // (pthread_kill is async-signal-safe), where it stays pending until sigwait()
 // takes it. The first signal asks the run to stop (the in-flight frames
@@ -186,7 +186,7 @@ void add_options(CLI::App& app, Args& a) {
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) text += did_you_mean(*parsed);
     return text + "Run with --help for more information.\n";
   });
-  // The run report and progress (README: "The run report").
+  // The run report and progress (docs/report.md, "The run report").
   app.add_option("--report-html", a.report_html_path, "write the run report as one self-contained HTML page");
   app.add_flag("--progress", a.progress,
                "plain progress lines on stderr (the default when stderr is not a terminal), also on a terminal");

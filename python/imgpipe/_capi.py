@@ -71,7 +71,7 @@ def _load() -> ctypes.CDLL:
         "imgpipe: cannot load libimgpipe_c.so (" + "; ".join(errors) + "). Build it "
         "(./setup.sh build, or cmake --build build --target imgpipe_python) and put the build's "
         "python folder first on the path: export PYTHONPATH=$PWD/build/python; or name the "
-        "library in IMGPIPE_C_LIBRARY; or install the package: pip install . (README.md, Python)")
+        "library in IMGPIPE_C_LIBRARY; or install the package: pip install . (docs/python.md)")
 
 
 lib = _load()

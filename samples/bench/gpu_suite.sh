@@ -6,7 +6,7 @@
 # peers, the reduced-decode speed-up and the soak. Writes logs and JSON to OUT.
 #
 #   samples/bench/gpu_suite.sh OUT [PHOTOS] [parts...]
-# with programs bundled by ../shared/tools/gpu-bundle into .gpu (see README;
+# with programs bundled by ../shared/tools/gpu-bundle into .gpu (see docs/benchmarks.md, "Running the benchmarks";
 # samples/bench/gpu_prepare.sh makes every bundle a call carries).
 # parts: tests sanitize kernels memory w1 epochs w1cmp nvjpeg peers decode live soak
 #   (default: all of them, in this order, whatever order they are given in),

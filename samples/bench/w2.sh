@@ -39,7 +39,7 @@
 #   ../shared/tools/gpu-bundle --xz --out .gpu /usr/bin/ffmpeg build-h200/pipeline/imgpipe
 #   run, carry [".gpu.txz", "out/w2corpus"]:  tar xJf .gpu.txz && FFMPEG=".gpu/run bin/ffmpeg" \
 #     IMGPIPE=".gpu/run bin/imgpipe" OUT=$OUT samples/bench/w2.sh out/w2corpus
-# (the corpus is ~30 MiB, the bundle ~17 MiB xz'd: samples/bench/RESULTS.md,
+# (the corpus is ~30 MiB, the bundle ~17 MiB xz'd: docs/benchmarks.md,
 # "W2 corpus"). The GPU machine's torchvision has neither VideoReader nor
 # read_video and torchcodec is not installed there: those entries print
 # why they are absent; torch_cv2 runs.

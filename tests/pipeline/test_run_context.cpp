@@ -1,4 +1,4 @@
-// The report's run context (Report::context, README "The run report"): the
+// The report's run context (Report::context, docs/report.md, "The run report"): the
 // host, the GPUs, the CUDA/OpenCV/oneTBB versions and the effective config,
 // as the Pipeline found them; the CLI adds the command line
 // (tests/cli/test_report_cli.cpp).

@@ -252,7 +252,7 @@ struct Report {
 
   // Inputs were given and not one sample was delivered (every input failed,
   // or batch.drop_last dropped them all): a failed run, though nothing threw
-  // (the CLI exits 1, Python raises NothingDelivered; README "Exit codes").
+  // (the CLI exits 1, Python raises NothingDelivered; docs/cli.md, "Exit codes").
   // An interrupted run is not one.
   bool nothing_delivered() const noexcept { return !interrupted && inputs.discovered > 0 && inputs.delivered == 0; }
 
