@@ -52,7 +52,9 @@
 # SANITIZE_SPECS (tool:set:limit ...), VIDEO_TESTS (the video part's doctest
 # filter), VIDEO_MEMCHECK (its memcheck's filter), W2_CORPUS (.w2corpus:
 # samples/make_videos.sh --parts w2,long), W2_CONFIGS (w2.sh's
-# IMGPIPE_CONFIGS, default below), W2_PEERS, W2_RUNS (3).
+# IMGPIPE_CONFIGS, default below), W2_PEERS, W2_RUNS (3), W2_OLD (0; 1: bin/imgpipe_old
+# beside bin/imgpipe), EPOCHS_OLD (0; 1: bin/imgpipe_bench_epochs_old beside the new),
+# EPOCHS_ROUNDS (1).
 set -uo pipefail
 out=$1; photos=${2:-.gpu/data/photos}; shift 2 || shift $#
 parts=${*:-tests sanitize kernels memory w1 epochs w1cmp nvjpeg peers decode live soak}
@@ -251,10 +253,16 @@ if has epochs && need_corpus epochs && enough epochs 30; then
     for v in ${EPOCHS_VERIFY:-config}; do
     for g in ${EPOCHS_GPU_BATCH:-config}; do
     for w in ${EPOCHS_WHERE:-auto gpu}; do
+    # EPOCHS_OLD=1: bin/imgpipe_bench_epochs_old (the binary before a change) too, the
+    # two taking turns EPOCHS_ROUNDS times (tags <where>_old, <where>_r2, <where>_old_r2, ...)
+    for r in $(seq "${EPOCHS_ROUNDS:-1}"); do
+    for b in "" _old; do
+      [ -z "$b" ] || { [ "${EPOCHS_OLD:-0}" = 1 ] && [ -x .gpu/bin/imgpipe_bench_epochs_old ]; } || continue
       tag=$w; gb=""; vf=""; [ "$g" = config ] || { tag=${tag}_g$g; gb="--gpu-batch $g"; }
       [ "$v" = config ] || { tag=${tag}_$v; vf="--verify $v"; }
+      tag=$tag$b; [ "$r" = 1 ] || tag=${tag}_r$r
       enough "epochs $tag" 15 || continue
-      timeout -k 5 "$(cap 60)" $run bin/imgpipe_bench_epochs --config configs/w1.yaml --input "$corpus" \
+      timeout -k 5 "$(cap 60)" $run bin/imgpipe_bench_epochs$b --config configs/w1.yaml --input "$corpus" \
         --epochs "${EPOCHS:-5}" --where "$w" $gb $vf --json "$js/epochs_$tag.json" > "/tmp/epochs_$tag.log" 2>&1; rc=$?
       { echo "=== epochs $tag rc=$rc"; cat "/tmp/epochs_$tag.log"; } >> "$log"; cat "/tmp/epochs_$tag.log"
       python3 - "$js/epochs_$tag.json" "$tag" "$rc" >> "$summary" <<'PY'
@@ -276,6 +284,27 @@ PY
     done
     done
     done
+    done
+    done
+    if [ "${EPOCHS_OLD:-0}" = 1 ]; then  # new against old: the median of each round's epochs-2+ median
+      python3 - "$js" >> "$summary" <<'PY'
+import glob, json, os, re, statistics, sys
+per = {}
+for f in glob.glob(os.path.join(sys.argv[1], "epochs_*.json")):
+    tag = os.path.basename(f)[len("epochs_"):-len(".json")]
+    old = "_old" in tag
+    key = re.sub(r"_old|_r[0-9]+$", "", tag)
+    later = [e["images_per_s"] for e in json.load(open(f)).get("epochs", [])[1:]]
+    if later:
+        per.setdefault((key, old), []).append(statistics.median(later))
+for key in sorted({k for k, _ in per}):
+    n, o = per.get((key, False)), per.get((key, True))
+    if n and o:
+        print(f"W1 epochs new/old {key}: new {statistics.median(n):.0f} img/s {[round(x) for x in n]}, "
+              f"old {statistics.median(o):.0f} img/s {[round(x) for x in o]}: "
+              f"{statistics.median(n) / statistics.median(o):.3f}")
+PY
+    fi
     merge_json
   else
     echo "epochs: skipped, no bin/imgpipe_bench_epochs" | tee -a "$log"
@@ -381,7 +410,9 @@ if has w2 && enough w2 60; then
   w2c=${W2_CORPUS:-.w2corpus}
   if [ -f "$w2c/manifest.json" ] && command -v ffmpeg > /dev/null; then
     cfgs=${W2_CONFIGS:-"cpu:input.video.where=cpu cpu_copied:input.video.where=cpu;memory.video_frames_mb=0 default: default_copied:memory.video_frames_mb=0"}
-    env FFMPEG=ffmpeg IMGPIPE="$run bin/imgpipe" IMGPIPE_CONFIGS="$cfgs" PEERS="${W2_PEERS:-ffmpeg_cpu,ffmpeg_cpu_long,ffmpeg_mixed,imgpipe,imgpipe_long}" \
+    # W2_OLD=1: the binary before a change (bin/imgpipe_old) beside the new, taking turns (w2.sh IMGPIPE_LIST)
+    list=""; [ "${W2_OLD:-0}" = 1 ] && [ -x .gpu/bin/imgpipe_old ] && list="new=$run bin/imgpipe old=$run bin/imgpipe_old"
+    env FFMPEG=ffmpeg IMGPIPE="$run bin/imgpipe" IMGPIPE_LIST="$list" IMGPIPE_CONFIGS="$cfgs" PEERS="${W2_PEERS:-ffmpeg_cpu,ffmpeg_cpu_long,ffmpeg_mixed,imgpipe,imgpipe_long}" \
       WORK=/tmp/w2bench OUT="$out" W2_DEADLINE="$(deadline $(( $(cap 420) - 60 )))" \
       timeout -k 5 "$(cap 420)" samples/bench/w2.sh "$w2c" "${W2_RUNS:-3}" > /tmp/w2.log 2>&1; rc=$?
     cat /tmp/w2.log >> "$log"; grep -E "^\|" /tmp/w2.log
