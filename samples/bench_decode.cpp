@@ -32,6 +32,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include "codecs/parse/image_header.hpp"
 #include "codecs/parse/jpeg_entropy.hpp"
 #include "stages/decode.hpp"
 #include "stages/transform.hpp"
@@ -176,7 +177,7 @@ int main(int argc, char** argv) {
     std::cerr << "no JPEGs to decode\n";
     return 1;
   }
-  const auto header = imgpipe::stages::sniff_header(corpus.front());
+  const auto header = imgpipe::codecs::sniff_header(corpus.front());
   double mb = 0;
   for (const auto& b : corpus) mb += static_cast<double>(b.size()) / 1e6;
   std::cout << fmt::format("corpus: {} JPEGs ({}x{} first, {:.0f} kB average){}; {} hardware threads; median of {} runs\n",

@@ -11,10 +11,10 @@
 
 #include <opencv2/core.hpp>
 
+#include "codecs/image/libjpeg/jpeg_decode.hpp"
+#include "codecs/parse/image_header.hpp"
 #include "codecs/parse/jpeg_checks.hpp"
 #include "hostile_jpegs.hpp"
-#include "stages/decode.hpp"
-#include "codecs/image/libjpeg/jpeg_decode.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::string message;
-    if (!imgpipe::stages::jpeg_has_eoi(h.bytes)) {
+    if (!imgpipe::codecs::jpeg_has_eoi(h.bytes)) {
       message = "truncated (no end-of-image marker)";
     } else {
       cv::Mat pixels;

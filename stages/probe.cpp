@@ -4,10 +4,9 @@
 #include <chrono>
 #include <cmath>
 
+#include "codecs/image/nvjpeg/nvjpeg_backend.hpp"
+#include "codecs/parse/image_header.hpp"
 #include "codecs/parse/jpeg_entropy.hpp"
-#include "codecs/parse/jpeg_checks.hpp"
-#include "codecs/parse/jpeg_markers.hpp"
-#include "decode.hpp"
 #include "geometry.hpp"
 
 namespace imgpipe::stages {
@@ -18,31 +17,24 @@ Probe::Probe(const ProbeLimits& limits, const codecs::JpegEngines& engines, code
     : Stage("probe", true), limits_(limits), engines_(engines), steering_(steering), decode_(decode),
       transform_(transform), gpu_(gpu), others_(std::move(others)) {}
 
-bool Probe::gpu_able(const Work& w, int& width, int& height) const {
+bool Probe::gpu_able(const Work& w, codecs::JpegSegments& segments, int& width, int& height) const {
   const codecs::GpuJpegDecoder* decoder = limits_.wait_for_engines ? engines_.wait() : engines_.ready();
   if (!decoder) return false;  // not made yet, or GPU decode failed to start
   const std::span<const unsigned char> b(w.pixels.bytes);
-  const ImageHeader h = sniff_header(b);
-  if (h.format != "jpeg") return false;
+  if (!codecs::jpeg_signature(b)) return false;
+  // The one parse of the JPEG's headers: the header fields, the layout, the
+  // structural checks and the entropy walk all read it.
+  segments = codecs::parse_jpeg_segments(b);
+  const codecs::ImageHeader h = codecs::sniff_header(b, segments.markers);
   // What the CPU route checks or does that the engines would not: these stay there.
-  if (limits_.accept_truncated || !jpeg_has_eoi(b)) return false;
+  if (limits_.accept_truncated || !codecs::jpeg_has_eoi(b, segments.markers)) return false;
   if (limits_.exif_orientation && h.orientation != 1) return false;
-  const codecs::JpegLayout j = codecs::parse_jpeg_layout(b);
-  if (!codecs::gpu_route_refusal(j).empty()) return false;
-  // Structure the engines would decode differently from libjpeg, or decode
-  // where libjpeg rejects the file: the CPU route gives libjpeg's verdict
-  // (docs/gpu-decode.md, "What the probe checks").
-  if (const codecs::JpegRefusal r = codecs::check_jpeg(b); r != codecs::JpegRefusal::none) {
-    ++refusals_[static_cast<std::size_t>(r)];
-    return false;
-  }
-  const std::size_t frame = static_cast<std::size_t>(j.width) * static_cast<std::size_t>(j.height) * 3;
-  if (j.width > limits_.max_pixels / j.height || frame > limits_.max_frame_bytes || b.size() > limits_.max_bitstream)
-    return false;
-  const codecs::JpegInfo info = decoder->parse(b.data(), b.size());
-  if (!info.valid || !info.batch_supported || info.width != j.width || info.height != j.height) return false;
-  width = j.width;
-  height = j.height;
+  const codecs::GpuJpegRoom room{limits_.max_pixels, limits_.max_frame_bytes, limits_.max_bitstream};
+  const codecs::GpuJpegTake t = codecs::NvjpegBackend(*decoder).takes(b, segments, room);
+  if (t.refusal != codecs::JpegRefusal::none) ++refusals_[static_cast<std::size_t>(t.refusal)];
+  if (!t.taken) return false;
+  width = t.width;
+  height = t.height;
   return true;
 }
 
@@ -75,16 +67,17 @@ void Probe::steer() {
 
 Tally Probe::run(Work& w) {
   int width = 0, height = 0;
+  codecs::JpegSegments segments;
   if ((++seen_ & 63) == 0) steer();
   // A pushed image stays on the CPU: a JPEG the engines reject is decoded
   // again on the CPU from its file, and a pushed one has none.
   if (w.preloaded) return {1, 0};
-  if (!gpu_able(w, width, height)) return {1, 0};
+  if (!gpu_able(w, segments, width, height)) return {1, 0};
   ++gpu_able_;
   if (!steering_.take_gpu(w.sample.seq)) return {1, 0};
   if (limits_.verify_entropy) {
     ++entropy_checked_;
-    if (!codecs::check_entropy(w.pixels.bytes).clean) {
+    if (!codecs::check_entropy(w.pixels.bytes, segments).clean) {
       ++entropy_to_cpu_;
       return {1, 0};
     }

@@ -9,11 +9,13 @@
 // device's frame buffer) may take the GPU route: its bitstream is staged as
 // it is and decoded on the GPU. The share of such JPEGs sent to the GPU is
 // steered by the rates both routes achieve during the run
-// (codecs/route_steering.hpp), so that the CPUs and the JPEG engines are all
-// busy. The JPEG's layout comes from the shared marker parser
-// (codecs/jpeg_markers.hpp).
+// (codecs/route/route_steering.hpp), so that the CPUs and the JPEG engines
+// are all busy. The JPEG's headers are parsed once (codecs/parse/
+// jpeg_markers.hpp: parse_jpeg_segments) for its header fields, the layout
+// and structural checks the nvJPEG backend asks (codecs/image/nvjpeg/
+// nvjpeg_backend.hpp: takes) and the entropy check.
 // With decode.verify full, a JPEG steered to the engines first passes the
-// entropy check (codecs/jpeg_entropy.hpp), on the steered ones only, so that
+// entropy check (codecs/parse/jpeg_entropy.hpp), on the steered ones only, so that
 // its cost falls where the engines save a CPU decode; one that fails stays on
 // the CPU route, which gives libjpeg's verdict.
 // Everything else (other formats, progressive, CMYK, 12-bit, arithmetic
@@ -27,10 +29,10 @@
 #include <utility>
 #include <vector>
 
-
-#include "codecs/route/decode_meter.hpp"
-#include "codecs/parse/jpeg_checks.hpp"
 #include "codecs/image/nvjpeg/jpeg_engines.hpp"
+#include "codecs/parse/jpeg_checks.hpp"
+#include "codecs/parse/jpeg_markers.hpp"
+#include "codecs/route/decode_meter.hpp"
 #include "codecs/route/route_steering.hpp"
 #include "imgpipe/config.hpp"
 #include "stage.hpp"
@@ -67,12 +69,15 @@ class Probe : public Stage<Probe, Takes::encoded_samples> {
   // the CPU route (not clean).
   std::uint64_t entropy_checked() const noexcept { return entropy_checked_.load(); }
   std::uint64_t entropy_to_cpu() const noexcept { return entropy_to_cpu_.load(); }
-  // JPEGs kept on the CPU route by the structural checks (codecs/jpeg_checks.hpp),
+  // JPEGs kept on the CPU route by the structural checks (codecs/parse/jpeg_checks.hpp),
   // by reason name; reasons with no JPEG are left out.
   std::vector<std::pair<std::string, std::uint64_t>> cpu_route_reasons() const;
 
  private:
-  bool gpu_able(const Work& w, int& width, int& height) const;
+  // Whether the JPEG in w may go to the engines (the CPU route's own
+  // concerns, then the nvJPEG backend's takes()); `segments` receives its
+  // parsed marker segments, for the entropy check after steering.
+  bool gpu_able(const Work& w, codecs::JpegSegments& segments, int& width, int& height) const;
   void steer();
   ProbeLimits limits_;
   const codecs::JpegEngines& engines_;

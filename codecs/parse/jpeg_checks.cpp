@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "codecs/parse/jpeg_markers.hpp"
-
 namespace imgpipe::codecs {
 
 std::string_view jpeg_refusal_name(JpegRefusal r) noexcept {
@@ -226,23 +224,14 @@ R check_scan(std::span<const unsigned char> b, JpegStructure& s) {
 
 }  // namespace
 
-JpegRefusal check_jpeg(std::span<const unsigned char> b, JpegStructure& s) noexcept {
+JpegRefusal check_jpeg(std::span<const unsigned char> b, const JpegSegments& segments, JpegStructure& s) noexcept {
   const std::size_t n = b.size();
-  if (n < 4 || b[0] != 0xFF || b[1] != 0xD8) return R::not_jpeg;
-  std::size_t i = 2;
-  while (true) {
-    if (i + 4 > n) return R::not_jpeg;
-    if (b[i] != 0xFF) return R::not_jpeg;
-    const unsigned char marker = b[i + 1];
-    if (marker == 0xFF) {
-      ++i;
-      continue;
-    }
-    if (marker == 0xD8 || marker == 0xD9 || (marker >= 0xD0 && marker <= 0xD7) || marker == 0x01 || marker == 0x00)
-      return R::not_jpeg;
-    const std::size_t len = be16(&b[i + 2]);
-    if (len < 2 || i + 2 + len > n) return R::segment_length;
-    const std::size_t body = i + 4, end = i + 2 + len;
+  if (n < 4 || !segments.markers.soi) return R::not_jpeg;
+  for (const JpegSegment& seg : segments.list) {
+    const unsigned char marker = seg.marker;
+    if (seg.standalone() || marker == 0xD9 || marker == 0x00) return R::not_jpeg;
+    if (!seg.whole(n)) return R::segment_length;
+    const std::size_t len = seg.length, body = seg.body(), end = seg.end();
     R r = R::none;
     if (marker == 0xC4) {
       r = read_dht(b, body, end, s);
@@ -264,13 +253,12 @@ JpegRefusal check_jpeg(std::span<const unsigned char> b, JpegStructure& s) noexc
       r = read_sos(b, body, len, s);
       if (r != R::none) return r;
       s.scan_at = end;
-      break;
+      if (const R h = check_headers(s); h != R::none) return h;
+      return check_scan(b, s);
     }
     if (r != R::none) return r;
-    i = end;
   }
-  if (const R r = check_headers(s); r != R::none) return r;
-  return check_scan(b, s);
+  return R::not_jpeg;  // no scan: the walk stopped at a byte that is no marker, or at the end
 }
 
 }  // namespace imgpipe::codecs

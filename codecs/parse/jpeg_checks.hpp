@@ -1,7 +1,9 @@
 // The probe's structural checks of a JPEG before it may go to the GPU's JPEG
-// engines (docs/gpu-decode.md, "What the probe checks"). One walk from SOI
-// over every segment, the entropy-coded segment's markers and the trailer,
-// keeping the tables it parsed. The engines decode what libjpeg rejects and
+// engines (docs/gpu-decode.md, "What the probe checks"). They read the
+// marker segments the parser listed (jpeg_markers.hpp: JpegSegments, parsed
+// once for the layout, these checks and the entropy walk), then walk the
+// entropy-coded segment's markers and the trailer, keeping the tables they
+// parsed. The engines decode what libjpeg rejects and
 // decode some valid files with other colours; a JPEG that fails a check goes
 // to the CPU route, which gives libjpeg's verdict. Never throws, never reads
 // out of bounds (tests/fuzz: fuzz_probe).
@@ -13,6 +15,8 @@
 #include <span>
 #include <string_view>
 #include <vector>
+
+#include "codecs/parse/jpeg_markers.hpp"
 
 namespace imgpipe::codecs {
 
@@ -79,10 +83,16 @@ struct JpegStructure {
   int restarts = 0;            // RSTn markers in the scan
 };
 
-// Walks the whole JPEG into `s` and returns the first reason it may not go to
-// the engines, or JpegRefusal::none. Data after EOI is ignored, as libjpeg
-// ignores it.
-JpegRefusal check_jpeg(std::span<const unsigned char> bytes, JpegStructure& s) noexcept;
+// Reads the whole JPEG into `s`, from its segments (`segments`:
+// parse_jpeg_segments(bytes)) through the scan, and returns the first reason
+// it may not go to the engines, or JpegRefusal::none. Data after EOI is
+// ignored, as libjpeg ignores it.
+JpegRefusal check_jpeg(std::span<const unsigned char> bytes, const JpegSegments& segments,
+                       JpegStructure& s) noexcept;
+// The same, parsing the segments itself.
+inline JpegRefusal check_jpeg(std::span<const unsigned char> bytes, JpegStructure& s) noexcept {
+  return check_jpeg(bytes, parse_jpeg_segments(bytes), s);
+}
 inline JpegRefusal check_jpeg(std::span<const unsigned char> bytes) noexcept {
   JpegStructure s;
   return check_jpeg(bytes, s);

@@ -171,85 +171,106 @@ struct Bits {
   }
 };
 
-// Reads the marker segments from SOI to SOS. Empty reason: `lay` is complete.
-std::string_view walk(Bytes b, Layout& lay, std::array<Huffman, 8>& tables) noexcept {
-  if (b.size() < 4 || b[0] != 0xFF || b[1] != 0xD8) return "no SOI";
+// The segment readers below take one segment's body [p, end) and return a
+// reason, or empty when they read it whole.
+
+// DHT: one or more Huffman tables, derived as they are read.
+std::string_view read_huffman_tables(Bytes b, std::size_t p, std::size_t end, std::array<Huffman, 8>& tables) noexcept {
+  while (p < end) {
+    if (p + 17 > end) return "bad Huffman table";
+    const int cls = b[p] >> 4, id = b[p] & 15;
+    if (cls > 1 || id > 3) return "bad Huffman table";
+    Huffman& h = tables[cls * 4 + id];
+    int count = 0;
+    for (int l = 1; l <= 16; ++l) count += h.bits[l] = b[p + l];
+    p += 17;
+    if (count > 256 || p + count > end) return "bad Huffman table";
+    for (int k = 0; k < count; ++k) h.vals[k] = b[p + k];
+    p += count;
+    h.count = count;
+    h.defined = derive(h, cls == 0, cls == 1);
+    if (!h.defined) return "bad Huffman table";
+  }
+  return {};
+}
+
+// DQT: which quantisation tables are defined (their values do not matter here).
+std::string_view read_quant_tables(Bytes b, std::size_t p, std::size_t end, std::array<bool, 4>& quant) noexcept {
+  while (p < end) {
+    const int prec = b[p] >> 4, id = b[p] & 15;
+    if (prec > 1 || id > 3 || p + 1 + 64u * (prec + 1) > end) return "bad quantisation table";
+    quant[id] = true;
+    p += 1 + 64u * (prec + 1);
+  }
+  return {};
+}
+
+// SOF0 / SOF1 of `len` bytes (its length field): the size and components.
+std::string_view read_frame_header(Bytes b, std::size_t body, std::size_t len, Layout& lay) noexcept {
+  if (len < 8 || b[body] != 8) return "not 8-bit";
+  lay.height = static_cast<int>(be16_at(b, body + 1));
+  lay.width = static_cast<int>(be16_at(b, body + 3));
+  lay.ncomp = b[body + 5];
+  if (lay.width == 0 || lay.height == 0) return "no frame size";
+  if (lay.width > 65500 || lay.height > 65500) return "larger than libjpeg's 65500 pixels";
+  if (lay.ncomp < 1 || lay.ncomp > 4 || len != 8 + 3u * static_cast<unsigned>(lay.ncomp)) return "bad frame header";
+  for (int c = 0; c < lay.ncomp; ++c) {
+    const std::size_t q = body + 6 + 3u * static_cast<unsigned>(c);
+    Component& k = lay.comp[c];
+    k = {b[q], b[q + 1] >> 4, b[q + 1] & 15, b[q + 2]};
+    if (k.h < 1 || k.h > 4 || k.v < 1 || k.v > 4 || k.tq > 3) return "bad frame header";
+    for (int d = 0; d < c; ++d)
+      if (lay.comp[d].id == k.id) return "duplicate component id";
+  }
+  return {};
+}
+
+// SOS of `len` bytes: one sequential scan of every frame component, in frame
+// order, with its tables defined.
+std::string_view read_scan_header(Bytes b, std::size_t body, std::size_t len, const std::array<Huffman, 8>& tables,
+                                  const std::array<bool, 4>& quant, Layout& lay) noexcept {
+  const int ns = b[body];
+  if (len != 6 + 2u * static_cast<unsigned>(ns)) return "bad scan header";
+  if (ns != lay.ncomp) return "more than one scan";
+  for (int s = 0; s < ns; ++s) {
+    Component& k = lay.comp[s];  // in frame order, as the standard asks
+    if (b[body + 1 + 2 * s] != k.id) return "scan components differ from the frame's";
+    k.dc = b[body + 2 + 2 * s] >> 4;
+    k.ac = b[body + 2 + 2 * s] & 15;
+    if (k.dc > 3 || k.ac > 3 || !tables[k.dc].defined || !tables[4 + k.ac].defined) return "Huffman table missing";
+    if (!quant[k.tq]) return "quantisation table missing";
+  }
+  const std::size_t q = body + 1 + 2u * static_cast<unsigned>(ns);
+  if (b[q] != 0 || b[q + 1] != 63 || b[q + 2] != 0) return "not a sequential scan";
+  return {};
+}
+
+// Reads the marker segments from SOI to SOS, as the parser listed them.
+// Empty reason: `lay` is complete.
+std::string_view walk(Bytes b, const JpegSegments& segments, Layout& lay, std::array<Huffman, 8>& tables) noexcept {
+  if (b.size() < 4 || !segments.markers.soi) return "no SOI";
   std::array<bool, 4> quant{};
   bool sof = false;
-  std::size_t i = 2;
-  for (;;) {
-    if (i >= b.size() || b[i] != 0xFF) return "bytes between marker segments";
-    while (i < b.size() && b[i] == 0xFF) ++i;
-    if (i + 2 >= b.size()) return "headers cut short";
-    const int m = b[i];
-    const std::size_t seg = i + 1;  // the length field
-    const std::size_t len = be16_at(b, seg);
-    if (len < 2 || seg + len > b.size()) return "segment length past the end";
-    const std::size_t body = seg + 2, end = seg + len;
-    i = end;
+  for (const JpegSegment& seg : segments.list) {
+    const int m = seg.marker;
+    const std::size_t len = seg.length;
+    if (!seg.whole(b.size())) return "segment length past the end";
+    const std::size_t body = seg.body(), end = seg.end();
+    std::string_view why;
     if (m == 0xC4) {  // DHT
-      std::size_t p = body;
-      while (p < end) {
-        if (p + 17 > end) return "bad Huffman table";
-        const int cls = b[p] >> 4, id = b[p] & 15;
-        if (cls > 1 || id > 3) return "bad Huffman table";
-        Huffman& h = tables[cls * 4 + id];
-        int count = 0;
-        for (int l = 1; l <= 16; ++l) count += h.bits[l] = b[p + l];
-        p += 17;
-        if (count > 256 || p + count > end) return "bad Huffman table";
-        for (int k = 0; k < count; ++k) h.vals[k] = b[p + k];
-        p += count;
-        h.count = count;
-        h.defined = derive(h, cls == 0, cls == 1);
-        if (!h.defined) return "bad Huffman table";
-      }
+      why = read_huffman_tables(b, body, end, tables);
     } else if (m == 0xDB) {  // DQT
-      std::size_t p = body;
-      while (p < end) {
-        const int prec = b[p] >> 4, id = b[p] & 15;
-        if (prec > 1 || id > 3 || p + 1 + 64u * (prec + 1) > end) return "bad quantisation table";
-        quant[id] = true;
-        p += 1 + 64u * (prec + 1);
-      }
+      why = read_quant_tables(b, body, end, quant);
     } else if (m == 0xC0 || m == 0xC1) {  // baseline, extended sequential Huffman
       if (sof) return "two frame headers";
       sof = true;
-      if (len < 8 || b[body] != 8) return "not 8-bit";
-      lay.height = static_cast<int>(be16_at(b, body + 1));
-      lay.width = static_cast<int>(be16_at(b, body + 3));
-      lay.ncomp = b[body + 5];
-      if (lay.width == 0 || lay.height == 0) return "no frame size";
-      if (lay.width > 65500 || lay.height > 65500) return "larger than libjpeg's 65500 pixels";
-      if (lay.ncomp < 1 || lay.ncomp > 4 || len != 8 + 3u * static_cast<unsigned>(lay.ncomp))
-        return "bad frame header";
-      for (int c = 0; c < lay.ncomp; ++c) {
-        const std::size_t q = body + 6 + 3u * static_cast<unsigned>(c);
-        Component& k = lay.comp[c];
-        k = {b[q], b[q + 1] >> 4, b[q + 1] & 15, b[q + 2]};
-        if (k.h < 1 || k.h > 4 || k.v < 1 || k.v > 4 || k.tq > 3) return "bad frame header";
-        for (int d = 0; d < c; ++d)
-          if (lay.comp[d].id == k.id) return "duplicate component id";
-      }
+      why = read_frame_header(b, body, len, lay);
     } else if (m == 0xDD) {  // DRI
       if (len != 4) return "bad restart interval";
       lay.restart = static_cast<int>(be16_at(b, body));
     } else if (m == 0xDA) {  // SOS
       if (!sof) return "scan before the frame header";
-      const int ns = b[body];
-      if (len != 6 + 2u * static_cast<unsigned>(ns)) return "bad scan header";
-      if (ns != lay.ncomp) return "more than one scan";
-      for (int s = 0; s < ns; ++s) {
-        Component& k = lay.comp[s];  // in frame order, as the standard asks
-        if (b[body + 1 + 2 * s] != k.id) return "scan components differ from the frame's";
-        k.dc = b[body + 2 + 2 * s] >> 4;
-        k.ac = b[body + 2 + 2 * s] & 15;
-        if (k.dc > 3 || k.ac > 3 || !tables[k.dc].defined || !tables[4 + k.ac].defined)
-          return "Huffman table missing";
-        if (!quant[k.tq]) return "quantisation table missing";
-      }
-      const std::size_t q = body + 1 + 2u * static_cast<unsigned>(ns);
-      if (b[q] != 0 || b[q + 1] != 63 || b[q + 2] != 0) return "not a sequential scan";
+      if (why = read_scan_header(b, body, len, tables, quant, lay); !why.empty()) return why;
       lay.scan = end;
       return {};
     } else if ((m >= 0xC2 && m <= 0xCF) || m == 0xDC) {
@@ -260,7 +281,12 @@ std::string_view walk(Bytes b, Layout& lay, std::array<Huffman, 8>& tables) noex
       // the scan are taken as damage here.
       return "unknown or misplaced marker";
     }
+    if (!why.empty()) return why;
   }
+  // No scan: the walk stopped at a byte that is no marker, or with too few
+  // bytes left for one.
+  const std::size_t i = segments.stop_at;
+  return i >= b.size() || b[i] != 0xFF ? "bytes between marker segments" : "headers cut short";
 }
 
 // Peeks a symbol of `h` (16 bits at most); 0 length: no such code.
@@ -289,115 +315,129 @@ struct Block {
   int comp;
 };
 
-}  // namespace
+// The scan's MCU: its blocks, in order, and how many MCUs cover the frame.
+struct Mcu {
+  std::array<Block, 10> blocks{};
+  int nblocks = 0;
+  std::uint64_t count = 0;
+};
 
-EntropyCheck check_entropy(Bytes b) noexcept {
-  EntropyCheck out;
-  const auto fail = [&out](std::string_view why, std::uint64_t mcus) {
-    out.reason = why;
-    out.mcus = mcus;
-    return out;
-  };
-  Layout lay;
-  std::array<Huffman, 8> tables;  // DC 0-3, AC 0-3
-  if (const std::string_view why = walk(b, lay, tables); !why.empty()) return fail(why, 0);
-  // The MCU: one block for a one-component scan, else each component's h x v.
+// Sets the MCU up from the frame's sampling factors: one block for a
+// one-component scan, else each component's h x v. Empty reason: `mcu` is
+// complete.
+std::string_view mcu_layout(const Layout& lay, const std::array<Huffman, 8>& tables, Mcu& mcu) noexcept {
   int hmax = 1, vmax = 1;
   for (int c = 0; c < lay.ncomp; ++c) {
     hmax = std::max(hmax, lay.comp[c].h);
     vmax = std::max(vmax, lay.comp[c].v);
   }
   for (int c = 0; c < lay.ncomp; ++c)
-    if (hmax % lay.comp[c].h != 0 || vmax % lay.comp[c].v != 0) return fail("fractional sampling factors", 0);
-  std::array<Block, 10> blocks{};
-  int nblocks = 0;
+    if (hmax % lay.comp[c].h != 0 || vmax % lay.comp[c].v != 0) return "fractional sampling factors";
   std::uint64_t mcus_x, mcus_y;
   const auto ceil_div = [](std::uint64_t a, std::uint64_t d) { return (a + d - 1) / d; };
   if (lay.ncomp == 1) {
     const Component& k = lay.comp[0];
     mcus_x = ceil_div(ceil_div(static_cast<std::uint64_t>(lay.width) * k.h, hmax), 8);
     mcus_y = ceil_div(ceil_div(static_cast<std::uint64_t>(lay.height) * k.v, vmax), 8);
-    blocks[nblocks++] = {&tables[k.dc], &tables[4 + k.ac], 0};
+    mcu.blocks[mcu.nblocks++] = {&tables[k.dc], &tables[4 + k.ac], 0};
   } else {
     mcus_x = ceil_div(static_cast<std::uint64_t>(lay.width), 8u * static_cast<unsigned>(hmax));
     mcus_y = ceil_div(static_cast<std::uint64_t>(lay.height), 8u * static_cast<unsigned>(vmax));
     for (int c = 0; c < lay.ncomp; ++c) {
       const Component& k = lay.comp[c];
       for (int n = 0; n < k.h * k.v; ++n) {
-        if (nblocks == 10) return fail("more than 10 blocks per MCU", 0);
-        blocks[nblocks++] = {&tables[k.dc], &tables[4 + k.ac], c};
+        if (mcu.nblocks == 10) return "more than 10 blocks per MCU";
+        mcu.blocks[mcu.nblocks++] = {&tables[k.dc], &tables[4 + k.ac], c};
       }
     }
   }
-  const std::uint64_t total = mcus_x * mcus_y;
+  mcu.count = mcus_x * mcus_y;
+  return {};
+}
+
+// One block's codes: the DC difference (its category and extra bits, kept
+// within libjpeg's range through the component's predictor), then the AC
+// run/size codes up to EOB or the last coefficient. Empty reason: the block
+// is whole.
+inline std::string_view walk_block(Bits& in, const Block& blk, std::array<int, 4>& pred) noexcept {
+  if (in.n < 32) in.refill();
+  int len = 0, sym = 0;
+  decode_symbol(*blk.dc, in.acc, len, sym);
+  if (len == 0 || len + sym > in.n) return len == 0 ? "bad Huffman code" : "entropy-coded data ends early";
+  if (sym > 11) return "DC difference category above 11";
+  in.skip(len);
+  if (sym > 0) {
+    const int raw = static_cast<int>(in.acc >> (64 - sym));
+    const int diff = raw < (1 << (sym - 1)) ? raw - (1 << sym) + 1 : raw;
+    in.skip(sym);
+    int& p = pred[blk.comp];
+    p += diff;
+    if (p < -2048 || p > 2047) return "DC value out of range";
+  }
+  const Huffman& ac = *blk.ac;
+  for (int k = 1; k < 64;) {
+    if (in.n < 26) in.refill();
+    const std::uint16_t f = ac.fast[in.acc >> 52];
+    if (f != 0) {
+      const int bits = f & 31;
+      if (bits > in.n) return "entropy-coded data ends early";
+      in.skip(bits);
+      if (f & kEob) break;
+      k += (f >> 5) & 31;
+    } else {
+      decode_symbol(ac, in.acc, len, sym);
+      const int s = sym & 15, r = sym >> 4;
+      if (len == 0 || len + s > in.n) return len == 0 ? "bad Huffman code" : "entropy-coded data ends early";
+      if (s > 10) return "AC coefficient size above 10";
+      in.skip(len + s);
+      if (s == 0 && r != 15) break;  // EOB
+      k += s == 0 ? 16 : r + 1;
+    }
+    if (k > 64) return "coefficient index past 63";
+  }
+  return {};
+}
+
+EntropyCheck failed(std::string_view why, std::uint64_t mcus) noexcept {
+  EntropyCheck out;
+  out.reason = why;
+  out.mcus = mcus;
+  return out;
+}
+
+// The scan walk: every MCU's blocks, the restart markers between intervals,
+// then EOI right after the last MCU.
+EntropyCheck walk_scan(Bytes b, const Layout& lay, const Mcu& mcu) noexcept {
   Bits in{b.subspan(0), lay.scan};
   std::array<int, 4> pred{};
   int next_rst = 0;
-  for (std::uint64_t m = 0; m < total; ++m) {
+  for (std::uint64_t m = 0; m < mcu.count; ++m) {
     if (lay.restart > 0 && m > 0 && m % static_cast<unsigned>(lay.restart) == 0) {
-      if (!in.at_marker(0xD0 + next_rst)) {
-        return fail("restart marker missing or out of place", m);
-      }
+      if (!in.at_marker(0xD0 + next_rst)) return failed("restart marker missing or out of place", m);
       next_rst = (next_rst + 1) & 7;
       pred.fill(0);
     }
-    for (int bl = 0; bl < nblocks; ++bl) {
-      const Block& blk = blocks[bl];
-      if (in.n < 32) in.refill();
-      int len = 0, sym = 0;
-      decode_symbol(*blk.dc, in.acc, len, sym);
-      if (len == 0 || len + sym > in.n) {
-        return fail(len == 0 ? "bad Huffman code" : "entropy-coded data ends early", m);
-      }
-      if (sym > 11) {
-        return fail("DC difference category above 11", m);
-      }
-      in.skip(len);
-      if (sym > 0) {
-        const int raw = static_cast<int>(in.acc >> (64 - sym));
-        const int diff = raw < (1 << (sym - 1)) ? raw - (1 << sym) + 1 : raw;
-        in.skip(sym);
-        int& p = pred[blk.comp];
-        p += diff;
-        if (p < -2048 || p > 2047) {
-          return fail("DC value out of range", m);
-        }
-      }
-      const Huffman& ac = *blk.ac;
-      for (int k = 1; k < 64;) {
-        if (in.n < 26) in.refill();
-        const std::uint16_t f = ac.fast[in.acc >> 52];
-        if (f != 0) {
-          const int bits = f & 31;
-          if (bits > in.n) {
-            return fail("entropy-coded data ends early", m);
-          }
-          in.skip(bits);
-          if (f & kEob) break;
-          k += (f >> 5) & 31;
-        } else {
-          decode_symbol(ac, in.acc, len, sym);
-          const int s = sym & 15, r = sym >> 4;
-          if (len == 0 || len + s > in.n) {
-            return fail(len == 0 ? "bad Huffman code" : "entropy-coded data ends early", m);
-          }
-          if (s > 10) {
-            return fail("AC coefficient size above 10", m);
-          }
-          in.skip(len + s);
-          if (s == 0 && r != 15) break;  // EOB
-          k += s == 0 ? 16 : r + 1;
-        }
-        if (k > 64) {
-          return fail("coefficient index past 63", m);
-        }
-      }
-    }
+    for (int bl = 0; bl < mcu.nblocks; ++bl)
+      if (const std::string_view why = walk_block(in, mcu.blocks[bl], pred); !why.empty()) return failed(why, m);
   }
-  if (!in.at_marker(0xD9)) return fail("bytes or markers between the last MCU and EOI", total);
-  out.mcus = total;
+  if (!in.at_marker(0xD9)) return failed("bytes or markers between the last MCU and EOI", mcu.count);
+  EntropyCheck out;
+  out.mcus = mcu.count;
   out.clean = true;
   return out;
 }
+
+}  // namespace
+
+EntropyCheck check_entropy(Bytes b, const JpegSegments& segments) noexcept {
+  Layout lay;
+  std::array<Huffman, 8> tables;  // DC 0-3, AC 0-3
+  if (const std::string_view why = walk(b, segments, lay, tables); !why.empty()) return failed(why, 0);
+  Mcu mcu;
+  if (const std::string_view why = mcu_layout(lay, tables, mcu); !why.empty()) return failed(why, 0);
+  return walk_scan(b, lay, mcu);
+}
+
+EntropyCheck check_entropy(Bytes b) noexcept { return check_entropy(b, parse_jpeg_segments(b)); }
 
 }  // namespace imgpipe::codecs

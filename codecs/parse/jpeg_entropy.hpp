@@ -20,13 +20,15 @@
 // segment between the scan and EOI); those files take the CPU route too.
 // Baseline and extended sequential Huffman JPEGs with 8-bit samples and one
 // scan holding every component: what the engines take
-// (codecs/jpeg_markers.hpp: gpu_route_refusal). Never throws, never reads out
+// (codecs/parse/jpeg_markers.hpp: gpu_route_refusal). Never throws, never reads out
 // of bounds (tests/fuzz: fuzz_probe).
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string_view>
+
+#include "codecs/parse/jpeg_markers.hpp"
 
 namespace imgpipe::codecs {
 
@@ -37,6 +39,11 @@ struct EntropyCheck {
   std::uint64_t mcus = 0;  // MCUs walked
 };
 
+// Walks the JPEG from its marker segments (`segments`:
+// parse_jpeg_segments(bytes), the parse the probe's layout and structural
+// checks read too) through the entropy-coded data to EOI.
+EntropyCheck check_entropy(std::span<const unsigned char> bytes, const JpegSegments& segments) noexcept;
+// The same, parsing the segments itself.
 EntropyCheck check_entropy(std::span<const unsigned char> bytes) noexcept;
 
 }  // namespace imgpipe::codecs

@@ -5,33 +5,40 @@
 
 namespace imgpipe::codecs {
 
-JpegMarkers read_jpeg_markers(std::span<const unsigned char> b) noexcept {
-  JpegMarkers m;
+namespace {
+
+// The walk itself: `m` receives the summary, `visit(segment)` each marker
+// met (fill bytes skipped). Returns where it stopped when it ran out of
+// bytes or met a byte that is not FF (0 when it stopped at a segment).
+template <class Visit>
+std::size_t walk_markers(std::span<const unsigned char> b, JpegMarkers& m, Visit&& visit) {
   const std::size_t n = b.size();
   m.soi = n >= 2 && b[0] == 0xFF && b[1] == 0xD8;
   std::size_t i = 2;
   while (i + 4 <= n) {
-    if (b[i] != 0xFF) return m;  // not at a marker: damaged
+    if (b[i] != 0xFF) return i;  // not at a marker: damaged
     const unsigned char marker = b[i + 1];
     if (marker == 0xFF) {  // fill byte
       ++i;
       continue;
     }
-    if (marker == 0xD8 || (marker >= 0xD0 && marker <= 0xD7) || marker == 0x01) {  // standalone
+    const JpegSegment seg{marker, i, be16(&b[i + 2])};
+    visit(seg);
+    if (seg.standalone()) {
       m.irregular = true;
       i += 2;
       continue;
     }
     // An EOI before the scan: irregular, and read as a segment like any other.
     if (marker == 0xD9) m.irregular = true;
-    const std::size_t len = be16(&b[i + 2]);
-    const bool whole = len >= 2 && i + 2 + len <= n;
+    const std::size_t len = seg.length;
+    const bool whole = seg.whole(n);
     if (marker == 0xDA) {
       m.sos = i;
       if (!whole) m.irregular = true;
-      return m;
+      return 0;
     }
-    if (len < 2) return m;
+    if (len < 2) return 0;
     const bool sof = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
     if (sof && m.sof_marker == 0) {
       m.sof_marker = marker;
@@ -46,10 +53,25 @@ JpegMarkers read_jpeg_markers(std::span<const unsigned char> b) noexcept {
     }
     if (!whole) {  // runs past the end: nothing after it to walk
       m.irregular = true;
-      return m;
+      return 0;
     }
     i += 2 + len;
   }
+  return i;
+}
+
+}  // namespace
+
+JpegSegments parse_jpeg_segments(std::span<const unsigned char> b) {
+  JpegSegments s;
+  s.list.reserve(16);  // a camera's JPEG has about a dozen segments before its scan
+  s.stop_at = walk_markers(b, s.markers, [&s](const JpegSegment& seg) { s.list.push_back(seg); });
+  return s;
+}
+
+JpegMarkers read_jpeg_markers(std::span<const unsigned char> b) noexcept {
+  JpegMarkers m;
+  walk_markers(b, m, [](const JpegSegment&) noexcept {});
   return m;
 }
 

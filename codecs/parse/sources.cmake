@@ -1,5 +1,7 @@
-# codecs/parse: the JPEG parsers (markers, structural checks, entropy walk).
+# codecs/parse: the parsers (image headers; JPEG markers, structural checks,
+# entropy walk).
 target_sources(imgpipe_codecs PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/image_header.cpp
   ${CMAKE_CURRENT_LIST_DIR}/jpeg_markers.cpp
   ${CMAKE_CURRENT_LIST_DIR}/jpeg_checks.cpp
   ${CMAKE_CURRENT_LIST_DIR}/jpeg_entropy.cpp)

@@ -8,6 +8,7 @@
 
 #include <opencv2/core.hpp>
 
+#include "codecs/parse/image_header.hpp"
 #include "stages/decode.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -21,8 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   imgpipe::TransformConfig transform;  // 640x640 stretch: large JPEGs take the reduced path
   const imgpipe::stages::Decode decode(cfg, transform);
   const std::span<const unsigned char> bytes(data, size);
-  (void)imgpipe::stages::sniff_header(bytes);
-  (void)imgpipe::stages::jpeg_has_eoi(bytes);
+  (void)imgpipe::codecs::sniff_header(bytes);
+  (void)imgpipe::codecs::jpeg_has_eoi(bytes);
   cv::Mat out;
   const std::string reason = decode.decode(bytes, out);
   if (reason.empty() && (out.empty() || out.type() != CV_8UC3)) std::abort();

@@ -1,18 +1,22 @@
-// libFuzzer target: the JPEG marker parser (codecs/jpeg_markers.hpp) as the
-// routing probe reads it, to decide what may go to the GPU's JPEG engines
-// (SOF type, precision, components, subsampling, restart interval). It must never crash or read out of bounds,
-// its result must be self-consistent, and it must agree with the decode
-// stage's own header sniffer where both read the same frame header.
+// libFuzzer target: the JPEG marker parser (codecs/parse/jpeg_markers.hpp) as
+// the routing probe reads it, to decide what may go to the GPU's JPEG engines
+// (SOF type, precision, components, subsampling, restart interval). It must
+// never crash or read out of bounds, its result must be self-consistent, it
+// must agree with the image header sniffer (codecs/parse/image_header.hpp)
+// where both read the same frame header, and the one parse the probe makes
+// (parse_jpeg_segments) must give the layout, the structural checks and the
+// entropy walk what their own parses give them.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <span>
 
+#include "codecs/parse/image_header.hpp"
 #include "codecs/parse/jpeg_checks.hpp"
+#include "codecs/parse/jpeg_entropy.hpp"
 #include "codecs/parse/jpeg_markers.hpp"
-#include "stages/decode.hpp"
 
-// The structural checks (codecs/jpeg_checks.hpp): a JPEG they pass is one
+// The structural checks (codecs/parse/jpeg_checks.hpp): a JPEG they pass is one
 // the engines may take, so what they kept must hold together.
 static void check_structure(std::span<const unsigned char> bytes) {
   using namespace imgpipe::codecs;
@@ -37,9 +41,32 @@ static void check_structure(std::span<const unsigned char> bytes) {
       std::abort();
 }
 
+// The probe's one parse against each reader's own.
+static void check_one_parse(std::span<const unsigned char> bytes) {
+  using namespace imgpipe::codecs;
+  const JpegSegments seg = parse_jpeg_segments(bytes);
+  const JpegMarkers m = read_jpeg_markers(bytes);
+  if (seg.markers.sos != m.sos || seg.markers.irregular != m.irregular || seg.markers.sof_marker != m.sof_marker ||
+      seg.markers.exif_at != m.exif_at || seg.markers.exif_size != m.exif_size)
+    std::abort();
+  if (seg.reached_scan() && (seg.list.empty() || seg.list.back().marker != 0xDA || seg.list.back().at != m.sos))
+    std::abort();
+  for (const JpegSegment& g : seg.list)
+    if (g.at + 4 > bytes.size() || bytes[g.at] != 0xFF || bytes[g.at + 1] != g.marker) std::abort();
+  JpegStructure a, b;
+  if (check_jpeg(bytes, seg, a) != check_jpeg(bytes, b) || a.scan_at != b.scan_at || a.eoi_at != b.eoi_at) std::abort();
+  const EntropyCheck e1 = check_entropy(bytes, seg), e2 = check_entropy(bytes);
+  if (e1.clean != e2.clean || e1.reason != e2.reason || e1.mcus != e2.mcus) std::abort();
+  const ImageHeader h1 = sniff_header(bytes, seg.markers), h2 = sniff_header(bytes);
+  if (h1.format != h2.format || h1.width != h2.width || h1.height != h2.height || h1.orientation != h2.orientation)
+    std::abort();
+  if (jpeg_has_eoi(bytes, seg.markers) != jpeg_has_eoi(bytes)) std::abort();
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const unsigned char> bytes(data, size);
   check_structure(bytes);
+  check_one_parse(bytes);
   const imgpipe::codecs::JpegLayout j = imgpipe::codecs::parse_jpeg_layout(bytes);
   const std::string refusal = imgpipe::codecs::gpu_route_refusal(j);
   if (!j.valid) {
@@ -53,7 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       ((j.sof != 0 && j.sof != 1) || j.precision != 8 || (j.components != 1 && j.components != 3) ||
        j.subsampling == "411" || j.subsampling == "410" || j.subsampling == "other"))
     std::abort();
-  const imgpipe::stages::ImageHeader h = imgpipe::stages::sniff_header(bytes);
+  const imgpipe::codecs::ImageHeader h = imgpipe::codecs::sniff_header(bytes);
   if (h.format != "jpeg") std::abort();  // a valid layout starts with SOI
   if (h.jpeg_sof == 0xC0 + j.sof && h.width > 0 && (h.width != j.width || h.height != j.height)) std::abort();
   return 0;

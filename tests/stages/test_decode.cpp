@@ -14,14 +14,15 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "codecs/parse/image_header.hpp"
 #include "common.hpp"
 #include "stages/decode.hpp"
 #include "codecs/image/libjpeg/jpeg_decode.hpp"
 
 using imgpipe::DecodeConfig;
 using imgpipe::stages::Decode;
-using imgpipe::stages::jpeg_has_eoi;
-using imgpipe::stages::sniff_header;
+using imgpipe::codecs::jpeg_has_eoi;
+using imgpipe::codecs::sniff_header;
 using Bytes = std::vector<unsigned char>;
 
 namespace {
@@ -430,7 +431,7 @@ TEST_CASE("decode: JPEGs with damaged entropy-coded data are reported with libjp
 
 TEST_CASE("decode: PNGs cut anywhere before the end of IEND are reported as truncated") {
   const Bytes png = first_png();
-  REQUIRE(imgpipe::stages::png_has_iend(png));
+  REQUIRE(imgpipe::codecs::png_has_iend(png));
   cv::Mat out;
   DecodeConfig lenient;
   lenient.accept_truncated = true;
@@ -438,7 +439,7 @@ TEST_CASE("decode: PNGs cut anywhere before the end of IEND are reported as trun
   for (const std::size_t keep : {std::size_t{9}, std::size_t{30}, png.size() / 3, png.size() - 12, png.size() - 1}) {
     CAPTURE(keep);
     const Bytes cut(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(keep));
-    CHECK_FALSE(imgpipe::stages::png_has_iend(cut));
+    CHECK_FALSE(imgpipe::codecs::png_has_iend(cut));
     CHECK(decode(cut, out) == "corrupt PNG: truncated (no IEND chunk)");
     CHECK(out.empty());
   }

@@ -16,6 +16,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "codecs/parse/image_header.hpp"
 #include "common.hpp"
 #include "jpeg_writer.hpp"
 #include "oriented.hpp"
@@ -28,7 +29,7 @@ using imgpipe::ResizeMode;
 using imgpipe::TransformConfig;
 using imgpipe::stages::Decode;
 using imgpipe::stages::reduced_scale;
-using imgpipe::stages::sniff_header;
+using imgpipe::codecs::sniff_header;
 using imgpipe::stages::Transform;
 using Bytes = std::vector<unsigned char>;
 

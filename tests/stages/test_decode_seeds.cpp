@@ -16,13 +16,14 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "codecs/parse/image_header.hpp"
 #include "common.hpp"
 #include "stages/decode.hpp"
 #include "codecs/image/libjpeg/jpeg_decode.hpp"
 
 using imgpipe::DecodeConfig;
 using imgpipe::stages::Decode;
-using imgpipe::stages::sniff_header;
+using imgpipe::codecs::sniff_header;
 using Bytes = std::vector<unsigned char>;
 
 namespace {

@@ -10,10 +10,10 @@
 
 #include <opencv2/core.hpp>
 
+#include "codecs/image/libjpeg/jpeg_decode.hpp"
+#include "codecs/parse/image_header.hpp"
 #include "codecs/parse/jpeg_checks.hpp"
 #include "hostile_jpegs.hpp"
-#include "stages/decode.hpp"
-#include "codecs/image/libjpeg/jpeg_decode.hpp"
 
 using imgpipe::codecs::check_jpeg;
 using imgpipe::codecs::JpegRefusal;
@@ -23,7 +23,7 @@ namespace {
 
 // The CPU route's verdict: an empty string when libjpeg decodes it cleanly.
 std::string cpu_verdict(const std::vector<unsigned char>& b) {
-  if (!imgpipe::stages::jpeg_has_eoi(b)) return "truncated (no end-of-image marker)";
+  if (!imgpipe::codecs::jpeg_has_eoi(b)) return "truncated (no end-of-image marker)";
   cv::Mat out;
   return imgpipe::codecs::decode_jpeg(b, {}, out);
 }

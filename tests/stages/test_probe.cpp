@@ -13,6 +13,7 @@
 #include "common.hpp"
 #include "codecs/route/decode_meter.hpp"
 #include "codecs/image/nvjpeg/jpeg_engines.hpp"
+#include "codecs/parse/jpeg_checks.hpp"
 #include "codecs/parse/jpeg_markers.hpp"
 #include "codecs/route/route_steering.hpp"
 #include "jpeg_writer.hpp"
@@ -129,6 +130,60 @@ TEST_CASE("probe: damaged or foreign bytes never parse as valid and never read o
   bad[4] = 0xFF;
   bad[5] = 0xFF;
   CHECK_FALSE(parse_jpeg_layout(bad).valid);
+}
+
+TEST_CASE("probe: one parse lists the segments to the scan, which layout, checks and entropy walk share") {
+  using imgpipe::codecs::JpegSegment;
+  using imgpipe::codecs::JpegSegments;
+  using imgpipe::codecs::parse_jpeg_segments;
+  const Bytes good = encode_libjpeg(3, 2, 2, false, false, 2);  // with DRI
+  const JpegSegments s = parse_jpeg_segments(good);
+  REQUIRE(s.reached_scan());
+  REQUIRE_FALSE(s.list.empty());
+  // In file order, each at its FF, each whole, the first SOS last.
+  std::vector<int> markers;
+  std::size_t at = 2;
+  for (const JpegSegment& g : s.list) {
+    CHECK(g.at == at);
+    CHECK(good[g.at] == 0xFF);
+    CHECK(good[g.at + 1] == g.marker);
+    CHECK(g.whole(good.size()));
+    markers.push_back(g.marker);
+    at = g.end();
+  }
+  CHECK(s.list.back().marker == 0xDA);
+  CHECK(s.list.back().at == s.markers.sos);
+  CHECK(std::count(markers.begin(), markers.end(), 0xC0) == 1);  // SOF0
+  CHECK(std::count(markers.begin(), markers.end(), 0xDD) == 1);  // DRI
+  CHECK(std::count(markers.begin(), markers.end(), 0xC4) >= 1);  // DHT
+  CHECK(std::count(markers.begin(), markers.end(), 0xDB) >= 1);  // DQT
+  CHECK(s.markers.restart_interval == 2);
+  // The readers given the parse agree with those that parse for themselves.
+  const JpegLayout j = imgpipe::codecs::jpeg_layout(good, s);
+  CHECK(j.valid);
+  CHECK(j.width == 48);
+  CHECK(j.restart_interval == 2);
+  imgpipe::codecs::JpegStructure a, b;
+  CHECK(imgpipe::codecs::check_jpeg(good, s, a) == imgpipe::codecs::check_jpeg(good, b));
+  CHECK(a.scan_at == s.list.back().end());
+  CHECK(a.restarts == b.restarts);
+  // A standalone marker is listed and walked over (the layout calls the file
+  // irregular, the checks refuse it); a stray byte ends the walk there.
+  Bytes rst = good;
+  rst.insert(rst.begin() + 2, {0xFF, 0xD0});
+  const JpegSegments r = parse_jpeg_segments(rst);
+  REQUIRE(r.list.size() == s.list.size() + 1);
+  CHECK(r.list.front().standalone());
+  CHECK(r.markers.irregular);
+  CHECK(r.reached_scan());
+  CHECK_FALSE(imgpipe::codecs::jpeg_layout(rst, r).valid);
+  CHECK(imgpipe::codecs::check_jpeg(rst, r, a) == imgpipe::codecs::JpegRefusal::not_jpeg);
+  Bytes stray = good;
+  stray.insert(stray.begin() + static_cast<std::ptrdiff_t>(s.list[1].at), 0x00);
+  const JpegSegments t = parse_jpeg_segments(stray);
+  CHECK(t.list.size() == 1);
+  CHECK_FALSE(t.reached_scan());
+  CHECK(t.stop_at == s.list[1].at);
 }
 
 TEST_CASE("probe: the steering sends its share to the GPU and moves it toward the measured balance") {

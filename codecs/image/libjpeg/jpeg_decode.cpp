@@ -124,19 +124,6 @@ int run_libjpeg(const unsigned char* data, std::size_t size, int scale_denom, Er
 
 }  // namespace
 
-void apply_exif_orientation(cv::Mat& img, int o) {
-  switch (o) {
-    case 2: cv::flip(img, img, 1); break;
-    case 3: cv::flip(img, img, -1); break;
-    case 4: cv::flip(img, img, 0); break;
-    case 5: cv::transpose(img, img); break;
-    case 6: cv::transpose(img, img); cv::flip(img, img, 1); break;
-    case 7: cv::transpose(img, img); cv::flip(img, img, -1); break;
-    case 8: cv::transpose(img, img); cv::flip(img, img, 0); break;
-    default: break;
-  }
-}
-
 std::string decode_jpeg(std::span<const unsigned char> bytes, const JpegDecodeOptions& opt, cv::Mat& out) {
   ErrorManager err;
   jpeg_decompress_struct cinfo;

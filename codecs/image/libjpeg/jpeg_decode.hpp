@@ -1,5 +1,6 @@
 // JPEG decoding straight through libjpeg(-turbo), the library OpenCV's own
-// JPEG codec calls, so that the decode stage sees libjpeg's warnings.
+// JPEG codec calls, so that the decode stage sees libjpeg's warnings (the
+// libjpeg backend, libjpeg_decoder.hpp, decodes through it).
 //
 // libjpeg recovers from damaged entropy-coded data (a bad Huffman code, a
 // stream cut short, bytes where a marker should be) by filling in and going
@@ -22,6 +23,8 @@
 
 #include <opencv2/core.hpp>
 
+#include "codecs/image/image_decoder.hpp"  // apply_exif_orientation
+
 namespace imgpipe::codecs {
 
 struct JpegDecodeOptions {
@@ -34,8 +37,5 @@ struct JpegDecodeOptions {
 // Decodes `bytes` into `out` (CV_8UC3 BGR). Returns the reason on failure
 // ("corrupt JPEG: ..."), empty on success; never throws for bad data.
 std::string decode_jpeg(std::span<const unsigned char> bytes, const JpegDecodeOptions& opt, cv::Mat& out);
-
-// Applies EXIF orientation `o` (1..8) to `img` as a viewer displays it.
-void apply_exif_orientation(cv::Mat& img, int o);
 
 }  // namespace imgpipe::codecs
