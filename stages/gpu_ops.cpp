@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "codecs/image/nvjpeg/jpeg_gpu.hpp"
 #include "decode.hpp"
-#include "codecs/image/nvjpeg/nvjpeg_api.hpp"
 #include "kernels/trap.hpp"
 #include "read.hpp"
 
@@ -215,7 +215,7 @@ void GpuOps::finish_front() {
         continue;
       }
       const SampleId& s = b->samples[j.index];
-      const std::string reason = fmt::format("{} (GPU decode: {})", err, codecs::nvj::status_name(status[i]));
+      const std::string reason = fmt::format("{} (GPU decode: {})", err, codecs::gpu_jpeg_status_name(status[i]));
       failures_.push_back({s.path, s.frame, reason});
       failed_count_.fetch_add(1, std::memory_order_relaxed);
       if (on_error_ == OnError::fail) throw InputError(s.path, s.frame, reason);

@@ -11,7 +11,6 @@
 
 #include "imgpipe/log.hpp"
 #include "codecs/image/nvjpeg/jpeg_gpu.hpp"
-#include "codecs/image/nvjpeg/nvjpeg_loader.hpp"
 #include "stages/source.hpp"
 #include "memory/gpu.hpp"
 #include "stages/source.hpp"
@@ -36,7 +35,7 @@ HostFacts HostFacts::of_this_machine(int device, bool jpeg) {
     h.jpeg_why = "not asked for";
     return h;
   }
-  h.nvjpeg = codecs::nvj::api(&h.jpeg_why) != nullptr;
+  h.nvjpeg = codecs::nvjpeg_available(&h.jpeg_why);
   return h;
 }
 

@@ -34,6 +34,16 @@ std::string_view to_string(JpegBackend b) noexcept;
 // "hardware_device" | "hardware" | "gpu_hybrid"; nullopt otherwise.
 std::optional<JpegBackend> parse_jpeg_backend(std::string_view s) noexcept;
 
+// "NVJPEG_STATUS_BAD_JPEG" for 3, the name of an nvJPEG status (as
+// decode_batch and JpegInfo report them); "NVJPEG_STATUS_<unknown>" for a
+// value nvJPEG 13 does not define.
+std::string_view gpu_jpeg_status_name(int status) noexcept;
+
+// Whether libnvjpeg is loaded (nvjpeg_loader.hpp: found, complete, not
+// switched off with IMGPIPE_NVJPEG); when not, the reason in *why. Loads it
+// on the first call. Says nothing about a GPU or its engines (probe() does).
+bool nvjpeg_available(std::string* why = nullptr) noexcept;
+
 // The JPEG's chroma subsampling, as nvJPEG classifies it.
 enum class ChromaSubsampling : std::int8_t { css444, css422, css420, css440, css411, css410, gray, css410v, unknown };
 std::string_view to_string(ChromaSubsampling c) noexcept;
@@ -88,7 +98,7 @@ struct JpegHardwareInfo {
 // What parse() found in a bitstream's header.
 struct JpegInfo {
   bool valid = false;  // the header parsed
-  int status = 0;      // nvJPEG status of the parse (0 when valid); nvj::status_name() names it
+  int status = 0;      // nvJPEG status of the parse (0 when valid); gpu_jpeg_status_name() names it
   int width = 0;
   int height = 0;
   int components = 0;  // encoded components (1 grey, 3 YCbCr/RGB, 4 CMYK/YCCK)

@@ -9,6 +9,7 @@
 // file and the real header can be included together.
 // tests/gpu/nvjpeg_decl_check.cpp compiles this file against the real header
 // on the GPU machine and checks every value, layout and function type.
+// Private to codecs/image/nvjpeg/, as nvjpeg_loader.hpp is.
 #pragma once
 
 #include <cstddef>

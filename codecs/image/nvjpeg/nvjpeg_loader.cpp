@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "codecs/image/nvjpeg/jpeg_gpu.hpp"
+
 namespace imgpipe::codecs::nvj {
 
 Api::~Api() {
@@ -145,3 +147,13 @@ const Api* api(std::string* why) noexcept {
 }
 
 }  // namespace imgpipe::codecs::nvj
+
+namespace imgpipe::codecs {
+
+// Declared in jpeg_gpu.hpp: what the stages and the pipeline may know of
+// the loader and the API, without including their private headers.
+std::string_view gpu_jpeg_status_name(int status) noexcept { return nvj::status_name(status); }
+
+bool nvjpeg_available(std::string* why) noexcept { return nvj::api(why) != nullptr; }
+
+}  // namespace imgpipe::codecs

@@ -7,6 +7,9 @@
 // only at the path in IMGPIPE_NVJPEG_LIB; IMGPIPE_NVJPEG=off makes it absent.
 // Where it is absent or incomplete, every caller gets a null table and one
 // reason string (which names were tried, dlerror(), the missing symbol).
+// Private to codecs/image/nvjpeg/ (and its tests, and the samples that
+// measure nvJPEG itself): the stages and the pipeline ask jpeg_gpu.hpp
+// (nvjpeg_available, gpu_jpeg_status_name).
 #pragma once
 
 #include <memory>
