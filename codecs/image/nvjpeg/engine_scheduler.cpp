@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <limits>
+#include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -15,13 +17,24 @@ namespace {
 std::int64_t ns_of(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
+
+// EngineWork's default: the decoder's batched decode.
+int decode_on_engines(EngineCall& c) {
+  if (c.decoder == nullptr) throw std::invalid_argument("engine call without a decoder");
+  const int decoded = c.decoder->decode_batch(c.data.data(), c.sizes.data(), static_cast<int>(c.data.size()),
+                                              c.frames.data(), c.status.data(), c.stream->get(),
+                                              /*inputs_ready=*/true);
+  c.decoded.record(*c.stream);
+  return decoded;
+}
 }  // namespace
 
 // A device's engine thread: makes the calls queued to it, one after the other.
 class EngineThread {
  public:
-  EngineThread(int device, GpuDecodeMeter& meter, std::atomic<std::uint64_t>& calls, CallTrace* trace)
-      : device_(device), meter_(&meter), call_count_(&calls), trace_(trace) {
+  EngineThread(int device, GpuDecodeMeter& meter, std::atomic<std::uint64_t>& calls, CallTrace* trace,
+               const EngineWork& work)
+      : device_(device), meter_(&meter), call_count_(&calls), trace_(trace), work_(&work) {
     // Started here, not in the member initialisers: every member the thread
     // uses must exist first.
     thread_ = std::thread([this] { loop(); });
@@ -73,12 +86,12 @@ class EngineThread {
 
   void run(EngineCall& c) {
     try {
-      gpu::set_device(device_);
+      if (c.decoder) gpu::set_device(device_);
       const nvtx::Range range("jpeg decode", call_count_->load());
       const int n = static_cast<int>(c.data.size());
       // The decoder keeps the largest size asked so far (across runs) and
       // allocates only when a call needs more.
-      c.decoder->preallocate(n, c.max_w, c.max_h);
+      if (c.decoder) c.decoder->preallocate(n, c.max_w, c.max_h);
       // The engines read the bitstreams when called: their copies must be
       // done. Only those: the stream holds later copies too. (Nothing
       // pending writes the frames: the caller placed them where no earlier
@@ -86,19 +99,17 @@ class EngineThread {
       const auto tw = std::chrono::steady_clock::now();
       for (const gpu::Event* e : c.uploads) e->synchronize();
       const auto t0 = std::chrono::steady_clock::now();
-      const GpuJpegStats before = c.decoder->stats();
+      const GpuJpegStats before = c.decoder ? c.decoder->stats() : GpuJpegStats{};
       meter_->call_begins(ns_of(t0));
       int decoded = 0;
       try {
-        decoded = c.decoder->decode_batch(c.data.data(), c.sizes.data(), n, c.frames.data(), c.status.data(),
-                                          c.stream->get(), /*inputs_ready=*/true);
-        c.decoded.record(*c.stream);
+        decoded = *work_ ? (*work_)(c) : decode_on_engines(c);
       } catch (...) {
         meter_->call_ends(ns_of(t0), ns_of(std::chrono::steady_clock::now()));
         throw;
       }
       const auto t1 = std::chrono::steady_clock::now();
-      const GpuJpegStats after = c.decoder->stats();
+      const GpuJpegStats after = c.decoder ? c.decoder->stats() : GpuJpegStats{};
       meter_->call_ends(ns_of(t0), ns_of(t1));
       meter_->input_wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - tw).count();
       meter_->submit_ns += static_cast<std::int64_t>(after.submit_ns - before.submit_ns);
@@ -120,6 +131,7 @@ class EngineThread {
   GpuDecodeMeter* meter_;
   std::atomic<std::uint64_t>* call_count_;
   CallTrace* trace_;
+  const EngineWork* work_;  // the scheduler's: empty for decode_on_engines
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<EngineCall*> queue_;
@@ -127,13 +139,14 @@ class EngineThread {
   std::thread thread_;
 };
 
-EngineScheduler::EngineScheduler(GpuDecodeMeter& meter, CallTrace* trace) : meter_(meter), trace_(trace) {}
+EngineScheduler::EngineScheduler(GpuDecodeMeter& meter, CallTrace* trace, EngineWork work)
+    : meter_(meter), trace_(trace), work_(std::move(work)) {}
 EngineScheduler::~EngineScheduler() = default;
 
 EngineThread& EngineScheduler::of(int device) {
   for (auto& t : threads_)
     if (t->device() == device) return *t;
-  threads_.push_back(std::make_unique<EngineThread>(device, meter_, calls_, trace_));
+  threads_.push_back(std::make_unique<EngineThread>(device, meter_, calls_, trace_, work_));
   return *threads_.back();
 }
 

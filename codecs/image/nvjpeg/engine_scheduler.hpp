@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,7 +45,7 @@ struct CallTrace {
 // then `done` (under its mutex: read it through EngineScheduler::done/wait).
 struct EngineCall {
   int device = -1;
-  GpuJpegDecoder* decoder = nullptr;
+  GpuJpegDecoder* decoder = nullptr;  // null only with a scheduler's own EngineWork (tests)
   const gpu::Stream* stream = nullptr;  // where the decode is enqueued (the device's upload stream)
   std::vector<const std::uint8_t*> data;
   std::vector<std::size_t> sizes;
@@ -61,13 +62,25 @@ struct EngineCall {
 
 class EngineThread;
 
+// The call itself, on its engine thread once the call's uploads are done:
+// returns the images decoded, fills c.status; throws what the call throws.
+// The default decodes with c.decoder (decode_batch on c.stream, then records
+// c.decoded) and throws std::invalid_argument for a call without a decoder.
+// Tests give their own to watch the scheduling without a GPU: for a call
+// without a decoder the engine thread then sets no device and reads no
+// decoder's counters.
+using EngineWork = std::function<int(EngineCall& c)>;
+
 // The engine threads of one run, one per device (made at its first call),
-// counting into `meter` (and `trace` when not null). Its destructor drops
-// the calls still queued and joins the threads: a call in progress ends
-// first. Calls are submitted and waited for from one thread.
+// counting into `meter` (and `trace` when not null): each call's time
+// (call_begins/call_ends), the images it decoded, the decoder's counters it
+// moved, the wait for its uploads. A call's exception is carried back in
+// EngineCall::error, and the thread goes on with the next call. Its
+// destructor drops the calls still queued and joins the threads: a call in
+// progress ends first. Calls are submitted and waited for from one thread.
 class EngineScheduler {
  public:
-  explicit EngineScheduler(GpuDecodeMeter& meter, CallTrace* trace = nullptr);
+  explicit EngineScheduler(GpuDecodeMeter& meter, CallTrace* trace = nullptr, EngineWork work = {});
   ~EngineScheduler();
   EngineScheduler(const EngineScheduler&) = delete;
   EngineScheduler& operator=(const EngineScheduler&) = delete;
@@ -77,13 +90,14 @@ class EngineScheduler {
   // Whether `c` is done (never blocks), and waiting for it.
   bool done(const EngineCall& c);
   void wait(const EngineCall& c);
-  // Engine calls made so far; any thread.
+  // Engine calls made so far (those that did not throw); any thread.
   std::uint64_t calls() const noexcept { return calls_.load(); }
 
  private:
   EngineThread& of(int device);
   GpuDecodeMeter& meter_;
   CallTrace* trace_;
+  EngineWork work_;
   std::atomic<std::uint64_t> calls_{0};
   std::vector<std::unique_ptr<EngineThread>> threads_;
 };
