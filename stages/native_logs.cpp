@@ -6,7 +6,7 @@
 
 #include <spdlog/logger.h>
 
-#include "codecs/video/video_file.hpp"
+#include "codecs/video/ffmpeg_log.hpp"
 #include "imgpipe/log.hpp"
 
 namespace imgpipe::stages {
@@ -40,7 +40,7 @@ int ffmpeg_level_to_spdlog(int av_level) noexcept {
 
 void route_native_logs() {
   // Through the codecs layer's callback, which also watches the video
-  // files' demuxers (codecs/video_file.hpp).
+  // files' demuxers (codecs/video/ffmpeg_log.hpp).
   codecs::set_ffmpeg_log_sink(&on_ffmpeg_message);
 }
 

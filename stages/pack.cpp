@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "codecs/video/nvdec/nvdec_decoder.hpp"
+#include "codecs/video/video_devices.hpp"
 
 namespace imgpipe::stages {
 

@@ -14,7 +14,7 @@
 #include <opencv2/core.hpp>
 
 #include "batch_slot.hpp"
-#include "codecs/video/video_file.hpp"
+#include "codecs/video/frame.hpp"
 #include "core/fault.hpp"
 #include "core/nvtx.hpp"
 #include "imgpipe/batch.hpp"

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "codecs/video/video_file.hpp"
+#include "codecs/video/frame.hpp"
 
 namespace imgpipe::codecs {
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "codecs/video/video_file.hpp"
+#include "codecs/video/frame.hpp"
 
 namespace imgpipe::codecs {
 

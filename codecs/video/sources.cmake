@@ -1,5 +1,14 @@
-# codecs/video: the video frame, the reader (demuxer, damage checks, the
-# libav decoder) and the NVDEC backend.
+# codecs/video: the video frame (frame.cpp), the reader (video_file.cpp,
+# with demuxer.cpp and damage.cpp, driving a decoder of video_decoder.hpp),
+# NVDEC's packet filter, the libavcodec backend (libav/) and the NVDEC
+# backend (nvdec/).
 target_sources(imgpipe_codecs PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/frame.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/demuxer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/damage.cpp
   ${CMAKE_CURRENT_LIST_DIR}/video_file.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/packet_filter.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/libav/libav_decoder.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvdec/cuvid.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvdec/nvdec_cache.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvdec/nvdec_decoder.cpp)

@@ -6,7 +6,7 @@
 
 #include "core/diagnostics.hpp"
 #include "codecs/image/nvjpeg/engine_cache.hpp"
-#include "codecs/video/nvdec/nvdec_decoder.hpp"
+#include "codecs/video/video_devices.hpp"
 #include "pull_run.hpp"
 #include "imgpipe/log.hpp"
 #include "memory/gpu.hpp"

@@ -12,7 +12,7 @@
 #include <oneapi/tbb/version.h>
 #include <opencv2/core/version.hpp>
 
-#include "codecs/video/nvdec/nvdec_decoder.hpp"
+#include "codecs/video/video_devices.hpp"
 #include "imgpipe/pipeline.hpp"
 #include "stages/failure_log.hpp"
 

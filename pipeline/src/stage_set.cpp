@@ -10,7 +10,7 @@
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
-#include "codecs/video/nvdec/nvdec_decoder.hpp"
+#include "codecs/video/video_devices.hpp"
 #include "handoff.hpp"
 
 namespace imgpipe::detail {

@@ -1,9 +1,9 @@
 // libavcodec decoding into a memory::FramePool (the CPU route's get_buffer2,
-// codecs/video_file.cpp) gives the frames its own buffers give, for every
-// layout the pool takes (4:2:0 of an odd size, 4:2:2, 4:4:4, 10 bits, grey,
-// JPEG's full-range formats) with one thread and with frame threads; formats
-// the GPU does not convert (RGB) keep libavcodec's buffers. Clips made here
-// with Debian's ffmpeg CLI.
+// codecs/video/libav/libav_decoder.cpp) gives the frames its own buffers
+// give, for every layout the pool takes (4:2:0 of an odd size, 4:2:2, 4:4:4,
+// 10 bits, grey, JPEG's full-range formats) with one thread and with frame
+// threads; formats the GPU does not convert (RGB) keep libavcodec's buffers.
+// Clips made here with Debian's ffmpeg CLI.
 #include <doctest/doctest.h>
 
 #include <cstdint>

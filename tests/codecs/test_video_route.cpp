@@ -1,5 +1,5 @@
-// Which decoder takes a video file (codecs/video_route.hpp), against a fake
-// capability table, and the packets NVDEC's parser is given
+// Which decoder takes a video file (codecs/route/video_route.hpp), against a
+// fake capability table, and the packets NVDEC's parser is given
 // (codecs::PacketFilter) on clips made here with Debian's ffmpeg: no GPU
 // needed. The NVDEC route itself: tests/pipeline/test_nvdec.cpp.
 #include <doctest/doctest.h>
@@ -14,7 +14,7 @@ extern "C" {
 #include <libavformat/avformat.h>
 }
 
-#include "codecs/video/video_decoder.hpp"
+#include "codecs/video/packet_filter.hpp"
 #include "codecs/route/video_route.hpp"
 #include "common.hpp"
 #include "imgpipe/error.hpp"

@@ -1,9 +1,10 @@
-// The NVDEC route (codecs/video_nvdec.hpp) against the CPU route, on clips
-// made here with Debian's ffmpeg: the same frames, the same pixels (within
-// one level; the decoders of these codecs are bit-exact, so they agree to
-// the bit), the same breaks on damaged files, and the streams the engines
-// cannot take decoded on the CPU with the reason in the report. GPU cases;
-// the routing itself is tested without one (tests/codecs/test_video_route.cpp).
+// The NVDEC route (codecs/video/nvdec/nvdec_decoder.hpp) against the CPU
+// route, on clips made here with Debian's ffmpeg: the same frames, the same
+// pixels (within one level; the decoders of these codecs are bit-exact, so
+// they agree to the bit), the same breaks on damaged files, and the streams
+// the engines cannot take decoded on the CPU with the reason in the report.
+// GPU cases; the routing itself is tested without one
+// (tests/codecs/test_video_route.cpp).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -15,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "codecs/video/nvdec/nvdec_decoder.hpp"
+#include "codecs/video/video_devices.hpp"
 #include "common.hpp"
 #include "imgpipe/pipeline.hpp"
 

@@ -1,15 +1,10 @@
 #include "codecs/video/nvdec/nvdec_decoder.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <tuple>
-#include <vector>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -20,23 +15,9 @@ extern "C" {
 
 #include "imgpipe/error.hpp"
 #include "memory/gpu.hpp"
-
-#if IMGPIPE_HAS_CUDA
-// ffnvcodec's loader prints what it cannot load; the reason is ours to give.
-#define FFNV_LOG_FUNC(logctx, msg, ...) ((void)(logctx))
-#define FFNV_DEBUG_LOG_FUNC(logctx, msg, ...) ((void)(logctx))
-#include <dlfcn.h>
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wpedantic"
-#pragma GCC diagnostic ignored "-Wold-style-cast"
-#pragma GCC diagnostic ignored "-Wuseless-cast"
-#pragma GCC diagnostic ignored "-Wshadow"
-#pragma GCC diagnostic ignored "-Wconversion"
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#include <ffnvcodec/dynlink_loader.h>
-#pragma GCC diagnostic pop
-#endif
+#include "codecs/video/packet_filter.hpp"
+#include "codecs/video/nvdec/cuvid.hpp"
+#include "codecs/video/nvdec/nvdec_cache.hpp"
 
 namespace imgpipe::codecs {
 
@@ -44,219 +25,12 @@ namespace imgpipe::codecs {
 
 namespace {
 
-struct CodecName {
-  const char* ffmpeg;
-  cudaVideoCodec cuvid;
-};
-// What nvcuvid's parser reads from FFmpeg's demuxers as they are (VC-1 would
-// need its sequence header rebuilt: it goes to the CPU route).
-constexpr CodecName kCodecs[] = {
-    {"h264", cudaVideoCodec_H264},        {"hevc", cudaVideoCodec_HEVC},         {"vp9", cudaVideoCodec_VP9},
-    {"vp8", cudaVideoCodec_VP8},          {"av1", cudaVideoCodec_AV1},           {"mpeg1video", cudaVideoCodec_MPEG1},
-    {"mpeg2video", cudaVideoCodec_MPEG2}, {"mpeg4", cudaVideoCodec_MPEG4}};
-
-const CodecName* codec_named(const std::string& name) {
-  for (const CodecName& c : kCodecs)
-    if (name == c.ffmpeg) return &c;
-  return nullptr;
-}
-
-// libnvcuvid, loaded once (IMGPIPE_NVDEC=off: absent).
-struct Library {
-  CuvidFunctions* f = nullptr;
-  std::string why;
-};
-
-const Library& library() {
-  static const Library lib = [] {
-    Library l;
-    if (const char* v = std::getenv("IMGPIPE_NVDEC"); v && std::string(v) == "off") {
-      l.why = "NVDEC is off (IMGPIPE_NVDEC=off)";
-    } else if (cuvid_load_functions(&l.f, nullptr) < 0 || !l.f) {
-      l.f = nullptr;
-      l.why = "cannot load libnvcuvid.so.1 (the NVIDIA driver's video decoder) or one of its functions";
-    } else if (!l.f->cuvidGetDecoderCaps) {
-      l.why = "libnvcuvid.so.1 has no cuvidGetDecoderCaps (driver too old)";
-    }
-    return l;
-  }();
-  return lib;
-}
-
-const CuvidFunctions& api() {
-  const Library& l = library();
-  if (!l.f || !l.why.empty()) throw Error(l.why);
-  return *l.f;
-}
-
-void check(CUresult r, const char* what) {
-  if (r != CUDA_SUCCESS) throw Error(fmt::format("{} failed (CUDA driver error {})", what, static_cast<int>(r)));
-}
-
-cudaVideoChromaFormat chroma_format(int chroma) {
-  switch (chroma) {
-    case 400: return cudaVideoChromaFormat_Monochrome;
-    case 422: return cudaVideoChromaFormat_422;
-    case 444: return cudaVideoChromaFormat_444;
-    default: return cudaVideoChromaFormat_420;
-  }
-}
-
-// ---------------------------------------------------------- decoder cache
-
-// A decoder as made, with what it can be reconfigured to.
-struct Engine {
-  CUvideodecoder dec = nullptr;
-  int device = -1;
-  cudaVideoCodec codec{};
-  cudaVideoChromaFormat chroma{};
-  int depth_minus8 = 0;
-  unsigned surfaces = 0;
-  unsigned max_width = 0, max_height = 0;
-  CUVIDRECONFIGUREDECODERINFO now{};  // its present size
-};
-
-class Cache {
- public:
-  // An idle decoder that can take the format, or null.
-  std::unique_ptr<Engine> take(int device, cudaVideoCodec codec, cudaVideoChromaFormat chroma, int depth_minus8,
-                               unsigned surfaces, unsigned width, unsigned height) {
-    const std::lock_guard lock(mu_);
-    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
-      Engine& e = **it;
-      if (e.device == device && e.codec == codec && e.chroma == chroma && e.depth_minus8 == depth_minus8 &&
-          e.surfaces >= surfaces && e.max_width >= width && e.max_height >= height) {
-        std::unique_ptr<Engine> out = std::move(*it);
-        idle_.erase(it);
-        ++reused_;
-        return out;
-      }
-    }
-    return nullptr;
-  }
-  void give(std::unique_ptr<Engine> e) {
-    std::unique_ptr<Engine> dropped;
-    {
-      const std::lock_guard lock(mu_);
-      if (holders_ == 0) {  // no run to reuse it
-        dropped = std::move(e);
-      } else {
-        idle_.push_back(std::move(e));
-        if (idle_.size() > kMaxIdle) {  // the oldest goes
-          dropped = std::move(idle_.front());
-          idle_.pop_front();
-        }
-      }
-    }
-    if (dropped) destroy(*dropped);
-  }
-  void hold() {
-    const std::lock_guard lock(mu_);
-    ++holders_;
-  }
-  // The last holder gone: the idle decoders are destroyed.
-  void release() {
-    std::deque<std::unique_ptr<Engine>> dropped;
-    {
-      const std::lock_guard lock(mu_);
-      if (--holders_ == 0) dropped.swap(idle_);
-    }
-    for (auto& e : dropped) destroy(*e);
-  }
-  void made() {
-    const std::lock_guard lock(mu_);
-    ++made_;
-  }
-  NvdecFigures figures() {
-    const std::lock_guard lock(mu_);
-    return {static_cast<int>(idle_.size()), made_, reused_};
-  }
-  static void destroy(Engine& e) {
-    gpu::set_device(e.device);
-    api().cuvidDestroyDecoder(e.dec);
-  }
-
- private:
-  static constexpr std::size_t kMaxIdle = 32;
-  std::mutex mu_;
-  std::deque<std::unique_ptr<Engine>> idle_;
-  int holders_ = 0;  // hold_nvdec_decoders()
-  std::uint64_t made_ = 0, reused_ = 0;
-};
-
-// Never destroyed (decoders given back during static destruction still find it).
-Cache& cache() {
-  static Cache* c = new Cache;
-  return *c;
-}
-
-// ------------------------------------------------------------- frame pool
-
-// Device buffers of one size for decoded frames, reused: freeing device
-// memory synchronises the device. A frame's buffer returns here when the
-// last holder (the batch that read it) lets it go.
-class FramePool : public std::enable_shared_from_this<FramePool> {
- public:
-  FramePool(int device, std::size_t bytes) : device_(device), bytes_(bytes) {}
-  FramePool(const FramePool&) = delete;
-  FramePool& operator=(const FramePool&) = delete;
-  ~FramePool() { held_bytes() -= free_.size() * bytes_; }
-  // Device bytes held by every pool, in use and idle (nvdec_figures).
-  static std::atomic<std::uint64_t>& held_bytes() {
-    static std::atomic<std::uint64_t> n{0};
-    return n;
-  }
-  std::shared_ptr<const void> get() {
-    gpu::DeviceBuffer b;
-    {
-      const std::lock_guard lock(mu_);
-      if (!free_.empty()) {
-        b = std::move(free_.back());
-        free_.pop_back();
-      }
-    }
-    if (!b.get()) {
-      b = gpu::DeviceBuffer(device_, bytes_);
-      held_bytes() += bytes_;
-    }
-    auto* held = new gpu::DeviceBuffer(std::move(b));
-    return {held->get(), [pool = shared_from_this(), held](const void*) {
-              {
-                const std::lock_guard lock(pool->mu_);
-                if (pool->free_.size() < kMaxFree) {
-                  pool->free_.push_back(std::move(*held));
-                }
-              }
-              if (held->get()) held_bytes() -= pool->bytes_;
-              delete held;
-            }};
-  }
-  // The pool of `device` for buffers of `bytes`, shared by every decoder and
-  // frame of that size while any of them holds it. When the last lets go
-  // (the run is over), the pool and its idle buffers are freed: a process
-  // that runs pipelines one after another over videos of many sizes does
-  // not keep device memory for sizes it no longer decodes.
-  static std::shared_ptr<FramePool> of(int device, std::size_t bytes) {
-    static auto* pools = new std::map<std::pair<int, std::size_t>, std::weak_ptr<FramePool>>;
-    static std::mutex mu;
-    const std::lock_guard lock(mu);
-    std::erase_if(*pools, [](const auto& kv) { return kv.second.expired(); });
-    std::weak_ptr<FramePool>& w = (*pools)[{device, bytes}];
-    std::shared_ptr<FramePool> p = w.lock();
-    if (!p) {
-      p = std::make_shared<FramePool>(device, bytes);
-      w = p;
-    }
-    return p;
-  }
-
- private:
-  static constexpr std::size_t kMaxFree = 256;
-  int device_;
-  std::size_t bytes_;
-  std::mutex mu_;
-  std::vector<gpu::DeviceBuffer> free_;
-};
+using nvdec::api;
+using nvdec::cache;
+using nvdec::check;
+using nvdec::Engine;
+using nvdec::FramePool;
+using nvdec::library;
 
 // ---------------------------------------------------------------- decoder
 
@@ -265,7 +39,7 @@ class NvdecDecoder final : public FrameDecoder {
   NvdecDecoder(const AVStream* st, const VideoInfo& info, int device)
       : filter_(st), info_(info), device_(device), pkt_(av_packet_alloc()) {
     if (!pkt_) throw std::bad_alloc();
-    const CodecName* c = codec_named(info.codec);
+    const nvdec::CodecName* c = nvdec::codec_named(info.codec);
     if (!c) throw Error(fmt::format("NVDEC cannot decode {}", info.codec));
     codec_ = c->cuvid;
     const AVCodecParameters* par = st->codecpar;
@@ -613,84 +387,10 @@ std::unique_ptr<FrameDecoder> make_nvdec_decoder(const AVStream* st, const Video
   return std::make_unique<NvdecDecoder>(st, info, device);
 }
 
-NvdecCaps nvdec_caps(int device, std::string& why) {
-  NvdecCaps caps;
-  try {
-    const CuvidFunctions& f = api();
-    gpu::set_device(device);
-    gpu::Stream make_context_current(device);
-    for (const CodecName& c : kCodecs) {
-      for (const int chroma : {420, 444}) {
-        for (const int depth : {8, 10, 12}) {
-          CUVIDDECODECAPS q{};
-          q.eCodecType = c.cuvid;
-          q.eChromaFormat = chroma_format(chroma);
-          q.nBitDepthMinus8 = static_cast<unsigned>(depth - 8);
-          if (f.cuvidGetDecoderCaps(&q) != CUDA_SUCCESS || !q.bIsSupported) continue;
-          caps.push_back({c.ffmpeg, chroma, depth, q.nMinWidth, q.nMinHeight, static_cast<int>(q.nMaxWidth),
-                          static_cast<int>(q.nMaxHeight), q.nMaxMBCount});
-        }
-      }
-    }
-    if (caps.empty()) why = fmt::format("NVDEC on device {} decodes none of the codecs", device);
-  } catch (const std::exception& e) {
-    why = e.what();
-    caps.clear();
-  }
-  return caps;
-}
-
-std::shared_ptr<void> hold_nvdec_decoders() {
-  cache().hold();
-  return {nullptr, [](void*) { cache().release(); }};
-}
-
-NvdecFigures nvdec_figures() {
-  if (!library().f) return {};
-  NvdecFigures n = cache().figures();
-  n.frame_bytes = FramePool::held_bytes().load();
-  return n;
-}
-
-std::shared_ptr<VideoFrame> copy_frame_to(const VideoFrame& f, int device, const gpu::Stream& stream) {
-  kernels::YuvImage from;
-  if (f.device() < 0 || !f.yuv(from)) throw std::logic_error("copy_frame_to: not a device frame");
-  kernels::YuvImage to = from;
-  const kernels::YuvFormat& fmt = from.format;
-  const int planes = fmt.monochrome ? 1 : fmt.uv_interleaved ? 2 : 3;
-  std::size_t at[3] = {0, 0, 0}, bytes = 0;
-  for (int k = 0; k < planes; ++k) {
-    at[k] = bytes;
-    bytes += from.pitch[k] * static_cast<std::size_t>(k == 0 ? from.height : kernels::chroma_height(fmt, from.height));
-  }
-  std::shared_ptr<const void> mem = FramePool::of(device, bytes)->get();
-  auto* base = static_cast<std::uint8_t*>(const_cast<void*>(mem.get()));
-  for (int k = 0; k < planes; ++k) {
-    const int rows = k == 0 ? from.height : kernels::chroma_height(fmt, from.height);
-    to.plane[k] = base + at[k];
-    gpu::copy_2d_async(base + at[k], from.pitch[k], from.plane[k], from.pitch[k], from.pitch[k],
-                       static_cast<std::size_t>(rows), stream);
-  }
-  return std::make_shared<VideoFrame>(device, to, std::move(mem));
-}
-
 #else  // !IMGPIPE_HAS_CUDA
 
 std::unique_ptr<FrameDecoder> make_nvdec_decoder(const AVStream*, const VideoInfo&, int) {
   throw Error("imgpipe was built without CUDA");
-}
-
-NvdecCaps nvdec_caps(int, std::string& why) {
-  why = "imgpipe was built without CUDA";
-  return {};
-}
-
-std::shared_ptr<void> hold_nvdec_decoders() { return nullptr; }
-
-NvdecFigures nvdec_figures() { return {}; }
-
-std::shared_ptr<VideoFrame> copy_frame_to(const VideoFrame&, int, const gpu::Stream&) {
-  throw std::logic_error("copy_frame_to: imgpipe was built without CUDA");
 }
 
 #endif  // IMGPIPE_HAS_CUDA

@@ -1,0 +1,154 @@
+#include "codecs/video/libav/libav_decoder.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <new>
+
+#include <fmt/format.h>
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
+}
+
+#include "imgpipe/error.hpp"
+#include "memory/frame_pool.hpp"
+#include "codecs/video/av_error.hpp"
+
+namespace imgpipe::codecs {
+
+namespace {
+
+// libavcodec's get_buffer2 with a memory::FramePool (ctx->opaque points at
+// the decoder's shared_ptr to it): the formats the GPU converts are decoded
+// into one pool block a frame, laid out as avcodec_default_get_buffer2 lays
+// them out (dimensions and line sizes aligned as the decoder asks, each
+// plane padded); other formats, and decoders that take no custom buffers,
+// get libavcodec's own. Called from the frame threads, one at a time.
+constexpr int kPlaneAlign = 64;
+
+void release_pool_block(void* opaque, std::uint8_t* data) {
+  auto* pool = static_cast<std::shared_ptr<memory::FramePool>*>(opaque);
+  (*pool)->release(data);
+  delete pool;
+}
+
+int pool_get_buffer(AVCodecContext* ctx, AVFrame* f, int flags) {
+  const auto* pool = static_cast<const std::shared_ptr<memory::FramePool>*>(ctx->opaque);
+  const auto pf = static_cast<AVPixelFormat>(f->format);
+  kernels::YuvFormat yuv;
+  if (!pool || !(ctx->codec->capabilities & AV_CODEC_CAP_DR1) || !yuv_format_of(pf, yuv))
+    return avcodec_default_get_buffer2(ctx, f, flags);
+  int w = f->width, h = f->height;
+  int align[AV_NUM_DATA_POINTERS] = {};
+  avcodec_align_dimensions2(ctx, &w, &h, align);
+  int lines[4] = {};
+  for (bool aligned = false; !aligned;) {  // widen until every line size is aligned, as libavcodec does
+    if (av_image_fill_linesizes(lines, pf, w) < 0) return avcodec_default_get_buffer2(ctx, f, flags);
+    w += w & ~(w - 1);
+    aligned = true;
+    for (int i = 0; i < 4; ++i) aligned = aligned && lines[i] % std::max(align[i], kPlaneAlign) == 0;
+  }
+  const ptrdiff_t pitches[4] = {lines[0], lines[1], lines[2], lines[3]};
+  std::size_t sizes[4] = {};
+  if (av_image_fill_plane_sizes(sizes, pf, h, pitches) < 0) return avcodec_default_get_buffer2(ctx, f, flags);
+  std::size_t offsets[4] = {}, total = 0;
+  for (int i = 0; i < 4 && sizes[i] > 0; ++i) {
+    offsets[i] = total;
+    // libavcodec's padding after each plane: 16 bytes read past the end, and the alignment
+    total += (sizes[i] + 16 + kPlaneAlign - 1 + kPlaneAlign - 1) / kPlaneAlign * kPlaneAlign;
+  }
+  memory::FramePool::Block b;
+  try {
+    b = (*pool)->allocate(total);
+  } catch (const std::exception&) {
+    return AVERROR(ENOMEM);
+  }
+  auto* owner = new (std::nothrow) std::shared_ptr<memory::FramePool>(*pool);
+  AVBufferRef* buf = owner ? av_buffer_create(static_cast<std::uint8_t*>(b.data), static_cast<int>(b.bytes),
+                                              release_pool_block, owner, 0)
+                           : nullptr;
+  if (!buf) {
+    (*pool)->release(b.data);
+    delete owner;
+    return AVERROR(ENOMEM);
+  }
+  f->buf[0] = buf;
+  for (int i = 0; i < 4; ++i) {
+    f->data[i] = sizes[i] > 0 ? buf->data + offsets[i] : nullptr;
+    f->linesize[i] = sizes[i] > 0 ? lines[i] : 0;
+  }
+  f->extended_data = f->data;
+  return 0;
+}
+
+}  // namespace
+
+LibavDecoder::LibavDecoder(const AVStream* st, const AVCodec* codec, int threads,
+                           std::shared_ptr<memory::FramePool> pool)
+    : codec_(codec->name), pool_(std::move(pool)) {
+  ctx_ = avcodec_alloc_context3(codec);
+  frame_ = av_frame_alloc();
+  try {
+    if (!ctx_ || !frame_) throw std::bad_alloc();
+    int r = avcodec_parameters_to_context(ctx_, st->codecpar);
+    if (r < 0) throw Error("bad codec parameters (" + av_error(r) + ")");
+    if (pool_) {
+      ctx_->opaque = &pool_;
+      ctx_->get_buffer2 = pool_get_buffer;
+#if LIBAVCODEC_VERSION_MAJOR < 60
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+      // pool_get_buffer may be called from the frame threads (always so from lavc 60)
+      ctx_->thread_safe_callbacks = 1;
+#pragma GCC diagnostic pop
+#endif
+    }
+    ctx_->thread_count = std::max(0, threads);
+    ctx_->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    ctx_->err_recognition |= AV_EF_EXPLODE;  // damage is reported, not concealed (video_file.hpp's policy)
+    ctx_->pkt_timebase = st->time_base;
+    r = avcodec_open2(ctx_, codec, nullptr);
+    if (r < 0) throw Error(fmt::format("cannot start the {} decoder ({})", codec->name, av_error(r)));
+  } catch (...) {  // the destructor does not run for a constructor that throws
+    release();
+    throw;
+  }
+}
+
+LibavDecoder::~LibavDecoder() { release(); }
+
+int LibavDecoder::send(const AVPacket* pkt) { return avcodec_send_packet(ctx_, pkt); }
+
+int LibavDecoder::receive(Decoded& out) {
+  const int r = avcodec_receive_frame(ctx_, frame_);
+  if (r < 0) return r;
+  out.pts = frame_->best_effort_timestamp;
+  if ((frame_->flags & AV_FRAME_FLAG_CORRUPT) || frame_->decode_error_flags) {
+    out.damage = fmt::format("the decoder concealed damage in it (FFmpeg decode error flags {:#x})",
+                             static_cast<unsigned>(frame_->decode_error_flags));
+    av_frame_unref(frame_);
+    return 0;
+  }
+  AVFrame* ref = av_frame_alloc();
+  if (!ref) return AVERROR(ENOMEM);
+  av_frame_move_ref(ref, frame_);
+  out.frame = std::make_shared<VideoFrame>(ref, pool_ && pool_->direct(ref->data[0]));
+  return 0;
+}
+
+std::string LibavDecoder::reason(int code) const {
+  return fmt::format("the {} decoder failed ({})", codec_, av_error(code));
+}
+
+std::size_t LibavDecoder::frame_threads() const noexcept {
+  return (ctx_->active_thread_type & FF_THREAD_FRAME) ? static_cast<std::size_t>(std::max(0, ctx_->thread_count)) : 0;
+}
+
+void LibavDecoder::release() noexcept {
+  av_frame_free(&frame_);
+  avcodec_free_context(&ctx_);
+}
+
+}  // namespace imgpipe::codecs

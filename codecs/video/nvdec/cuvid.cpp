@@ -1,0 +1,97 @@
+#include "codecs/video/nvdec/cuvid.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "imgpipe/error.hpp"
+#include "memory/gpu.hpp"
+#include "codecs/video/video_devices.hpp"
+
+namespace imgpipe::codecs {
+
+#if IMGPIPE_HAS_CUDA
+
+namespace nvdec {
+
+const CodecName* codec_named(const std::string& name) {
+  for (const CodecName& c : kCodecs)
+    if (name == c.ffmpeg) return &c;
+  return nullptr;
+}
+
+const Library& library() {
+  static const Library lib = [] {
+    Library l;
+    if (const char* v = std::getenv("IMGPIPE_NVDEC"); v && std::string(v) == "off") {
+      l.why = "NVDEC is off (IMGPIPE_NVDEC=off)";
+    } else if (cuvid_load_functions(&l.f, nullptr) < 0 || !l.f) {
+      l.f = nullptr;
+      l.why = "cannot load libnvcuvid.so.1 (the NVIDIA driver's video decoder) or one of its functions";
+    } else if (!l.f->cuvidGetDecoderCaps) {
+      l.why = "libnvcuvid.so.1 has no cuvidGetDecoderCaps (driver too old)";
+    }
+    return l;
+  }();
+  return lib;
+}
+
+const CuvidFunctions& api() {
+  const Library& l = library();
+  if (!l.f || !l.why.empty()) throw Error(l.why);
+  return *l.f;
+}
+
+void check(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) throw Error(fmt::format("{} failed (CUDA driver error {})", what, static_cast<int>(r)));
+}
+
+cudaVideoChromaFormat chroma_format(int chroma) {
+  switch (chroma) {
+    case 400: return cudaVideoChromaFormat_Monochrome;
+    case 422: return cudaVideoChromaFormat_422;
+    case 444: return cudaVideoChromaFormat_444;
+    default: return cudaVideoChromaFormat_420;
+  }
+}
+
+}  // namespace nvdec
+
+NvdecCaps nvdec_caps(int device, std::string& why) {
+  NvdecCaps caps;
+  try {
+    const CuvidFunctions& f = nvdec::api();
+    gpu::set_device(device);
+    gpu::Stream make_context_current(device);
+    for (const nvdec::CodecName& c : nvdec::kCodecs) {
+      for (const int chroma : {420, 444}) {
+        for (const int depth : {8, 10, 12}) {
+          CUVIDDECODECAPS q{};
+          q.eCodecType = c.cuvid;
+          q.eChromaFormat = nvdec::chroma_format(chroma);
+          q.nBitDepthMinus8 = static_cast<unsigned>(depth - 8);
+          if (f.cuvidGetDecoderCaps(&q) != CUDA_SUCCESS || !q.bIsSupported) continue;
+          caps.push_back({c.ffmpeg, chroma, depth, q.nMinWidth, q.nMinHeight, static_cast<int>(q.nMaxWidth),
+                          static_cast<int>(q.nMaxHeight), q.nMaxMBCount});
+        }
+      }
+    }
+    if (caps.empty()) why = fmt::format("NVDEC on device {} decodes none of the codecs", device);
+  } catch (const std::exception& e) {
+    why = e.what();
+    caps.clear();
+  }
+  return caps;
+}
+
+#else  // !IMGPIPE_HAS_CUDA
+
+NvdecCaps nvdec_caps(int, std::string& why) {
+  why = "imgpipe was built without CUDA";
+  return {};
+}
+
+#endif  // IMGPIPE_HAS_CUDA
+
+}  // namespace imgpipe::codecs

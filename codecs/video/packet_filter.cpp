@@ -1,0 +1,58 @@
+#include "codecs/video/packet_filter.hpp"
+
+#include <fmt/format.h>
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavcodec/bsf.h>
+#include <libavformat/avformat.h>
+}
+
+#include "imgpipe/error.hpp"
+#include "codecs/video/av_error.hpp"
+
+namespace imgpipe::codecs {
+
+PacketFilter::PacketFilter(const AVStream* st) {
+  const char* name = "null";
+  switch (st->codecpar->codec_id) {
+    case AV_CODEC_ID_H264: name = "h264_mp4toannexb"; break;
+    case AV_CODEC_ID_HEVC: name = "hevc_mp4toannexb"; break;
+    case AV_CODEC_ID_MPEG4: name = "mpeg4_unpack_bframes"; break;
+    default: break;
+  }
+  const AVBitStreamFilter* f = av_bsf_get_by_name(name);
+  if (!f) throw Error(fmt::format("FFmpeg has no {} bitstream filter", name));
+  in_ = av_packet_alloc();
+  int r = in_ ? av_bsf_alloc(f, &bsf_) : AVERROR(ENOMEM);
+  if (r >= 0) r = avcodec_parameters_copy(bsf_->par_in, st->codecpar);
+  if (r >= 0) {
+    bsf_->time_base_in = st->time_base;
+    r = av_bsf_init(bsf_);
+  }
+  if (r < 0) {
+    av_bsf_free(&bsf_);
+    av_packet_free(&in_);
+    throw Error(fmt::format("cannot start the {} bitstream filter ({})", name, av_error(r)));
+  }
+}
+
+PacketFilter::~PacketFilter() {
+  av_bsf_free(&bsf_);
+  av_packet_free(&in_);
+}
+const char* PacketFilter::name() const noexcept { return bsf_->filter->name; }
+const AVCodecParameters* PacketFilter::output() const noexcept { return bsf_->par_out; }
+
+int PacketFilter::send(const AVPacket* pkt) {
+  if (!pkt) return av_bsf_send_packet(bsf_, nullptr);
+  int r = av_packet_ref(in_, pkt);  // av_bsf_send_packet takes the reference and blanks in_
+  if (r < 0) return r;
+  r = av_bsf_send_packet(bsf_, in_);
+  if (r < 0) av_packet_unref(in_);  // refused: left as it was
+  return r;
+}
+
+int PacketFilter::receive(AVPacket* out) { return av_bsf_receive_packet(bsf_, out); }
+
+}  // namespace imgpipe::codecs

@@ -1,0 +1,35 @@
+// The packets of a stream as NVDEC's parser takes them, through FFmpeg's
+// bitstream filters (libavcodec): H.264 and HEVC in Annex B (MP4 and MKV
+// store them length-prefixed), MPEG-4 part 2 with packed B-frames unpacked.
+// FFmpeg code, no CUDA, beside the backends rather than in nvdec/ so that it
+// builds and is tested without a GPU (tests/codecs/test_video_route.cpp).
+#pragma once
+
+struct AVBSFContext;
+struct AVCodecParameters;
+struct AVPacket;
+struct AVStream;
+
+namespace imgpipe::codecs {
+
+// H.264 and HEVC through FFmpeg's h264_mp4toannexb and hevc_mp4toannexb
+// (which pass Annex B input through), MPEG-4 part 2 through
+// mpeg4_unpack_bframes; other codecs as they are (FFmpeg's null filter).
+class PacketFilter {
+ public:
+  explicit PacketFilter(const AVStream* st);  // throws Error
+  ~PacketFilter();
+  PacketFilter(const PacketFilter&) = delete;
+  PacketFilter& operator=(const PacketFilter&) = delete;
+  const char* name() const noexcept;
+  // The stream's parameters after the filter (extradata in Annex B for H.264).
+  const AVCodecParameters* output() const noexcept;
+  int send(const AVPacket* pkt);  // null: the end (as av_bsf_send_packet, which takes the packet's data)
+  int receive(AVPacket* out);     // 0, AVERROR(EAGAIN), AVERROR_EOF (as av_bsf_receive_packet)
+
+ private:
+  AVBSFContext* bsf_ = nullptr;
+  AVPacket* in_ = nullptr;  // send()'s reference to the caller's packet, reused
+};
+
+}  // namespace imgpipe::codecs
