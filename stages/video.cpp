@@ -236,9 +236,9 @@ void VideoReader::State::end_of_stream(std::int64_t index, std::int64_t expected
   }
 }
 
-// A file through libavformat/libavcodec: every frame is delivered as the
-// decoder made it (YUV); damage breaks the file at the first frame that is
-// not whole (codecs::VideoFile), after every frame before it.
+// A file through FFmpeg's libraries (codecs::VideoFile): every frame is
+// delivered as the decoder made it (YUV); damage breaks the file at the
+// first frame that is not whole, after every frame before it.
 void VideoReader::State::read_file(std::int64_t& index) {
   std::unique_ptr<codecs::VideoFile> file;
   try {

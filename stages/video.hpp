@@ -1,10 +1,10 @@
 // Video inputs: each video file (or stream URL or camera, live_input.hpp) is
 // decoded in order by its own reader thread into a small bounded queue:
-// files with FFmpeg's libraries directly (codecs/video_file.hpp: frames stay
-// YUV until the decode stage converts them, with the stream's matrix and
-// range), stream URLs and cameras with OpenCV's VideoCapture (BGR). Several
-// videos decode at once while the pipeline's source stage takes their frames
-// (input.video.interleave).
+// files with FFmpeg's libraries directly (codecs/video/video_file.hpp:
+// frames stay YUV until the decode stage converts them, with the stream's
+// matrix and range), stream URLs and cameras with OpenCV's VideoCapture
+// (BGR). Several videos decode at once while the pipeline's source stage
+// takes their frames (input.video.interleave).
 #pragma once
 
 #include <atomic>
@@ -37,9 +37,9 @@ struct VideoOptions {
   std::int64_t stride = 1;      // deliver every stride-th frame from start
   std::int64_t max_frames = 0;  // per file; 0 = all
   StreamTimeouts stream;        // stream URLs only (files and cameras ignore them)
-  int threads = 1;              // files: libavcodec's decoding threads
+  int threads = 1;              // files: the CPU video decoder's threads
   codecs::VideoRouter* router = nullptr;  // files: picks NVDEC or the CPU (null: the CPU)
-  std::shared_ptr<memory::FramePool> frames = nullptr;  // files: the pool libavcodec decodes into (null: its own)
+  std::shared_ptr<memory::FramePool> frames = nullptr;  // files: the pool the CPU video decoder decodes into (null: its own)
 };
 
 // One frame from a reader: a file's decoded YUV frame (`yuv`, with the
@@ -123,7 +123,7 @@ class VideoReader {
   // stopped_at() (0 when the input could not be opened). Valid once
   // finished().
   //
-  // A file breaks at its first damaged frame (codecs/video_file.hpp has the
+  // A file breaks at its first damaged frame (codecs/video/video_file.hpp has the
   // policy). For live inputs, a stream "broke" when it ended before the frame count its container
   // declares: the frames read, or the presentation time of the last one (AVI
   // files may hold empty "repeat the last frame" chunks that count without
