@@ -10,6 +10,8 @@
 
 #include "imgpipe/types.hpp"
 
+struct CUctx_st;  // CUcontext, declared without the driver's header
+
 namespace imgpipe::gpu {
 
 // Number of usable CUDA devices; 0 without a CUDA build, a driver or a GPU.
@@ -25,6 +27,32 @@ std::uint64_t device_memory(int device);
 void set_device(int device);
 // True when this build has the CUDA backend.
 bool built_with_cuda() noexcept;
+
+// The CUDA context current on the calling thread (the driver's
+// cuCtxGetCurrent): nullptr when none is, and without a CUDA device or build.
+CUctx_st* current_context() noexcept;
+
+// Leaves the calling thread's CUDA state as it found it: saves the current
+// device (cudaGetDevice) and context (current_context()) at construction and
+// makes them current again at destruction, "no context" included, so that a
+// call does not leave a primary context current on a thread that had none.
+// With `device` >= 0 it also makes that device current for its scope.
+// Every entry point a user's thread calls (the pull API, the C API) holds
+// one: the library switches devices freely inside. Restoring never throws
+// (a failure is reported on stderr, as IMGPIPE_CUDA_TRY_NOTHROW does).
+// Without a CUDA device or build it does nothing.
+class CurrentDeviceGuard {
+ public:
+  CurrentDeviceGuard() noexcept;
+  explicit CurrentDeviceGuard(int device);  // throws CudaError when `device` cannot be made current
+  ~CurrentDeviceGuard();
+  CurrentDeviceGuard(const CurrentDeviceGuard&) = delete;
+  CurrentDeviceGuard& operator=(const CurrentDeviceGuard&) = delete;
+
+ private:
+  CUctx_st* context_ = nullptr;
+  int device_ = -1;  // -1: nothing saved, nothing to restore
+};
 
 // The CUDA versions as "major.minor": `driver` is the newest CUDA the
 // installed driver supports (cudaDriverGetVersion), `runtime` the runtime

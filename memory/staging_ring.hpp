@@ -101,7 +101,8 @@ class StagingRing {
   // released; when every slot is held, waits for a release), then waits
   // until the work that read it last (its release) is done. Time spent
   // blocked is added to wait_seconds(). After abandon(), throws
-  // RingAbandoned instead of waiting for a held slot. acquire() and
+  // RingAbandoned instead of waiting for a held slot. When that wait throws
+  // (CudaError: a sticky error), the slot is not held. acquire() and
   // release() may be called from different threads.
   SlotWriter acquire();
 
@@ -113,8 +114,15 @@ class StagingRing {
   const void* device_pointer(int slot) const noexcept;
 
   // Records the slot's release on `stream` (any device) after the work that
-  // reads it; the slot may be acquired again. Any thread.
+  // reads it; the slot may be acquired again. Any thread. All or nothing:
+  // when making or recording the release event throws (CudaError), the slot
+  // stays held and keeps the event it had.
   void release(int slot, const gpu::Stream& stream);
+  // For paths that must not throw (shut-down, destructors): release(), or,
+  // where that throws, waits for `stream` on the host and frees the slot
+  // with no event: the work that read it is done, or the device has failed
+  // and runs nothing more. Returns false (the reason logged) in that case.
+  bool release_or_wait(int slot, const gpu::Stream& stream) noexcept;
   // Wakes a waiting acquire() and makes it throw RingAbandoned (and any
   // later one that would wait); abandon(false) ends that (a kept ring's next
   // run). Any thread.
@@ -127,9 +135,14 @@ class StagingRing {
 
   int slots() const noexcept { return static_cast<int>(slots_.size()); }
   std::size_t slot_bytes() const noexcept { return slot_bytes_; }
-  // The effective kind, after any fallback (host_registered reads as pinned).
+  // The ring's kind, after any fallback: the slots' kind when they agree,
+  // else the furthest step down the fallback chain that a slot took (a slot
+  // of write_combined and two of pinned read as pinned); memory() is the
+  // same as StagingMemory (host_registered reads as pinned).
   StagingMemory memory() const noexcept;
   MemoryKind kind() const noexcept { return kind_; }
+  // What slot `slot` got. Throws std::out_of_range.
+  MemoryKind kind(int slot) const;
   // True when kernels read the slots in place (zero_copy asked and mapped memory obtained).
   bool zero_copy() const noexcept { return zero_copy_; }
   std::size_t pinned_bytes() const noexcept;

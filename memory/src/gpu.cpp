@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #if IMGPIPE_HAS_CUDA
+#include <cuda.h>  // CUresult and CUcontext only: the functions come through the runtime's entry points
 #include <cuda_runtime_api.h>
 
 #include "core/cuda_check.hpp"
@@ -68,6 +69,108 @@ int device_count(std::string* why) noexcept {
 #else
   if (why) *why = "imgpipe was built without CUDA";
   return 0;
+#endif
+}
+
+// ---------------------------------------------------------------- current device
+#if IMGPIPE_HAS_CUDA
+namespace {
+
+// The driver's cuCtxGetCurrent and cuCtxSetCurrent, found through the
+// runtime (no link against libcuda); null without a device or driver.
+struct ContextCalls {
+  CUresult (*get)(CUcontext*) = nullptr;
+  CUresult (*set)(CUcontext) = nullptr;
+};
+
+void* driver_entry(const char* name) noexcept {
+  void* fn = nullptr;
+#if CUDART_VERSION >= 12000
+  cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
+  const cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found);
+#else
+  const cudaError_t e = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &found);
+#endif
+  const bool ok = e == cudaSuccess && found == cudaDriverEntryPointSuccess;
+#else
+  const cudaError_t e = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault);
+  const bool ok = e == cudaSuccess;
+#endif
+  if (!ok || fn == nullptr) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return fn;
+}
+
+const ContextCalls& context_calls() noexcept {
+  static const ContextCalls calls = [] {
+    ContextCalls c;
+    if (device_count() == 0) return c;
+    c.get = reinterpret_cast<CUresult (*)(CUcontext*)>(driver_entry("cuCtxGetCurrent"));
+    c.set = reinterpret_cast<CUresult (*)(CUcontext)>(driver_entry("cuCtxSetCurrent"));
+    if (!c.get || !c.set) c = {};
+    return c;
+  }();
+  return calls;
+}
+
+}  // namespace
+#endif
+
+CUctx_st* current_context() noexcept {
+#if IMGPIPE_HAS_CUDA
+  const ContextCalls& c = context_calls();
+  CUcontext ctx = nullptr;
+  if (c.get && c.get(&ctx) == CUDA_SUCCESS) return ctx;
+#endif
+  return nullptr;
+}
+
+CurrentDeviceGuard::CurrentDeviceGuard() noexcept {
+#if IMGPIPE_HAS_CUDA
+  const ContextCalls& c = context_calls();
+  if (!c.get) return;  // no device: nothing can change
+  CUcontext ctx = nullptr;
+  int dev = 0;
+  if (c.get(&ctx) != CUDA_SUCCESS || cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  context_ = ctx;
+  device_ = dev;
+#endif
+}
+
+CurrentDeviceGuard::CurrentDeviceGuard(int device) : CurrentDeviceGuard() {
+  // The delegating constructor has finished: a throw here runs the destructor.
+  set_device(device);
+}
+
+CurrentDeviceGuard::~CurrentDeviceGuard() {
+#if IMGPIPE_HAS_CUDA
+  if (device_ < 0) return;
+  // The runtime's device first (cudaSetDevice makes that device's primary
+  // context current), then the context itself: none, or one the caller made.
+  int now = -1;
+  if (cudaGetDevice(&now) != cudaSuccess) (void)cudaGetLastError();
+  if (now != device_) IMGPIPE_CUDA_TRY_NOTHROW(cudaSetDevice(device_));
+  const ContextCalls& c = context_calls();
+  CUcontext ctx = nullptr;
+  if (c.get(&ctx) == CUDA_SUCCESS && ctx == context_) return;
+  const CUresult r = c.set(context_);
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) {
+    static bool once = false;
+    if (!once) {
+      once = true;
+      try {
+        const std::string name = fmt::format("CUresult {}", static_cast<int>(r));
+        detail::report_cuda_nothrow("cuCtxSetCurrent(saved context)", __FILE__, __LINE__, name.c_str());
+      } catch (...) {
+      }
+    }
+  }
 #endif
 }
 

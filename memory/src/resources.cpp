@@ -153,7 +153,7 @@ void* device_pointer(const void* h) {
 // ---------------------------------------------------------------- pageable
 void* PageableResource::allocate(std::size_t bytes, std::size_t alignment) {
   if (!is_power_of_two(alignment)) throw std::invalid_argument("PageableResource: alignment must be a power of two");
-  fault_injection::check(MemoryKind::pageable, bytes);
+  bytes = fault_injection::check(MemoryKind::pageable, bytes);
   if (alignment < alignof(std::max_align_t)) alignment = alignof(std::max_align_t);
   const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
   void* p = std::aligned_alloc(alignment, rounded ? rounded : alignment);
@@ -191,7 +191,7 @@ bool PinnedResource::is_available() const noexcept {
 void* PinnedResource::allocate(std::size_t bytes, std::size_t alignment) {
   if (alignment > kPinnedAlignment || !is_power_of_two(alignment))
     throw std::invalid_argument("PinnedResource: alignment must be a power of two no larger than 4096");
-  fault_injection::check(kind(), bytes);
+  bytes = fault_injection::check(kind(), bytes);
 #if IMGPIPE_HAS_CUDA
   if (is_mapped()) enable_host_mapping();
   void* p = nullptr;
@@ -232,7 +232,7 @@ bool HostRegisteredResource::is_available() const noexcept {
 
 void* HostRegisteredResource::allocate(std::size_t bytes, std::size_t alignment) {
   if (!is_power_of_two(alignment)) throw std::invalid_argument("HostRegisteredResource: alignment must be a power of two");
-  fault_injection::check(MemoryKind::host_registered, bytes);
+  const std::size_t ask = fault_injection::check(MemoryKind::host_registered, bytes);
 #if IMGPIPE_HAS_CUDA
   // Whole pages: cudaHostRegister locks pages, and a neighbour sharing our
   // first or last page could not be registered separately.
@@ -242,14 +242,14 @@ void* HostRegisteredResource::allocate(std::size_t bytes, std::size_t alignment)
   if (!p) throw std::bad_alloc();
   try {
     if (is_mapped()) enable_host_mapping();
-    IMGPIPE_CUDA_TRY(cudaHostRegister(p, rounded, flags_));
+    IMGPIPE_CUDA_TRY(cudaHostRegister(p, ask == bytes ? rounded : ask, flags_));
   } catch (...) {
     std::free(p);
     throw;
   }
   return p;
 #else
-  (void)bytes;
+  (void)ask;
   throw_no_cuda("HostRegisteredResource");
 #endif
 }
@@ -269,13 +269,14 @@ void* HostRegisteredResource::device_pointer(const void* p) const {
 
 HostRegistration::HostRegistration(void* p, std::size_t bytes, unsigned flags) : flags_(flags & 3u) {
   if (!p || bytes == 0) throw std::invalid_argument("HostRegistration: null pointer or zero bytes");
-  fault_injection::check(MemoryKind::host_registered, bytes);
+  const std::size_t ask = fault_injection::check(MemoryKind::host_registered, bytes);
 #if IMGPIPE_HAS_CUDA
   if (flags_ & HostRegisteredResource::mapped) enable_host_mapping();
-  IMGPIPE_CUDA_TRY(cudaHostRegister(p, bytes, flags_));
+  IMGPIPE_CUDA_TRY(cudaHostRegister(p, ask, flags_));
   p_ = p;
   bytes_ = bytes;
 #else
+  (void)ask;
   throw_no_cuda("HostRegistration");
 #endif
 }

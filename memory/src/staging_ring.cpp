@@ -8,6 +8,7 @@
 #include <spdlog/logger.h>
 
 #include "imgpipe/log.hpp"
+#include "memory/fault_injection.hpp"
 
 namespace imgpipe::memory {
 
@@ -41,6 +42,17 @@ void SlotWriter::write(std::size_t offset, const void* src, std::size_t bytes) c
 }
 
 namespace {
+// A kind's step in the staging chain write_combined -> pinned (portable and
+// mapped are pinned with flags) -> host_registered -> pageable.
+int step(MemoryKind k) noexcept {
+  switch (k) {
+    case MemoryKind::write_combined: return 0;
+    case MemoryKind::host_registered: return 2;
+    case MemoryKind::pageable: return 3;
+    default: return 1;
+  }
+}
+
 HostChainOptions chain_options(const StagingOptions& o) {
   HostChainOptions c;
   c.device = o.device;
@@ -77,11 +89,12 @@ StagingRing::StagingRing(const StagingOptions& o) : slot_bytes_(o.slot_bytes) {
     slots_.push_back(std::move(s));
   }
   // Every slot is asked for with the same kind; after a fallback they may
-  // differ (a budget reached halfway): the ring reports the least capable.
+  // differ (a budget reached, a failure halfway): kind(slot) tells each, and
+  // the ring reports the furthest step down the chain that a slot took.
   kind_ = slots_.front()->kind;
   zero_copy_ = o.transfer == TransferMode::zero_copy;
   for (const auto& s : slots_) {
-    if (s->kind == MemoryKind::pageable) kind_ = MemoryKind::pageable;
+    if (step(s->kind) > step(kind_)) kind_ = s->kind;
     if (!s->device) zero_copy_ = false;
   }
   if (o.transfer == TransferMode::zero_copy && !zero_copy_)
@@ -134,7 +147,19 @@ SlotWriter StagingRing::acquire() {
   next_ = (i + 1) % slots();
   ++acquires_;
   lk.unlock();
-  if (last) last->synchronize();  // the GPU work that read it last
+  if (last) {
+    try {
+      last->synchronize();  // the GPU work that read it last
+    } catch (...) {
+      // Not handed out: the slot is not held (a later acquire waits again).
+      lk.lock();
+      s.held = false;
+      --acquires_;
+      lk.unlock();
+      released_cv_.notify_all();
+      throw;
+    }
+  }
   wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   return SlotWriter(static_cast<unsigned char*>(s.host), slot_bytes_, i);
 }
@@ -158,19 +183,52 @@ void StagingRing::release(int slot, const gpu::Stream& stream) {
   {
     std::lock_guard lk(m_);
     Slot& s = *slots_.at(slot);
-    ++releases_;
-    s.held = false;
-    if (stream.device() < 0) {
-      s.last = nullptr;  // host work is done when it returns
-    } else {
+    // The event first: making or recording it can throw (a stream of another
+    // device, a sticky error), and then the slot stays held with the event
+    // it had. A failed record leaves an event unrecorded, never s.last.
+    fault_injection::check_release();
+    gpu::Event* done = nullptr;  // host work is done when it returns
+    if (stream.device() >= 0) {
       auto it = s.released.find(stream.device());
       if (it == s.released.end()) it = s.released.emplace(stream.device(), gpu::Event(stream.device(), false)).first;
       it->second.record(stream);
-      s.last = &it->second;
+      done = &it->second;
     }
+    s.last = done;
+    s.held = false;
+    ++releases_;
   }
   released_cv_.notify_all();
 }
+
+bool StagingRing::release_or_wait(int slot, const gpu::Stream& stream) noexcept {
+  try {
+    release(slot, stream);
+    return true;
+  } catch (const std::exception& e) {
+    try {
+      imgpipe::logger()->error("staging slot {}: its release failed ({}); freeing it after its stream's work instead",
+                               slot, e.what());
+    } catch (...) {
+    }
+  }
+  try {
+    stream.synchronize();
+  } catch (...) {
+    // A sticky error: the device runs nothing more, nothing reads the slot.
+  }
+  {
+    std::lock_guard lk(m_);
+    Slot& s = *slots_[static_cast<std::size_t>(slot)];
+    s.last = nullptr;
+    s.held = false;
+    ++releases_;
+  }
+  released_cv_.notify_all();
+  return false;
+}
+
+MemoryKind StagingRing::kind(int slot) const { return slots_.at(static_cast<std::size_t>(slot))->kind; }
 
 void StagingRing::abandon(bool on) {
   {
