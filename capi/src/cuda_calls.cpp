@@ -3,7 +3,10 @@
 #if IMGPIPE_HAS_CUDA
 #include <cuda_runtime_api.h>
 
+#include <spdlog/logger.h>
+
 #include "core/cuda_check.hpp"
+#include "imgpipe/log.hpp"
 #endif
 
 namespace imgpipe::capi {
@@ -47,6 +50,27 @@ void event_synchronize(CUevent_st* event) {
   if (event != nullptr) IMGPIPE_CUDA_TRY(cudaEventSynchronize(event));
 }
 
+void wait_for_streams(const std::vector<void*>& streams, int device) noexcept {
+  try {
+    DeviceGuard guard(device);
+    bool all = true;
+    for (void* s : streams) {
+      const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(s));
+      if (e != cudaSuccess) {
+        detail::clear_last_error();
+        all = false;
+      }
+    }
+    if (!all) IMGPIPE_CUDA_TRY(cudaDeviceSynchronize());
+  } catch (const std::exception& e) {
+    // A sticky error: the device runs nothing more, nothing reads the batch.
+    try {
+      imgpipe::logger()->error("waiting for a batch's consumer streams: {}", e.what());
+    } catch (...) {
+    }
+  }
+}
+
 #else
 
 bool built_with_cuda() noexcept { return false; }
@@ -55,6 +79,7 @@ DeviceGuard::~DeviceGuard() = default;
 void stream_wait_event(void*, CUevent_st*) {}
 void join_streams(void*, void*) {}
 void event_synchronize(CUevent_st*) {}
+void wait_for_streams(const std::vector<void*>&, int) noexcept {}
 
 #endif
 

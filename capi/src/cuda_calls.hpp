@@ -4,6 +4,8 @@
 // (the host backend's batches have no streams or events).
 #pragma once
 
+#include <vector>
+
 #include "imgpipe/types.hpp"
 
 namespace imgpipe::capi {
@@ -34,5 +36,10 @@ void stream_wait_event(void* stream, CUevent_st* event);
 void join_streams(void* into, void* from);
 // cudaEventSynchronize. Throws CudaError.
 void event_synchronize(CUevent_st* event);
+// Waits on the host until the work enqueued on each of `streams` so far is
+// done (cudaStreamSynchronize; a stream of `device`'s when it names a default
+// stream). Where one cannot be waited for, waits for all of `device`'s work
+// (cudaDeviceSynchronize). Never throws; a failure is logged.
+void wait_for_streams(const std::vector<void*>& streams, int device) noexcept;
 
 }  // namespace imgpipe::capi

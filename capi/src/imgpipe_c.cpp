@@ -28,6 +28,7 @@
 #include "imgpipe/error.hpp"
 #include "imgpipe/log.hpp"
 #include "imgpipe/pipeline.hpp"
+#include "memory/gpu.hpp"
 
 // ---- handles ---------------------------------------------------------------
 
@@ -111,8 +112,14 @@ imgpipe_status null_handle(const char* what) noexcept {
   return fail(IMGPIPE_E_USAGE, "UsageError", std::string(what) + " is NULL");
 }
 
+// Every entry point leaves the caller's CUDA device and context as it found
+// them (a PyTorch consumer's current device included): the library
+// switches devices freely inside.
+using KeepDevice = imgpipe::gpu::CurrentDeviceGuard;
+
 template <typename F>
 imgpipe_status guarded(F&& f) noexcept {
+  const KeepDevice keep;
   try {
     return f();
   } catch (...) {
@@ -166,20 +173,36 @@ void fill_info(const imgpipe::DeviceBatch& b, imgpipe_batch_info& info) {
   info.size = b.samples.size();
 }
 
-// The batch's release, ordered after every consumer stream named to it.
+// The batch's release, ordered after every consumer stream named to it. All
+// or nothing: when that ordering cannot be made on the GPU (a consumer stream
+// of another device, a sticky error), the slot comes back only once the
+// consumers' streams are done, waited for on the host; never while their
+// work may still read it.
 void release(imgpipe_batch* b) noexcept {
+  if (!b->batch) return;
+  const KeepDevice keep;
+  int device = -1;
   try {
-    const imgpipe::DeviceBatch& d = b->batch.get();
-    void* after = nullptr;
-    if (d.device >= 0 && !b->after.empty()) {
-      imgpipe::capi::DeviceGuard guard(d.device);
-      after = b->after.back();
-      for (std::size_t i = 0; i + 1 < b->after.size(); ++i) imgpipe::capi::join_streams(after, b->after[i]);
-      b->batch.release(static_cast<CUstream_st*>(after));
-    } else {
+    device = b->batch.get().device;
+    if (device < 0 || b->after.empty()) {
       b->batch.release();
+      return;
     }
+    imgpipe::capi::DeviceGuard guard(device);
+    void* after = b->after.back();
+    for (std::size_t i = 0; i + 1 < b->after.size(); ++i) imgpipe::capi::join_streams(after, b->after[i]);
+    b->batch.release(static_cast<CUstream_st*>(after));  // all or nothing
+    return;
   } catch (const std::exception& e) {
+    imgpipe::logger()->error(
+        "releasing a batch held through the C API: {}; its slot comes back once its consumers' streams are done",
+        e.what());
+  }
+  if (!b->batch) return;
+  if (device >= 0) imgpipe::capi::wait_for_streams(b->after, device);
+  try {
+    b->batch.release();
+  } catch (const std::exception& e) {  // the handle's destructor gives the slot back after a host wait
     imgpipe::logger()->error("releasing a batch held through the C API: {}", e.what());
   }
 }
@@ -291,6 +314,7 @@ imgpipe_status imgpipe_pipeline_create(const char* config, imgpipe_config_kind k
 
 void imgpipe_pipeline_destroy(imgpipe_pipeline* p) {
   if (p == nullptr) return;
+  const KeepDevice keep;  // the Pipeline's kept resources may be freed here
   {
     std::lock_guard lock(p->m);
     if (p->running != nullptr) p->running->stream.stop();
@@ -369,6 +393,7 @@ imgpipe_status imgpipe_stream_report_json(imgpipe_stream* s, const char** out) {
 
 void imgpipe_stream_destroy(imgpipe_stream* s) {
   if (s == nullptr) return;
+  const KeepDevice keep;
   imgpipe_pipeline* p = s->owner;
   if (p != nullptr) {
     std::lock_guard lock(p->m);
@@ -464,6 +489,7 @@ void imgpipe_batch_free(imgpipe_batch* b, void* after) {
     }
   }
   if (b->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  const KeepDevice keep;
   release(b);
   delete b;
 }

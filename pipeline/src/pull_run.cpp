@@ -62,8 +62,13 @@ std::string PullRun::stuck() const {
 }
 
 void PullRun::give_back(stages::BatchSlot& b) {
+  res_->ring().release(b.slot, b.dev->stream);  // all or nothing
   --b.dev->in_flight;
-  res_->ring().release(b.slot, b.dev->stream);
+}
+
+void PullRun::give_back_or_wait(stages::BatchSlot& b) noexcept {
+  (void)res_->ring().release_or_wait(b.slot, b.dev->stream);
+  --b.dev->in_flight;
 }
 
 bool PullRun::move_out_one() {
@@ -87,6 +92,9 @@ bool PullRun::move_out_one() {
       slot_memory = &buf.d_input;
     if (slot_memory == nullptr && h.pinned) continue;
     const gpu::Stream& s = b.dev->stream;
+    // What can throw comes before the slot changes hands; on a throw the
+    // batch still holds its slot (with its data already its own, or not).
+    gpu::Event ready(h.batch.device, false);
     if (slot_memory != nullptr) {
       gpu::DeviceBuffer fresh(slot_memory->device(), slot_memory->size());
       h.own = std::exchange(*slot_memory, std::move(fresh));
@@ -98,16 +106,15 @@ bool PullRun::move_out_one() {
     }
     // The slot's `ready` event is recorded again by its next batch: the held
     // batch gets its own, after its work (and the copy) on the slot's stream.
-    gpu::Event ready(h.batch.device, false);
     if (h.batch.device >= 0) ready.record(s);
     h.ready = std::move(ready);
     h.batch.ready = h.ready.get();
+    give_back(b);
     h.slot = -1;
     holding_.erase(it);
     --held_;
     ++copies_;
     copy_bytes_ += h.batch.bytes;
-    give_back(b);
     cv_.notify_all();
     return true;
   }
@@ -129,11 +136,12 @@ void PullRun::hand_over(stages::BatchSlot& b) {
       cv_.notify_all();
       return;
     }
-    give_back(b);  // nobody will take it
+    give_back_or_wait(b);  // nobody will take it; a throw here could leave the packer waiting
   }
 }
 
 std::optional<Batch> PullRun::next(std::optional<std::chrono::milliseconds> timeout) {
+  const gpu::CurrentDeviceGuard keep;  // a move out of the ring makes buffers and events here
   std::unique_lock lk(m_);
   auto can_answer = [&] { return !ready_.empty() || ended_ || shut_; };
   for (;;) {
@@ -178,6 +186,7 @@ void PullRun::pin(HeldBatch& h) {
 }
 
 void PullRun::release(HeldBatch& h, CUstream_st* after) {
+  const gpu::CurrentDeviceGuard keep;  // first: it outlives `drop`, whose resources may be freed here
   std::shared_ptr<stages::BatchResources> drop;
   {
     std::unique_lock lk(m_);
@@ -185,29 +194,63 @@ void PullRun::release(HeldBatch& h, CUstream_st* after) {
       // Moved out (for good): its memory goes with the handle, once `after`'s work is done.
       lk.unlock();
       if (after && h.batch.device >= 0) {
+        gpu::set_device(h.batch.device);  // the default streams name this device's
         gpu::Event done(h.batch.device, false);
         done.record_on(after);
         done.synchronize();
       }
       return;
     }
-    const int slot = std::exchange(h.slot, -1);
-    holding_.erase(std::find(holding_.begin(), holding_.end(), &h));
-    stages::BatchSlot& b = *res_->slots().at(slot);
+    // Every call that can throw comes before anything changes: the ordering
+    // after the caller's stream, then the ring's release (all or nothing).
+    stages::BatchSlot& b = *res_->slots().at(h.slot);
     if (after && b.dev->device >= 0) {
       // The slot's reuse waits for the caller's stream too.
+      gpu::set_device(b.dev->device);
       auto& devices = res_->devices();
       std::size_t d = 0;
       while (devices[d].get() != b.dev) ++d;
-      gpu::Event& e = after_[d][slot];
+      gpu::Event& e = after_[d][static_cast<std::size_t>(h.slot)];
       e.record_on(after);
       gpu::stream_wait_event(b.dev->stream.get(), e);
     }
-    --held_;
     give_back(b);
+    holding_.erase(std::find(holding_.begin(), holding_.end(), &h));
+    h.slot = -1;
+    --held_;
     drop = unused_resources();
   }
   cv_.notify_all();
+}
+
+void PullRun::discard(HeldBatch& h) noexcept {
+  const gpu::CurrentDeviceGuard keep;
+  std::shared_ptr<stages::BatchResources> drop;
+  {
+    std::lock_guard lk(m_);
+    if (h.slot < 0) return;  // moved out: its memory goes with the handle
+    give_back_or_wait(*res_->slots()[static_cast<std::size_t>(h.slot)]);
+    holding_.erase(std::find(holding_.begin(), holding_.end(), &h));
+    h.slot = -1;
+    --held_;
+    drop = unused_resources();
+  }
+  cv_.notify_all();
+}
+
+void PullRun::let_go(Batch& b) noexcept {
+  if (!b.run_) return;
+  const gpu::CurrentDeviceGuard keep;  // the handle's memory and event are freed here too
+  try {
+    b.release();
+  } catch (...) {
+    // Still held (release() is all or nothing): its slot comes back once
+    // the slot's stream is done (a sticky error meets the run's next call).
+    b.run_->discard(*b.held_);
+  }
+  b.batch_ = nullptr;
+  b.held_.reset();
+  b.run_.reset();
 }
 
 void PullRun::stop() noexcept {
@@ -222,6 +265,7 @@ bool PullRun::done() const {
 }
 
 const Report& PullRun::report() {
+  const gpu::CurrentDeviceGuard keep;
   std::unique_lock lk(m_);
   if (!ended_ && !stop_asked_)
     throw std::logic_error("BatchStream::report: the run has not ended: call next() until it returns no batch, "
@@ -249,6 +293,7 @@ const Report& PullRun::report() {
 }
 
 void PullRun::shut_down() noexcept {
+  const gpu::CurrentDeviceGuard keep;
   std::shared_ptr<stages::BatchResources> drop;
   {
     std::unique_lock lk(m_);
@@ -261,7 +306,7 @@ void PullRun::shut_down() noexcept {
     if (res_ && held_ > 0) res_->ring().abandon();
     while (!ended_ || !ready_.empty()) {
       while (!ready_.empty()) {
-        give_back(*ready_.front());
+        give_back_or_wait(*ready_.front());  // noexcept here: a throw would end the process
         ready_.pop_front();
       }
       if (!ended_) cv_.wait(lk);
@@ -277,21 +322,12 @@ void PullRun::shut_down() noexcept {
 namespace imgpipe {
 
 Batch::Batch() noexcept = default;
-Batch::~Batch() {
-  try {
-    release();
-  } catch (...) {
-    // A sticky CUDA error: reported by whatever meets it next.
-  }
-}
+Batch::~Batch() { detail::PullRun::let_go(*this); }
 Batch::Batch(Batch&& o) noexcept
     : run_(std::move(o.run_)), held_(std::move(o.held_)), batch_(std::exchange(o.batch_, nullptr)) {}
 Batch& Batch::operator=(Batch&& o) noexcept {
   if (this != &o) {
-    try {
-      release();
-    } catch (...) {
-    }
+    detail::PullRun::let_go(*this);
     run_ = std::move(o.run_);
     held_ = std::move(o.held_);
     batch_ = std::exchange(o.batch_, nullptr);
@@ -306,10 +342,11 @@ const DeviceBatch& Batch::get() const {
 
 void Batch::release(CUstream_st* after) {
   if (!run_) return;
-  const std::shared_ptr<detail::PullRun> run = std::move(run_);
-  const std::shared_ptr<detail::HeldBatch> held = std::move(held_);
+  const gpu::CurrentDeviceGuard keep;  // a moved-out batch's memory and event are freed here too
+  run_->release(*held_, after);        // all or nothing: on a throw this handle still holds the batch
   batch_ = nullptr;
-  run->release(*held, after);
+  held_.reset();
+  run_.reset();
 }
 
 void Batch::pin() {
@@ -320,12 +357,19 @@ bool Batch::moved_out() const noexcept { return held_ && held_->slot < 0; }
 
 BatchStream::BatchStream() noexcept = default;
 BatchStream::~BatchStream() {
-  if (run_) run_->shut_down();
+  if (!run_) return;
+  const gpu::CurrentDeviceGuard keep;  // the run, and what it holds, may be freed here
+  run_->shut_down();
+  run_.reset();
 }
 BatchStream::BatchStream(BatchStream&&) noexcept = default;
 BatchStream& BatchStream::operator=(BatchStream&& o) noexcept {
   if (this != &o) {
-    if (run_) run_->shut_down();
+    if (run_) {
+      const gpu::CurrentDeviceGuard keep;
+      run_->shut_down();
+      run_.reset();
+    }
     run_ = std::move(o.run_);
   }
   return *this;

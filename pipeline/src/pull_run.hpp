@@ -52,22 +52,37 @@ struct PullRun : std::enable_shared_from_this<PullRun> {
   // The sink's thread: a delivered batch; its slot is this run's to release.
   void hand_over(stages::BatchSlot& b);
 
-  // BatchStream's calls. `timeout` empty: wait as long as it takes.
+  // BatchStream's and Batch's calls, on the caller's thread: each leaves its
+  // CUDA device and context as it found them (gpu::CurrentDeviceGuard).
+  // `timeout` empty: wait as long as it takes.
   std::optional<Batch> next(std::optional<std::chrono::milliseconds> timeout);
+  // Gives h's slot back, ordered after `after` (a stream of h's device; the
+  // legacy and per-thread default streams name that device's). All or
+  // nothing: when a CUDA call throws, h still holds its batch and its slot.
   void release(HeldBatch& h, CUstream_st* after);
+  // For a handle going away after release() threw: gives h's slot back
+  // without the GPU's ordering, once the slot's stream is done (host wait).
+  void discard(HeldBatch& h) noexcept;
+  // Batch's destructor and move assignment: b.release(), or discard() when
+  // that throws; b is empty after.
+  static void let_go(Batch& b) noexcept;
   void pin(HeldBatch& h);
   void stop() noexcept;
   bool done() const;
   const Report& report();
   // Stops the run, releases the batches not taken, makes a packer waiting
   // for a slot the caller holds give up, and joins the run's thread.
-  // Batches the caller holds stay valid. Idempotent.
+  // Batches the caller holds stay valid. Idempotent. A release that fails
+  // here (a sticky CUDA error) frees its slot after a host wait instead.
   void shut_down() noexcept;
 
  private:
   // Why no batch can come while the caller keeps its batches (under m_); empty: one can.
   std::string stuck() const;
-  void give_back(stages::BatchSlot& b);  // the slot to the ring (lock held)
+  // The slot to the ring (lock held). All or nothing: when the ring's
+  // release throws, the slot and the device's in-flight count are as they were.
+  void give_back(stages::BatchSlot& b);
+  void give_back_or_wait(stages::BatchSlot& b) noexcept;  // the same, for paths that cannot throw
   // Lock held: copies the oldest held batch that is not pinned out of the
   // ring and gives its slot back; false when every held batch is pinned.
   bool move_out_one();

@@ -13,7 +13,8 @@ What it checks: torch.from_dlpack(batch) is zero-copy (same device pointer, also
 __cuda_array_interface__), the values equal the host backend's run of the same config, tensors
 kept alive keep their data while later batches (and a second epoch) flow through the same slots,
 and a consumer on another torch stream sees each batch whole even when its reads are delayed
-(stream ordering of the wait and of the release; run it under compute-sanitizer too).
+(stream ordering of the wait and of the release; run it under compute-sanitizer too); the C API
+leaves the calling thread's CUDA device and context as it found them.
 """
 import gc
 import os
@@ -200,6 +201,103 @@ def test_versioned_dlpack_with_torch():
     except Exception as e:  # an older torch takes only the classic capsule
         raise Skip(f"this torch does not take a versioned capsule ({e})")
     assert x.data_ptr() == b.data_ptr
+
+
+def thread_context():
+    """The CUDA context current on the calling thread (the driver's cuCtxGetCurrent, through
+    ctypes): 0 when none is."""
+    import ctypes
+    ctx = ctypes.c_void_p()
+    assert ctypes.CDLL("libcuda.so.1").cuCtxGetCurrent(ctypes.byref(ctx)) == 0
+    return ctx.value or 0
+
+
+def in_fresh_thread(body):
+    """Runs body() on a new thread (one with no CUDA context) and raises what it raised."""
+    import threading
+    errors = []
+
+    def run():
+        try:
+            body()
+        except BaseException:  # noqa: B902 - carried to the calling thread
+            errors.append(traceback.format_exc())
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    assert not errors, errors[0]
+
+
+def test_calls_leave_a_thread_without_a_context():
+    """Issue 47 (4): a thread with no CUDA context has none after each C API call, although the
+    library works on device 0 inside them. With one GPU this is what can be shown: the current
+    device cannot differ from 0."""
+    import imgpipe
+    p = imgpipe.Pipeline(cfg(batch={"size": 4}, staging={"slots": 2}), device=0)
+
+    def body():
+        assert thread_context() == 0
+        s = p.start()
+        assert thread_context() == 0, "after start"
+        a, b, c = s.next(), s.next(), s.next()  # with two held, the third moves the first out here
+        assert thread_context() == 0, "after next"
+        for x in (a, b, c):
+            x.release()
+            assert thread_context() == 0, "after release"
+        for x in s:
+            del x
+        assert thread_context() == 0, "after the end"
+        s.close()
+        assert thread_context() == 0, "after close"
+    in_fresh_thread(body)
+
+
+def test_torch_current_device_is_kept():
+    """Issue 47 (4): torch's current device (the last GPU) and its context stay current through
+    a run on device 0, its tensors and their deleters."""
+    import torch
+    import imgpipe
+    last = torch.cuda.device_count() - 1
+
+    def body():
+        torch.cuda.set_device(last)
+        ctx = thread_context()
+        p = imgpipe.Pipeline(cfg(), device=0)
+        for b in p:
+            x = torch.from_dlpack(b)
+            del b
+            assert torch.cuda.current_device() == last and thread_context() == ctx
+            del x
+            assert torch.cuda.current_device() == last and thread_context() == ctx
+        p.close()
+        assert torch.cuda.current_device() == last and thread_context() == ctx
+    in_fresh_thread(body)
+
+
+def test_release_after_a_stream_of_another_gpu_waits_instead():
+    """Issue 47 (2): a batch of GPU 0 freed after a consumer stream of GPU 1 cannot be ordered on
+    the GPU (an event of GPU 0 cannot be recorded there); its slot comes back once that stream's
+    work is done, and the run goes on."""
+    import torch
+    import imgpipe
+    if torch.cuda.device_count() < 2:
+        raise Skip("fewer than 2 GPUs")
+    other = torch.cuda.Stream(device=1)
+    sums_host = [float(a.astype("float64").sum()) for a in host_arrays(batch={"size": 2})]
+    sums = []
+    p = imgpipe.Pipeline(cfg(batch={"size": 2}, staging={"slots": 2}), device=0)
+    for b in p:
+        x = torch.from_dlpack(b)
+        with torch.cuda.stream(other):
+            torch.cuda._sleep(20_000_000)
+            sums.append(x.to("cuda:1", non_blocking=True).double().sum())
+        b.release(after_stream=other.cuda_stream)
+        del x
+    torch.cuda.synchronize(1)
+    got = [float(s) for s in sums]
+    assert len(got) == len(sums_host)
+    for k, (g, w) in enumerate(zip(got, sums_host)):
+        assert abs(g - w) <= 1e-6 * max(1.0, abs(w)), f"batch {k}: {g} != {w}"
 
 
 def main(argv):
