@@ -357,9 +357,10 @@ std::string_view mcu_layout(const Layout& lay, const std::array<Huffman, 8>& tab
 
 // One block's codes: the DC difference (its category and extra bits, kept
 // within libjpeg's range through the component's predictor), then the AC
-// run/size codes up to EOB or the last coefficient. Empty reason: the block
-// is whole.
-inline std::string_view walk_block(Bits& in, const Block& blk, std::array<int, 4>& pred) noexcept {
+// run/size codes up to EOB or the last coefficient. Null: the block is
+// whole; else the reason (a pointer, not a string_view: this runs for every
+// block, and the null test is the cheapest).
+inline const char* walk_block(Bits& in, const Block& blk, std::array<int, 4>& pred) noexcept {
   if (in.n < 32) in.refill();
   int len = 0, sym = 0;
   decode_symbol(*blk.dc, in.acc, len, sym);
@@ -395,7 +396,7 @@ inline std::string_view walk_block(Bits& in, const Block& blk, std::array<int, 4
     }
     if (k > 64) return "coefficient index past 63";
   }
-  return {};
+  return nullptr;
 }
 
 EntropyCheck failed(std::string_view why, std::uint64_t mcus) noexcept {
@@ -418,7 +419,7 @@ EntropyCheck walk_scan(Bytes b, const Layout& lay, const Mcu& mcu) noexcept {
       pred.fill(0);
     }
     for (int bl = 0; bl < mcu.nblocks; ++bl)
-      if (const std::string_view why = walk_block(in, mcu.blocks[bl], pred); !why.empty()) return failed(why, m);
+      if (const char* why = walk_block(in, mcu.blocks[bl], pred)) return failed(why, m);
   }
   if (!in.at_marker(0xD9)) return failed("bytes or markers between the last MCU and EOI", mcu.count);
   EntropyCheck out;
