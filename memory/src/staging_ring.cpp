@@ -202,6 +202,7 @@ void StagingRing::release(int slot, const gpu::Stream& stream) {
 }
 
 bool StagingRing::release_or_wait(int slot, const gpu::Stream& stream) noexcept {
+  if (slot < 0 || slot >= slots()) return false;
   try {
     release(slot, stream);
     return true;
@@ -211,6 +212,7 @@ bool StagingRing::release_or_wait(int slot, const gpu::Stream& stream) noexcept 
                                slot, e.what());
     } catch (...) {
     }
+  } catch (...) {
   }
   try {
     stream.synchronize();
