@@ -1,4 +1,4 @@
-// Which route decodes each video file: an NVDEC engine (video_nvdec.hpp) or
+// Which route decodes each video file: an NVDEC engine (codecs/video/nvdec/) or
 // the CPU (libavcodec), decided per file once its stream is known
 // (input.video.where: auto | cpu | gpu). docs/video.md has the rules.
 //

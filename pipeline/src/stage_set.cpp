@@ -19,7 +19,7 @@ namespace {
 // The share of GPU-able JPEGs sent to the engines before the first
 // measurements (decode.where auto): all of them, so that the first window
 // measures the engines unslowed by the CPU route; the steering then tries
-// the CPU route (codecs/route_steering.hpp).
+// the CPU route (codecs/route/route_steering.hpp).
 constexpr double kInitialGpuShare = 1.0;
 
 // Each video file's decoder (input.video.where): NVDEC on the run's GPUs

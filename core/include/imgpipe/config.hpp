@@ -73,7 +73,7 @@ struct VideoConfig {
   // Apply the container's display rotation (phone videos).
   bool orientation = true;
   // Which decoder takes each video file: the GPU's NVDEC engines, the CPU
-  // (libavcodec), or auto (both kept busy: codecs/video_route.hpp).
+  // (libavcodec), or auto (both kept busy: codecs/route/video_route.hpp).
   Where where = Where::automatic;
   bool operator==(const VideoConfig&) const = default;
 };
@@ -123,7 +123,7 @@ struct DecodeConfig {
   // every JPEG they can, cpu = libjpeg only.
   Where where = Where::automatic;
   // full: every JPEG sent to the engines first passes the entropy check
-  // (codecs/jpeg_entropy.hpp), so every route gives libjpeg's verdict;
+  // (codecs/parse/jpeg_entropy.hpp), so every route gives libjpeg's verdict;
   // markers: the marker-level checks alone (the default: the entropy check
   // costs more than 10% of W1's throughput, docs/benchmarks.md#entropy-check).
   Verify verify = Verify::markers;

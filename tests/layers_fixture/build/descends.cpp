@@ -5,7 +5,7 @@
 #include "core/fault.hpp"
 #include "kernels/resize.hpp"
 #include "memory/gpu.hpp"
-#include "codecs/jpeg_markers.hpp"
+#include "codecs/parse/jpeg_markers.hpp"
 #include "stages/pack.hpp"
 
 int imgpipe_layers_fixture_descends() { return sizeof(imgpipe::kernels::ResizeBatch) > 0 ? 0 : 1; }
