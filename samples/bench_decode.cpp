@@ -1,4 +1,4 @@
-// The entropy check (codecs/jpeg_entropy.hpp) against the decode stage's
+// The entropy check (codecs/parse/jpeg_entropy.hpp) against the decode stage's
 // full and reduced decode; reduced-size JPEG decode against full-size decode, as the pipeline's decode
 // stage does it (stages::Decode, then the transform's resize), on one thread
 // and on every thread (oneTBB parallel_for over in-memory files); first, the

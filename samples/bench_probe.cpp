@@ -1,4 +1,4 @@
-// The probe's structural checks (codecs/jpeg_checks.hpp) timed over a folder:
+// The probe's structural checks (codecs/parse/jpeg_checks.hpp) timed over a folder:
 // each JPEG read once into memory, then checked `--runs` times on one thread;
 // prints core-seconds per 1,000 JPEGs (median run) and the reasons found.
 //   imgpipe_bench_probe DIR [--runs 5]

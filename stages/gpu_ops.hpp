@@ -10,7 +10,7 @@
 // staged by the CPU, in batch order. The engines decode larger calls faster
 // (samples/bench/RESULTS.md, "engine calls spanning batches"), so batches are gathered
 // until they carry decode.gpu_batch JPEGs between them; the group's engine
-// calls go to the engine scheduler (codecs/engine_scheduler.hpp), which
+// calls go to the engine scheduler (codecs/image/nvjpeg/engine_scheduler.hpp), which
 // makes them on a thread per device, and the stage passes the tokens on
 // meanwhile. Once a group's calls are done its batches get their kernels
 // and are passed on together, in order (chained by BatchSlot::then), on a

@@ -14,7 +14,7 @@ namespace imgpipe::test {
 struct HostileJpeg {
   std::string name;  // the class, file-name safe
   std::vector<unsigned char> bytes;
-  // What the probe's structural checks must say (codecs/jpeg_checks.hpp).
+  // What the probe's structural checks must say (codecs/parse/jpeg_checks.hpp).
   codecs::JpegRefusal refusal = codecs::JpegRefusal::none;
   // Damage only an entropy-data check can see (point 2 of issue 28): the
   // markers are in order, the Huffman-coded bits are not.

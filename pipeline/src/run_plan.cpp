@@ -95,7 +95,7 @@ void plan_steps(RunPlan& p, const Config& cfg, InputMix mix) {
 void plan_tokens(RunPlan& p, const Config& cfg, const HostFacts& host, int& slots) {
   // decode.threads auto: every hardware thread, but one left to the engine
   // threads when the GPU decodes (the engine calls run on a thread of their
-  // own, codecs/engine_scheduler.hpp, which gets too little of a saturated
+  // own, codecs/image/nvjpeg/engine_scheduler.hpp, which gets too little of a saturated
   // host; samples/bench/RESULTS.md, "where the engine thread's time goes").
   const unsigned hw = std::max(1u, host.hardware_threads);
   p.threads = cfg.decode.threads > 0 ? cfg.decode.threads : static_cast<int>(p.gpu_decode && hw > 2 ? hw - 1 : hw);

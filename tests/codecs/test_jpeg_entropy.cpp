@@ -1,4 +1,4 @@
-// The entropy check (codecs/jpeg_entropy.hpp) against libjpeg's verdict, as
+// The entropy check (codecs/parse/jpeg_entropy.hpp) against libjpeg's verdict, as
 // imgpipe's CPU route gives it (codecs::decode_jpeg): a file the check calls
 // clean must decode there without damage, and every clean real file and
 // encoder variant must be called clean (else the check would send all

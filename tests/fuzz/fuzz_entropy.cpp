@@ -1,4 +1,4 @@
-// libFuzzer target: the entropy check (codecs/jpeg_entropy.hpp) against
+// libFuzzer target: the entropy check (codecs/parse/jpeg_entropy.hpp) against
 // libjpeg itself. It must never crash or read out of bounds, and it must never
 // call "clean" a file on which imgpipe's CPU route (codecs::decode_jpeg,
 // libjpeg) reports damage: such a file would be delivered by the GPU's JPEG

@@ -1,5 +1,5 @@
 // The hostile JPEG corpus (tests/hostile_jpegs.hpp) through the probe's
-// structural checks (codecs/jpeg_checks.hpp) and the CPU route's libjpeg
+// structural checks (codecs/parse/jpeg_checks.hpp) and the CPU route's libjpeg
 // decode: each class refused with its reason; no file libjpeg rejects passes
 // the checks unless its damage is in the entropy-coded bits only; the valid
 // ones still decode.
