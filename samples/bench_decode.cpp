@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
   }
   {
     // decode.verify full: the entropy check runs on the probe's threads for
-    // every JPEG sent to the engines (samples/bench/RESULTS.md#entropy-check).
+    // every JPEG sent to the engines (docs/benchmarks.md#entropy-check).
     imgpipe::TransformConfig t;
     t.resize.width = targets.front().first;
     t.resize.height = targets.front().second;

@@ -1,4 +1,4 @@
-// Checks codecs/nvjpeg_api.hpp (imgpipe's own declarations of the nvJPEG
+// Checks codecs/image/nvjpeg/nvjpeg_api.hpp (imgpipe's own declarations of the nvJPEG
 // subset it calls) against the real nvjpeg.h, at compile time: every enum
 // value, the flags and NVJPEG_MAX_COMPONENT, every struct's size, alignment,
 // field offsets and field types, and every function pointer type against
@@ -198,7 +198,7 @@ int main() {
     }
   std::printf(
       "nvjpeg_decl_check: nvjpeg.h %d.%d.%d: 6 enum types (41 values), 5 macros, 3 structs, 7 pointer "
-      "types and 18 function types match codecs/nvjpeg_api.hpp%s\n",
+      "types and 18 function types match codecs/image/nvjpeg/nvjpeg_api.hpp%s\n",
       NVJPEG_VER_MAJOR, NVJPEG_VER_MINOR, NVJPEG_VER_PATCH, bad ? "; status names DIFFER" : "");
   return bad == 0 ? 0 : 1;
 }

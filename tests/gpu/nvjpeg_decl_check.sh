@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compiles tests/gpu/nvjpeg_decl_check.cpp against the real nvjpeg.h (CUDA's
 # include folder: $CUDA_HOME, default /usr/local/cuda) together with
-# codecs/nvjpeg_api.hpp, and runs it. Exit 0: every declaration matches;
+# codecs/image/nvjpeg/nvjpeg_api.hpp, and runs it. Exit 0: every declaration matches;
 # non-zero: the compiler's messages name each mismatch (or a file is missing).
 # Runs on the GPU machine; needs g++ (or nvcc) only, no libnvjpeg.
 # nvjpeg_api.hpp and imgpipe/types.hpp are taken from beside this script when
@@ -19,7 +19,7 @@ find_dir() {  # first folder holding $1
   for d in "$@"; do [[ -f $d/$f ]] && { echo "$d"; return 0; }; done
   return 1
 }
-api_dir=$(find_dir nvjpeg_api.hpp "$here" "$here/../../codecs") ||
+api_dir=$(find_dir nvjpeg_api.hpp "$here" "$here/../../codecs/image/nvjpeg") ||
   { echo "nvjpeg_decl_check: nvjpeg_api.hpp not found" >&2; exit 2; }
 types_dir=$(find_dir imgpipe/types.hpp "$here" "$here/../../core/include" "$here/../../pipeline/include") ||
   { echo "nvjpeg_decl_check: imgpipe/types.hpp not found" >&2; exit 2; }
