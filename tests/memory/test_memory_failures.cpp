@@ -47,7 +47,7 @@ TEST_CASE("memory fault injection: allocations let through first, real_call asks
   CHECK_NOTHROW(fi::check_release());
 }
 
-TEST_CASE("staging ring: a release that fails leaves the slot held; released again, it is free") {
+TEST_CASE("staging ring: a release that fails leaves the slot held, and released again it is free") {
   fi::Scope faults;
   StagingRing ring(-1, 2, 4096, StagingMemory::write_combined);
   const gpu::Stream host;

@@ -59,7 +59,7 @@ int drain(BatchStream& s) {
 
 }  // namespace
 
-TEST_CASE("pull API: a failing release keeps the batch and its slot; a second release gives the slot back") {
+TEST_CASE("pull API: a failing release keeps the batch and its slot, and a second release gives the slot back") {
   for (const auto& dev : imgpipe::test::test_devices()) {
     CAPTURE(label(dev));
     fi::Scope faults;
