@@ -65,7 +65,7 @@ bool match_components(const std::vector<std::string>& pattern, std::size_t i, co
 }
 
 // glob(3) with GLOB_ERR, plus "**" as a whole component matching any depth of
-// folders, zero included (README "Inputs": imgs/**/*.jpg). Returns glob's
+// folders, zero included (docs/inputs.md, "Inputs": imgs/**/*.jpg). Returns glob's
 // codes (0, GLOB_NOMATCH, GLOB_ABORTED with `failure` set); the matches
 // sorted. Folders are walked without following symlinks.
 int expand_glob(const std::string& pattern, std::vector<std::string>& matches, GlobFailure& failure) {
@@ -192,7 +192,7 @@ class Collector {
   // sorted by name; a std::filesystem path is made only for what needs one
   // (directory_iterator builds and parses a path per entry, which made
   // listing most of a kept Pipeline's set-up:
-  // samples/bench/RESULTS.md#folder-listing).
+  // docs/benchmarks.md#folder-listing).
   void add_dir(const fs::path& dir, bool top, bool class_dir = false) {
     if (!top && !class_dir && !cfg_.recursive) return;
     DIR* d = ::opendir(dir.c_str());

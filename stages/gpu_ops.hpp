@@ -8,7 +8,7 @@
 // the device's JPEG engines from the copied slots into the device frame area;
 // the fused kernel then resizes and normalises every sample, GPU-decoded or
 // staged by the CPU, in batch order. The engines decode larger calls faster
-// (samples/bench/RESULTS.md, "engine calls spanning batches"), so batches are gathered
+// (docs/benchmarks.md#engine-call-size), so batches are gathered
 // until they carry decode.gpu_batch JPEGs between them; the group's engine
 // calls go to the engine scheduler (codecs/image/nvjpeg/engine_scheduler.hpp), which
 // makes them on a thread per device, and the stage passes the tokens on

@@ -10,7 +10,7 @@
 // "Entropy check"). The check walks the Huffman codes of every block, as
 // libjpeg does, and skips what libjpeg computes from them (coefficients,
 // IDCT, colour): about half a CPU decode's cost
-// (samples/bench/RESULTS.md#entropy-check).
+// (docs/benchmarks.md#entropy-check).
 //
 // It is stricter than libjpeg, never looser: "clean" means libjpeg decodes the
 // file without a warning that imgpipe's CPU route counts as damage. It also

@@ -49,8 +49,8 @@ struct SteeringSample {
 // d is the last window's when it decoded 16 CPU-route images, else the
 // run's so far: near the top a window holds only a few, and the share would
 // otherwise stay at the first try all run.
-// Why these choices: samples/bench/RESULTS.md ("the CPU route's JPEGs early
-// in each engine call", "unslowed steering"); the design: docs/gpu-decode.md.
+// Why these choices: docs/benchmarks.md#cpu-route-jpegs-early-in-each-engine-call
+// and #route-steering; the design: docs/gpu-decode.md.
 // Thread-safe.
 class RouteSteering {
  public:

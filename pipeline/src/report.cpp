@@ -168,7 +168,7 @@ void add_decode(Report& r, const Config& cfg, const RunPlan& plan, const StageSe
   }
 }
 
-// The host, the GPUs and the versions (README: "The run report").
+// The host, the GPUs and the versions (docs/report.md, "The run report").
 RunContext run_context(const Config& cfg, const RunPlan& plan) {
   RunContext c;
   char host[256] = {};

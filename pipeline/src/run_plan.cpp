@@ -78,7 +78,7 @@ void plan_steps(RunPlan& p, const Config& cfg, InputMix mix) {
   p.normalize_on_gpu = norm == Where::gpu || (norm == Where::automatic && on_gpu);
   // resize.where auto resizes on the CPU: staging whole decoded frames costs
   // the decode threads more memory bandwidth than the resize saves
-  // (samples/bench/RESULTS.md, "W1").
+  // (docs/benchmarks.md#resize-on-the-cpu-by-default).
   const Interpolation interp = cfg.transform.resize.interpolation;
   const bool gpu_interp = interp == Interpolation::linear || interp == Interpolation::nearest;
   // Video frames are staged as decoded (YUV, half the bytes of BGR for
@@ -96,14 +96,13 @@ void plan_tokens(RunPlan& p, const Config& cfg, const HostFacts& host, int& slot
   // decode.threads auto: every hardware thread, but one left to the engine
   // threads when the GPU decodes (the engine calls run on a thread of their
   // own, codecs/image/nvjpeg/engine_scheduler.hpp, which gets too little of a saturated
-  // host; samples/bench/RESULTS.md, "where the engine thread's time goes").
+  // host; docs/benchmarks.md#where-the-engine-threads-time-goes).
   const unsigned hw = std::max(1u, host.hardware_threads);
   p.threads = cfg.decode.threads > 0 ? cfg.decode.threads : static_cast<int>(p.gpu_decode && hw > 2 ? hw - 1 : hw);
   // With GPU decode most tokens wait at the in-order pack stage for the few
   // CPU-route images decoding ahead of them: keep 9x as many in flight, so
   // that neither the CPU threads nor the engines wait, and as many slots as
-  // that takes (fewer tokens starved them: samples/bench/RESULTS.md, "a kept
-  // decoder, one frame area per device, more tokens").
+  // that takes (fewer tokens starved them: docs/benchmarks.md#tokens-with-gpu-decode).
   const int per_thread = p.gpu_decode ? 18 : 2;
   p.wanted_tokens = cfg.pipeline.max_tokens > 0 ? cfg.pipeline.max_tokens : std::max(4, per_thread * p.threads);
   slots = cfg.staging.slots;
@@ -120,7 +119,7 @@ void plan_tokens(RunPlan& p, const Config& cfg, const HostFacts& host, int& slot
 }
 
 // JPEGs per engine call: the engines decode larger calls faster
-// (samples/bench/RESULTS.md, "engine calls spanning batches"), so batches are
+// (docs/benchmarks.md#engine-call-size), so batches are
 // held to gather decode.gpu_batch JPEGs, unless pushed items or
 // batch.timeout_ms ask for latency. Held batches keep their staging slots:
 // the ring gets as many more as the GPU ops stage may hold (the group it
@@ -145,8 +144,7 @@ void plan_group(RunPlan& p, const Config& cfg, bool pushed) {
   // batches, none to its last kFreeBatches: a call waits for its last batch
   // anyway, so the CPU decodes ahead of it delay no call. Spread over every
   // batch they made the engines starve, as a batch waits, in order, for its
-  // slowest image (samples/bench/RESULTS.md, "the CPU route's JPEGs early in
-  // each engine call").
+  // slowest image (docs/benchmarks.md#cpu-route-jpegs-early-in-each-engine-call).
   constexpr int kFreeBatches = 2;
   if (p.gpu_decode_adaptive) {
     p.gpu_cycle = std::min(kMostHeld, full + 1);
@@ -224,7 +222,7 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
     l.jpeg.backend = codecs::JpegBackend::hardware_device;
     l.jpeg.allow_host_input_fallback = false;  // the bitstreams are in device memory
     l.jpeg.bgr = true;                         // as the CPU route's frames
-    // The engines pipelined decode faster (samples/bench/NVJPEG.md); failures
+    // The engines pipelined decode faster (docs/benchmarks.md#pipelined-engine-calls); failures
     // inside a batch are reported alike (tests/codecs/test_nvjpeg_batch.cpp, both
     // settings).
     l.jpeg.hw_no_pipeline = false;

@@ -1,7 +1,7 @@
 // The GPU JPEG decoders of one Pipeline, kept from run to run. Making
 // nvJPEG's hardware decoder (a handle and its state) costs more than a short
 // run spends decoding (samples/nvjpeg_startup.cpp measures it;
-// samples/bench/RESULTS.md has the figures); a training loop that runs a
+// docs/benchmarks.md#decoder-creation has the figures); a training loop that runs a
 // Pipeline once per epoch pays it once. warm_up() starts making them when
 // the Pipeline is constructed, beside whatever the application does before
 // run() (the CLI: the CUDA context, the staging buffers).

@@ -57,7 +57,7 @@ class JpegEngines {
 
 // Where a device's GPU JPEG decoder comes from: a decoder may outlive the
 // run (making one is slow; a Pipeline keeps its own across runs,
-// EngineCache; samples/bench/RESULTS.md#decoder-creation). Empty: each run makes its own.
+// EngineCache; docs/benchmarks.md#decoder-creation). Empty: each run makes its own.
 using EngineSource = std::function<std::shared_ptr<JpegEngines>(int device, const GpuJpegOptions&)>;
 
 }  // namespace imgpipe::codecs

@@ -69,7 +69,7 @@ struct GpuJpegOptions {
   // before). Off: nvJPEG's sample replication.
   bool fancy_upsampling = true;
   // NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE: the library buffers no extra images.
-  // Off is faster and decodes correctly (samples/bench/NVJPEG.md); on stays
+  // Off is faster and decodes correctly (docs/benchmarks.md#pipelined-engine-calls); on stays
   // the default here because per-image failure reporting was first
   // exercised with it (the pipeline turns it off).
   bool hw_no_pipeline = true;
