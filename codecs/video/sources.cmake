@@ -2,6 +2,8 @@
 # with demuxer.cpp and damage.cpp, driving a decoder of video_decoder.hpp),
 # NVDEC's packet filter, the libavcodec backend (libav/) and the NVDEC
 # backend (nvdec/).
+# May include route/ (NVDEC's capability table), never image/; libav/ and
+# nvdec/ are reached from outside video/ only through its interfaces.
 target_sources(imgpipe_codecs PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/frame.cpp
   ${CMAKE_CURRENT_LIST_DIR}/demuxer.cpp
