@@ -61,14 +61,18 @@ std::string PullRun::stuck() const {
          std::to_string(gathering) + " more may hold batches gathered for one call of the GPU's JPEG engines";
 }
 
+// The slot's device is read before the release: once the slot is free the
+// packer may take it and write its fields.
 void PullRun::give_back(stages::BatchSlot& b) {
-  res_->ring().release(b.slot, b.dev->stream);  // all or nothing
-  --b.dev->in_flight;
+  const auto dev = b.dev;
+  res_->ring().release(b.slot, dev->stream);  // all or nothing
+  --dev->in_flight;
 }
 
 void PullRun::give_back_or_wait(stages::BatchSlot& b) noexcept {
-  (void)res_->ring().release_or_wait(b.slot, b.dev->stream);
-  --b.dev->in_flight;
+  const auto dev = b.dev;
+  (void)res_->ring().release_or_wait(b.slot, dev->stream);
+  --dev->in_flight;
 }
 
 bool PullRun::move_out_one() {
