@@ -179,12 +179,12 @@ struct ThreadCuda {
   bool operator==(const ThreadCuda&) const = default;
 };
 
-// A pull-API session on this thread, whose CUDA state `prepare` sets,
+// A pull-API run on this thread, whose CUDA state `prepare` sets,
 // checking after every call that the state is as it was. With 2 slots and
 // two batches held, the third batch moves the first out of the ring on this
 // thread (a device buffer and an event made here); releases record slot
 // events here; the stream's end frees resources here.
-void session(Pipeline& p, void (*prepare)()) {
+void pull_run(Pipeline& p, void (*prepare)()) {
   prepare();
   const ThreadCuda before = ThreadCuda::now();
   int checks = 0;
@@ -217,13 +217,13 @@ void session(Pipeline& p, void (*prepare)()) {
   CHECK(checks == 8);
 }
 
-// The session on a fresh thread (one with no CUDA context until `prepare`).
-void pull_session_keeps_thread_state(Pipeline& p, void (*prepare)()) {
+// The pull run on a fresh thread (one with no CUDA context until `prepare`).
+void pull_run_keeps_thread_state(Pipeline& p, void (*prepare)()) {
   std::thread([&p, prepare] {
     try {
-      session(p, prepare);
+      pull_run(p, prepare);
     } catch (const std::exception& e) {  // a throw on this thread would end the process
-      FAIL_CHECK("the pull session threw: ", e.what());
+      FAIL_CHECK("the pull run threw: ", e.what());
     }
   }).join();
 }
@@ -236,7 +236,7 @@ TEST_CASE("pull API (GPU): every call leaves the caller's thread without a conte
   // runtime's current device is 0 and stays 0) still has none after each
   // call, although the library works on device 0 inside them.
   Pipeline p(config(DeviceSelection::parse("0"), 4, 2));
-  pull_session_keeps_thread_state(p, [] { CHECK(gpu::current_context() == nullptr); });
+  pull_run_keeps_thread_state(p, [] { CHECK(gpu::current_context() == nullptr); });
 }
 
 TEST_CASE("pull API (GPU): every call leaves the caller's current device and context as they were") {
@@ -244,6 +244,6 @@ TEST_CASE("pull API (GPU): every call leaves the caller's current device and con
   Pipeline p(config(DeviceSelection::parse("0"), 4, 2));
   // The caller's device: the last one (on one GPU, device 0 made current
   // here, a context the library must leave current).
-  pull_session_keeps_thread_state(p, [] { gpu::set_device(gpu::device_count() - 1); });
+  pull_run_keeps_thread_state(p, [] { gpu::set_device(gpu::device_count() - 1); });
 }
 #endif
