@@ -15,8 +15,13 @@ namespace imgpipe::fault {
 // "pack", "pack_copy", "transfer", "gpu_ops", "sink", or "gpu_trap") throws
 // imgpipe::Error("injected fault in <stage> at item <k>") when it handles
 // item k: the input's sequence number for the per-frame stages, the batch
-// index for transfer, gpu_ops, sink and gpu_trap. Throws std::invalid_argument
-// for an unknown stage name.
+// index for transfer, gpu_ops, sink and gpu_trap. Two drills change what the
+// NVDEC route does instead of throwing: "nvdec_skip" (NVDEC's decode
+// callback leaves the k-th picture of each file, in decode order from 0,
+// undecoded, as the parser does with a damaged one, and the parser still
+// displays it) and "frame_copy" (every NVDEC frame is copied on the batch's
+// device as if another GPU had decoded it, behind a k-millisecond stall of
+// the copy's stream). Throws std::invalid_argument for an unknown stage name.
 void inject(std::string_view stage, std::uint64_t k);
 void clear() noexcept;
 // Arms the fault that `spec` ("stage:k") names: the diagnostic IMGPIPE_FAULT
@@ -28,5 +33,9 @@ void arm(std::string_view spec);
 void check(std::string_view stage, std::uint64_t k);
 // True when gpu_trap is armed for batch k.
 bool trap(std::uint64_t batch) noexcept;
+// True when `stage` is armed for item k (the drills that do not throw).
+bool hit(std::string_view stage, std::uint64_t k) noexcept;
+// The item `stage` is armed for, or -1 when it is not armed.
+std::int64_t armed_item(std::string_view stage) noexcept;
 
 }  // namespace imgpipe::fault

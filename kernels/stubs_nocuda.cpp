@@ -56,4 +56,7 @@ namespace imgpipe::kernels {
 void trap_gpu(CUstream_st*) {
   throw std::logic_error("trap_gpu: imgpipe was built without CUDA (IMGPIPE_WITH_CUDA=off or no nvcc)");
 }
+void stall_gpu(CUstream_st*, unsigned) {
+  throw std::logic_error("stall_gpu: imgpipe was built without CUDA (IMGPIPE_WITH_CUDA=off or no nvcc)");
+}
 }  // namespace imgpipe::kernels

@@ -3,6 +3,8 @@
 #include <chrono>
 
 #include "codecs/video/video_devices.hpp"
+#include "core/fault.hpp"
+#include "kernels/trap.hpp"
 
 namespace imgpipe::stages {
 
@@ -58,6 +60,7 @@ void Pack::start_batch() {
   current_->holds.clear();  // the slot's previous batch is done: its frames go back to their pools
   current_->written.clear();
   current_->direct.clear();
+  current_->frames_copied = false;
   current_->then = nullptr;
 }
 
@@ -80,8 +83,15 @@ void Pack::place_gpu_video(Work& w) {
   std::shared_ptr<codecs::VideoFrame> frame = std::move(w.pixels.video);
   DeviceContext& dev = *current_->dev;
   if (current_->images.empty()) throw std::logic_error("pack: an NVDEC frame for a batch the GPU does not resize");
-  if (frame->device() != dev.device) {  // another GPU decoded it: a copy on this one, on the upload stream the kernels wait for
+  // Another GPU decoded it: a copy on this one, on the upload stream, which
+  // the batch's kernels wait for (frames_copied) whatever the transfer mode.
+  // The frame_copy drill takes this path on one GPU, behind a stall.
+  const std::int64_t drill_ms = fault::armed_item("frame_copy");
+  if (frame->device() != dev.device || drill_ms >= 0) {
+    if (drill_ms > 0) kernels::stall_gpu(dev.upload.get(), static_cast<unsigned>(drill_ms));
     std::shared_ptr<codecs::VideoFrame> here = codecs::copy_frame_to(*frame, dev.device, dev.upload);
+    current_->buffers().frames_copied.record(dev.upload);
+    current_->frames_copied = true;
     current_->holds.push_back(std::move(frame));
     frame = std::move(here);
   }

@@ -18,6 +18,8 @@ std::string nvdec_refusal(const VideoInfo& v, const NvdecCaps& caps) {
   if (std::none_of(caps.begin(), caps.end(), named)) return fmt::format("NVDEC cannot decode {}", v.codec);
   if ((v.width | v.height) & 1) return fmt::format("an odd size ({}x{}): the CPU route takes it", v.width, v.height);
   if (v.pixel_format.empty()) return fmt::format("the {} stream does not say its pixel format", v.codec);
+  // NVDEC's output is luma and chroma, converted with a YUV matrix.
+  if (v.rgb_coded) return fmt::format("RGB-coded {} ({}): the CPU route takes it", v.codec, v.pixel_format);
   const int chroma = chroma_of(v);
   const auto it = std::find_if(caps.begin(), caps.end(), [&](const NvdecCap& c) {
     return named(c) && c.chroma == chroma && c.bit_depth == v.bit_depth;
@@ -134,6 +136,16 @@ void VideoRouter::fell_back(int device, const VideoInfo& v, const std::string& w
   --nvdec_.files;
   ++reasons_[why];
   open(cpu_, frames, now);
+}
+
+void VideoRouter::moved(int device, const VideoInfo& v, std::int64_t frames, const std::string& why,
+                        Clock::time_point now) {
+  const std::lock_guard lock(mu_);
+  const std::int64_t left = std::max<std::int64_t>(0, expected_frames(v) - frames);
+  close(route(device), left, now);
+  open(cpu_, left, now);
+  --cpu_.files;  // the file is NVDEC's
+  if (!why.empty()) ++reasons_[why];
 }
 
 VideoRouter::Figures VideoRouter::figures() const {

@@ -78,6 +78,12 @@ class VideoRouter {
   // A file that was to go to NVDEC could not start there (the decoder could
   // not be made): it goes to the CPU instead, counted with `why`.
   void fell_back(int device, const VideoInfo& v, const std::string& why, Clock::time_point now = Clock::now());
+  // A file on NVDEC `device` that the CPU decodes from its `frames`-th
+  // frame on (damage placed by libavcodec, NVDEC's frame memory full): its
+  // frames from now are the CPU's. It stays counted as NVDEC's file; `why`,
+  // when not empty, is counted among the reasons.
+  void moved(int device, const VideoInfo& v, std::int64_t frames, const std::string& why,
+             Clock::time_point now = Clock::now());
 
   struct Figures {
     std::uint64_t nvdec_files = 0, nvdec_frames = 0;

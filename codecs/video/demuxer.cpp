@@ -134,7 +134,9 @@ VideoInfo Demuxer::info() const {
     info.chroma_shift_x = d->log2_chroma_w;
     info.chroma_shift_y = d->log2_chroma_h;
     info.monochrome = d->nb_components <= 2;
+    info.rgb_coded = (d->flags & AV_PIX_FMT_FLAG_RGB) != 0;
   }
+  info.rgb_coded = info.rgb_coded || st->codecpar->color_space == AVCOL_SPC_RGB;
   const AVRational rate = st->avg_frame_rate.num > 0 ? st->avg_frame_rate : st->r_frame_rate;
   info.fps = rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0;
   if (st->nb_frames > 0) {

@@ -24,6 +24,10 @@ struct VideoInfo {
   int bit_depth = 8;
   int chroma_shift_x = 1, chroma_shift_y = 1;
   bool monochrome = false;      // grey: no chroma planes
+  // The planes code G, B and R, not luma and chroma (matrix coefficients 0,
+  // "identity": FFmpeg's gbrp formats, screen content, some camera
+  // intermediates): no YUV matrix applies.
+  bool rgb_coded = false;
   int profile = -1;             // FFmpeg's profile number (FF_PROFILE_*), -1 unknown
   std::int64_t declared_frames = -1;  // the container's count (or duration x rate), -1 unknown
   bool declared_exact = false;  // the count is the container's index (MP4), not an estimate

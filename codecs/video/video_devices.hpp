@@ -1,7 +1,7 @@
 // What the video layer offers on GPUs, whichever backend decodes there
 // (NVDEC's engines: nvdec/ implements this): what a device's engines decode,
 // the decoders kept from one video to the next, their figures for the
-// report, and a device frame copied to another GPU. Stages and the pipeline
+// report, their memory budget, and a device frame copied to another GPU. Stages and the pipeline
 // include this, never a backend's header. A build without CUDA has the same
 // functions: no engines, nothing kept.
 #pragma once
@@ -43,5 +43,12 @@ NvdecFigures nvdec_figures();
 // 1080p one) is freed. A Pipeline holds one for its life (its runs reuse
 // them); a decoder given back while nothing holds one is destroyed at once.
 std::shared_ptr<void> hold_nvdec_decoders();
+
+// The device memory NVDEC's decoded frames may hold on `device`, in use and
+// idle (memory.nvdec_frames_mb; 0: no limit). A file whose next frame finds
+// no room goes on on the CPU route from that frame, and the report counts
+// the reason. Frames held past it are not taken back. Process-wide: the
+// last run to set it decides.
+void set_nvdec_frame_budget(int device, std::uint64_t bytes);
 
 }  // namespace imgpipe::codecs

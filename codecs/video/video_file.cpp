@@ -30,7 +30,8 @@ struct VideoFile::Impl {
   std::unique_ptr<Demuxer> demux;
   std::unique_ptr<FrameDecoder> dec;
   AVPacket* pkt = nullptr;  // the packet read last
-  int device = -1;  // NVDEC's, or -1: libavcodec
+  int device = -1;  // NVDEC's, or -1: libavcodec (from the start, or since the file moved off NVDEC)
+  int threads = 1;  // VideoFileOptions::threads
   std::string cpu_reason;
   VideoRouter* router = nullptr;
   std::shared_ptr<memory::FramePool> frame_pool;  // libavcodec's frame memory (VideoFileOptions::frames)
@@ -149,7 +150,17 @@ struct VideoFile::Impl {
     damaged(std::move(why), hold > 0 ? INT64_MIN : pts, seq);
   }
   bool relocate();
-  bool restart(Resync how);
+  bool restart(Resync how, int threads = 1, const std::string& why = {});
+  // NVDEC ran out of frame memory (its decoder's ENOMEM): libavcodec
+  // decodes the rest of the file with the file's threads, and the report
+  // counts the reason (false when it cannot start there).
+  bool leave_nvdec() {
+    static const std::string why =
+        "NVDEC's frame memory (memory.nvdec_frames_mb) was full: the CPU route decoded the rest";
+    if (device < 0 || !damage.empty()) return false;
+    if (frames > 0 && last_pts != AV_NOPTS_VALUE && restart(Resync::overlap, threads, why)) return true;
+    return restart(Resync::count, threads, why);
+  }
   // A frame of a cluster that failed its CRC-32 check, or shown after one:
   // it waits for the decoder's verdict on the cluster.
   bool suspect(const Decoded& d) const noexcept { return clusters->holds(d.pts, d.seq); }
@@ -173,6 +184,7 @@ void VideoFile::Impl::open(const VideoFileOptions& opts) {
   clusters = std::make_unique<ClusterWatch>(path, info.container.rfind("matroska", 0) == 0);
   router = opts.router;
   frame_pool = opts.frames;
+  threads = opts.threads;
   start_decoder(opts);
 }
 
@@ -222,18 +234,22 @@ bool VideoFile::Impl::relocate() {
   return restart(Resync::count);
 }
 
-bool VideoFile::Impl::restart(Resync how) {
+bool VideoFile::Impl::restart(Resync how, int with_threads, const std::string& why) {
   if (how == Resync::overlap) {
     if (!demux->seek_before(last_pts)) return false;
   } else if (!demux->reopen()) {  // from the start
     return false;
   }
   try {
-    dec = std::make_unique<LibavDecoder>(demux->stream(), demux->decoder(), 1, frame_pool);
+    auto lib = std::make_unique<LibavDecoder>(demux->stream(), demux->decoder(), with_threads, frame_pool);
+    hold = lib->frame_threads();
+    dec = std::move(lib);
   } catch (const std::exception&) {
     return false;
   }
-  hold = 0;
+  // From here the CPU decodes the file: its frames are the CPU route's.
+  if (device >= 0 && router) router->moved(device, info, frames, why);
+  device = -1;
   held.clear();
   pending.clear();
   sent_dts = AV_NOPTS_VALUE;
@@ -309,6 +325,7 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
     } else if (r == AVERROR_EOF) {
       on_drained();
     } else if (r != AVERROR(EAGAIN)) {
+      if (r == AVERROR(ENOMEM) && leave_nvdec()) continue;
       // Frame threading reports a packet's damage when its frame is due.
       decoder_damage(dec->reason(r), INT64_MIN);
     } else if (draining) {
@@ -437,6 +454,7 @@ void VideoFile::Impl::send_packet() {
   ++sent;
   const int r = dec->send(pkt);
   av_packet_unref(pkt);
+  if (r == AVERROR(ENOMEM) && leave_nvdec()) return;
   // With frame threads the error is an earlier packet's: its place is not known.
   if (r < 0 && r != AVERROR(EAGAIN)) decoder_damage(dec->reason(r), pts);
 }

@@ -354,6 +354,10 @@ constexpr KeySpec kKeys[] = {
       "GPU decode: device memory for the decoded frames, per device (MiB); 0 = 1/64 of the device's memory. "
       "A batch's frames share it (a JPEG whose frame exceeds its share, the area over batch.size, takes the "
       "CPU route), and an engine call's frames must fit it with the frames the kernels still read."),
+  field<&C::memory, &MemoryConfig::nvdec_frames_mb>("memory.nvdec_frames_mb", between(0, 1 << 24),
+      "Video files decoded on NVDEC: device memory for their decoded frames, per device (MiB), those in "
+      "flight and those pooled for reuse; 0 = 1/8 of the device's memory. A file whose next frame finds no "
+      "room goes on on the CPU route from that frame, and the report's video line counts the reason."),
   field<&C::memory, &MemoryConfig::video_frames_mb>("memory.video_frames_mb", between(-1, 1 << 24),
       "Video files decoded on the CPU when the GPU converts their frames (transform.resize.where gpu): "
       "page-locked memory (MiB) libavcodec decodes the frames into, from which the transfer copies them "

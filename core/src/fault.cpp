@@ -11,8 +11,9 @@
 namespace imgpipe::fault {
 
 namespace {
-constexpr std::array<std::string_view, 10> kStages = {"source",   "read",     "decode", "transform", "pack",
-                                                      "pack_copy", "transfer", "gpu_ops", "sink",     "gpu_trap"};
+constexpr std::array<std::string_view, 12> kStages = {"source",   "read",     "decode",   "transform",  "pack",
+                                                      "pack_copy", "transfer", "gpu_ops",  "sink",       "gpu_trap",
+                                                      "nvdec_skip", "frame_copy"};
 std::atomic<int> g_stage{-1};  // index into kStages; -1 unarmed
 std::atomic<std::uint64_t> g_item{0};
 
@@ -52,9 +53,17 @@ void check(std::string_view stage, std::uint64_t k) {
   throw Error("injected fault in " + std::string(stage) + " at item " + std::to_string(k));
 }
 
-bool trap(std::uint64_t batch) noexcept {
+bool trap(std::uint64_t batch) noexcept { return hit("gpu_trap", batch); }
+
+bool hit(std::string_view stage, std::uint64_t k) noexcept {
   const int armed = g_stage.load(std::memory_order_relaxed);
-  return armed >= 0 && kStages[armed] == "gpu_trap" && g_item.load() == batch;
+  return armed >= 0 && kStages[armed] == stage && g_item.load() == k;
+}
+
+std::int64_t armed_item(std::string_view stage) noexcept {
+  const int armed = g_stage.load(std::memory_order_relaxed);
+  if (armed < 0 || kStages[armed] != stage) return -1;
+  return static_cast<std::int64_t>(g_item.load());
 }
 
 }  // namespace imgpipe::fault

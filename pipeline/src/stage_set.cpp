@@ -51,6 +51,8 @@ std::unique_ptr<codecs::VideoRouter> make_video_router(const Config& cfg, const 
         }
         o.devices.push_back(d);
         o.caps.push_back(std::move(caps));
+        const int mb = cfg.memory.nvdec_frames_mb;
+        codecs::set_nvdec_frame_budget(d, mb > 0 ? static_cast<std::uint64_t>(mb) << 20 : gpu::device_memory(d) / 8);
       }
       if (!o.off_reason.empty()) {
         o.devices.clear();

@@ -140,6 +140,17 @@ TEST_CASE("video reader: the container's and the stream's facts: codec, containe
     CHECK(v.declared_frames == 40);
     CHECK_FALSE(v.declared_exact);
   }
+  // RGB-coded 4:4:4 HEVC (matrix coefficients identity): G, B, R planes.
+  ffmpeg("-f lavfi -i testsrc2=size=96x64:rate=20 -frames:v 4 -vf format=gbrp -c:v libx265 -x265-params "
+         "log-level=none " + (d / "rgb.mkv").string());
+  {
+    const VideoInfo v = Demuxer((d / "rgb.mkv").string()).info();
+    CHECK(v.codec == "hevc");
+    CHECK(v.pixel_format == "gbrp");
+    CHECK(v.chroma_shift_x == 0);
+    CHECK(v.rgb_coded);
+    CHECK_FALSE(Demuxer((d / "b.mkv").string()).info().rgb_coded);
+  }
   // Grey FFV1 in AVI.
   ffmpeg("-f lavfi -i testsrc2=size=64x48:rate=10 -frames:v 5 -c:v ffv1 -pix_fmt gray " + (d / "g.avi").string());
   {

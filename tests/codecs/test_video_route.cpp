@@ -155,6 +155,39 @@ TEST_CASE("video route: where cpu, no GPU, rotation and refusals send files to t
   CHECK(f.cpu_reasons.at("its display rotation is applied on the CPU route") == 1);
 }
 
+TEST_CASE("video route: an RGB-coded 4:4:4 stream goes to the CPU, which converts it without a YUV matrix") {
+  // HEVC 8-bit 4:4:4 is in the table: as YUV it would go to NVDEC.
+  VideoInfo v = stream("hevc", 640, 480, 8, 0, 0);
+  v.pixel_format = "yuv444p";
+  CHECK(codecs::nvdec_refusal(v, h200_caps()).empty());
+  v.pixel_format = "gbrp";
+  v.rgb_coded = true;
+  CHECK(codecs::nvdec_refusal(v, h200_caps()) == "RGB-coded hevc (gbrp): the CPU route takes it");
+  VideoRouter r(on_gpus(codecs::VideoWhere::gpu, {0}));
+  CHECK(r.choose(v).device == -1);
+  CHECK(r.figures().cpu_reasons.at("RGB-coded hevc (gbrp): the CPU route takes it") == 1);
+}
+
+TEST_CASE("video route: a file that moves off NVDEC midway stays NVDEC's file, its later frames are the CPU's") {
+  VideoRouter r(on_gpus(codecs::VideoWhere::gpu, {0}));
+  const VideoInfo v = stream("h264", 640, 480);  // 100 frames declared
+  REQUIRE(r.choose(v).device == 0);
+  for (int i = 0; i < 10; ++i) r.delivered(0);
+  r.moved(0, v, 10, "NVDEC's frame memory (memory.nvdec_frames_mb) was full: the CPU route decoded the rest");
+  for (int i = 0; i < 90; ++i) r.delivered(-1);
+  r.closed(-1, v, 100);
+  REQUIRE(r.choose(v).device == 0);
+  r.moved(0, v, 0, "");  // damage placed by libavcodec: no reason counted
+  r.closed(-1, v, 0);
+  const VideoRouter::Figures f = r.figures();
+  CHECK(f.nvdec_files == 2);
+  CHECK(f.nvdec_frames == 10);
+  CHECK(f.cpu_files == 0);
+  CHECK(f.cpu_frames == 90);
+  CHECK(f.cpu_reasons.size() == 1);
+  CHECK(f.cpu_reasons.at("NVDEC's frame memory (memory.nvdec_frames_mb) was full: the CPU route decoded the rest") == 1);
+}
+
 TEST_CASE("video route: gpu spreads files over the devices, a decoder that cannot start falls back, frames are counted") {
   VideoRouter r(on_gpus(codecs::VideoWhere::gpu, {0, 1}));
   const VideoInfo v = stream("h264", 640, 480);

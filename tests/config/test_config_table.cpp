@@ -76,7 +76,7 @@ Config every_key_changed() {
   c.transform.swap_rb = false;
   c.batch = {9, true, 50};
   c.staging = {4, StagingMemory::pinned, TransferMode::zero_copy};
-  c.memory = {256, false, true, 300, 512};
+  c.memory = {256, false, true, 300, 512, 2048};
   c.devices.kind = DeviceSelection::Kind::list;
   c.devices.ordinals = {1, 0};
   c.dispatch = Dispatch::least_loaded;

@@ -11,14 +11,20 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "codecs/route/video_route.hpp"
 #include "codecs/video/video_devices.hpp"
+#include "codecs/video/video_file.hpp"
 #include "common.hpp"
+#include "core/fault.hpp"
 #include "imgpipe/pipeline.hpp"
+#include "memory/gpu.hpp"
 
 namespace fs = std::filesystem;
 using namespace imgpipe;
@@ -42,8 +48,10 @@ struct Outcome {
   std::vector<int> idle;               // NVDEC decoders idle in the cache after each run (the Pipeline alive)
 };
 
-// `runs` runs of one Pipeline (the outcome holds the last run's frames).
-Outcome run(const fs::path& dir, Where where, int max_frames = 0, int interleave = 0, int runs = 1) {
+// `runs` runs of one Pipeline (the outcome holds the last run's frames);
+// `tweak` changes the config before the Pipeline is made.
+Outcome run(const fs::path& dir, Where where, int max_frames = 0, int interleave = 0, int runs = 1,
+            const std::function<void(Config&)>& tweak = {}) {
   Config c;
   c.input.paths = {dir.string()};
   c.input.video.where = where;
@@ -52,6 +60,7 @@ Outcome run(const fs::path& dir, Where where, int max_frames = 0, int interleave
   c.transform.resize = {96, 64, ResizeMode::stretch, Interpolation::linear, 0, Where::gpu};
   c.batch.size = 8;
   c.devices = DeviceSelection::parse("0");
+  if (tweak) tweak(c);
   Pipeline p(c);
   Outcome o;
   for (int r = 0; r < runs; ++r) {
@@ -269,4 +278,146 @@ TEST_CASE("nvdec: a stream whose size changes mid-way (an MPEG-TS joined from tw
   CHECK(cpu.failure.empty());
   CHECK(gpu.report.inputs.delivered == 40);
   same_frames(gpu, cpu);
+}
+
+// ------------------------------------------------ the defects of a careful read
+
+TEST_CASE("nvdec: an RGB-coded 4:4:4 HEVC stream is left to the CPU route, which gives its colours") {
+  std::string why;
+  IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
+  // HEVC 8-bit 4:4:4 is in NVDEC's table; coded as G, B, R planes (matrix
+  // coefficients identity, FFmpeg's gbrp) a YUV matrix must not be applied.
+  test::TempDir d;
+  test::ffmpeg("-f lavfi -i testsrc2=s=320x240:r=25:d=0.4 -vf format=gbrp -c:v libx265 -x265-params "
+               "lossless=1:log-level=none " + (d / "rgb.mkv").string());
+  test::ffmpeg("-f lavfi -i testsrc2=s=320x240:r=25:d=0.4 -pix_fmt yuv444p -c:v libx265 -x265-params "
+               "lossless=1:log-level=none " + (d / "yuv444.mkv").string());
+  const Outcome gpu = run(d.path(), Where::gpu);
+  const Outcome cpu = run(d.path(), Where::cpu);
+  CHECK(gpu.report.inputs.delivered == 20);
+  CHECK(gpu.failure.empty());
+  CHECK(gpu.report.video.nvdec_files == 1);  // the YUV one
+  CHECK(reason_count(gpu.report, "RGB-coded hevc (gbrp): the CPU route takes it") == 1);
+  for (const auto& [key, g] : gpu.on_gpu) {
+    CAPTURE(key.first);
+    CHECK(g == (key.first == "yuv444.mkv"));
+  }
+  same_frames(gpu, cpu);
+}
+
+TEST_CASE("nvdec: a picture the parser displays without its decode is not delivered, the file goes on on the CPU") {
+  std::string why;
+  IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
+  test::TempDir d;
+  const std::string src = "-f lavfi -i testsrc2=s=320x240:r=25:d=1.2 -pix_fmt yuv420p -c:v libx264 -g 12 ";
+  test::ffmpeg(src + "-bf 0 " + (d / "plain.mp4").string());
+  test::ffmpeg(src + "-bf 3 " + (d / "bframes.mkv").string());
+  const Outcome cpu = run(d.path(), Where::cpu);
+  // The drill: the 7th picture of each file in decode order is left
+  // undecoded (as the parser leaves a damaged one) and still displayed, so
+  // its surface holds an earlier picture.
+  fault::inject("nvdec_skip", 7);
+  const Outcome gpu = run(d.path(), Where::gpu);
+  fault::clear();
+  CHECK(gpu.report.inputs.delivered == 60);
+  CHECK(gpu.failure.empty());  // libavcodec, placing the damage, finds none: the files play through
+  CHECK(gpu.report.video.nvdec_files == 2);
+  CHECK(gpu.report.video.cpu_files == 0);
+  CHECK(gpu.report.video.nvdec_frames > 0);
+  CHECK(gpu.report.video.cpu_frames > 0);  // the frames from the break on: the CPU's
+  CHECK(gpu.report.video.nvdec_frames + gpu.report.video.cpu_frames == 60);
+  std::uint64_t on_gpu = 0;
+  for (const auto& [key, g] : gpu.on_gpu) on_gpu += g ? 1 : 0;
+  CHECK(on_gpu == gpu.report.video.nvdec_frames);
+  same_frames(gpu, cpu);  // no stale picture among them
+}
+
+TEST_CASE("nvdec: frames copied from another GPU are waited for by the kernels, in copy and zero_copy transfer") {
+  std::string why;
+  IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
+  test::TempDir d;
+  test::ffmpeg("-f lavfi -i testsrc2=s=320x240:r=25:d=1.6 -pix_fmt yuv420p -c:v libx264 -bf 2 " +
+               (d / "a.mp4").string());
+  for (const TransferMode mode : {TransferMode::copy, TransferMode::zero_copy}) {
+    CAPTURE(static_cast<int>(mode));
+    const auto transfer = [&](Config& c) { c.staging.transfer = mode; };
+    const Outcome plain = run(d.path(), Where::gpu, 0, 0, 1, transfer);
+    // The drill: every frame goes through the cross-device copy (on this
+    // GPU), behind a 20 ms stall of the copy's stream: a kernel that does
+    // not wait for the copy reads the buffer's earlier frame.
+    fault::inject("frame_copy", 20);
+    const Outcome copied = run(d.path(), Where::gpu, 0, 0, 1, transfer);
+    fault::clear();
+    CHECK(copied.failure.empty());
+    CHECK(copied.report.video.nvdec_frames == 40);
+    same_frames(copied, plain, 0.0);
+  }
+}
+
+TEST_CASE("nvdec: NVDEC's frame memory keeps to memory.nvdec_frames_mb, a file that finds it full goes on on the CPU") {
+  std::string why;
+  IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
+  test::TempDir d;
+  test::ffmpeg("-f lavfi -i testsrc2=s=640x480:r=25:d=2 -pix_fmt yuv420p -c:v libx264 -bf 2 " + (d / "a.mp4").string());
+  const Outcome cpu = run(d.path(), Where::cpu);
+  // 4 MiB: seven 640x480 NV12 frames (pitch 768: 0.53 MiB each), fewer
+  // than the batches in flight and the frames held back hold.
+  const Outcome gpu = run(d.path(), Where::gpu, 0, 0, 1, [](Config& c) { c.memory.nvdec_frames_mb = 4; });
+  CHECK(gpu.failure.empty());
+  CHECK(gpu.report.inputs.delivered == 50);
+  CHECK(gpu.report.video.nvdec_files == 1);
+  CHECK(gpu.report.video.nvdec_frames > 0);
+  CHECK(gpu.report.video.cpu_frames > 0);
+  CHECK(gpu.report.video.nvdec_frames + gpu.report.video.cpu_frames == 50);
+  CHECK(reason_count(gpu.report, "NVDEC's frame memory (memory.nvdec_frames_mb) was full: the CPU route decoded the rest") == 1);
+  CHECK(gpu.frame_bytes_seen <= (std::uint64_t{4} << 20));
+  same_frames(gpu, cpu);
+  // The default (1/8 of the device's memory) holds the run.
+  const Outcome roomy = run(d.path(), Where::gpu);
+  CHECK(roomy.report.video.nvdec_frames == 50);
+  CHECK(roomy.report.video.cpu_reasons.empty());
+}
+
+TEST_CASE("nvdec: the decoder binds its device's context for each call and leaves the caller's thread as it was") {
+  std::string why;
+  IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
+  test::TempDir d;
+  test::ffmpeg("-f lavfi -i testsrc2=s=320x240:r=25:d=1.2 -pix_fmt yuv420p -c:v libx264 -bf 2 " +
+               (d / "a.mp4").string());
+  std::shared_ptr<void> hold = codecs::hold_nvdec_decoders();
+  // A fresh thread has no CUDA context current. Each call binds the
+  // decoder's (device 0's primary context) and restores "none": the frames
+  // decode although nothing is current between the calls, and nothing is
+  // left current after them. (No REQUIRE on this thread.)
+  std::thread([&] {
+    CHECK(gpu::current_context() == nullptr);
+    codecs::VideoRouter::Options o;
+    o.where = codecs::VideoWhere::gpu;
+    o.devices = {0};
+    std::string caps_why;
+    o.caps = {codecs::nvdec_caps(0, caps_why)};
+    CHECK(gpu::current_context() == nullptr);
+    codecs::VideoRouter router(o);
+    codecs::VideoFileOptions vo;
+    vo.router = &router;
+    codecs::VideoFile f((d / "a.mp4").string(), vo);
+    CHECK(f.device() == 0);
+    CHECK(gpu::current_context() == nullptr);
+    std::shared_ptr<codecs::VideoFrame> frame;
+    int n = 0;
+    while (f.next(frame) == codecs::VideoFile::Next::frame) {
+      ++n;
+      CHECK(frame->device() == 0);
+      CHECK(gpu::current_context() == nullptr);
+    }
+    CHECK(f.error().empty());
+    CHECK(n == 30);
+    frame.reset();
+  }).join();
+  // The decoder went back to the cache; destroying it (the last holder
+  // gone) leaves this thread's state too.
+  gpu::set_device(0);
+  CUctx_st* mine = gpu::current_context();
+  hold.reset();
+  CHECK(gpu::current_context() == mine);
 }

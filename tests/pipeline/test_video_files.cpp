@@ -67,6 +67,12 @@ TEST_CASE("video files: colours follow the stream's matrix and range (BT.601, BT
     CHECK(m.cols == 64);
     CHECK(off_by(m, cv::Scalar(80, 50, 200)) <= 3);  // BGR; limited range quantises to 219 levels
   }
+  // RGB-coded 4:4:4 HEVC (matrix coefficients identity): G, B and R
+  // planes, no YUV matrix (tests/pipeline/test_nvdec.cpp: the NVDEC route
+  // leaves it to this one).
+  ffmpeg("-f lavfi -i color=c=0xC83250:s=64x48:d=0.2 -vf format=gbrp -c:v libx265 -x265-params "
+         "lossless=1:log-level=none " + (d / "rgb.mkv").string());
+  CHECK(off_by(frame_of(d / "rgb.mkv"), cv::Scalar(80, 50, 200)) <= 1);
   // The same BT.709 samples read as BT.601 (what cv::VideoCapture does) are
   // far off: the tags are what makes the difference.
   ffmpeg("-f lavfi -i color=c=0xC83250:s=64x48:d=0.2 -vf scale=out_color_matrix=bt709:out_range=tv,format=yuv444p "

@@ -62,7 +62,7 @@ NvdecCaps nvdec_caps(int device, std::string& why) {
   NvdecCaps caps;
   try {
     const CuvidFunctions& f = nvdec::api();
-    gpu::set_device(device);
+    const gpu::CurrentDeviceGuard bind(device);  // the caller's device and context come back
     gpu::Stream make_context_current(device);
     for (const nvdec::CodecName& c : nvdec::kCodecs) {
       for (const int chroma : {420, 444}) {

@@ -4,6 +4,13 @@
 #include <stdexcept>
 #include <utility>
 
+#include <fmt/format.h>
+
+#if IMGPIPE_HAS_CUDA
+#include <cuda_runtime.h>
+
+#include "core/cuda_check.hpp"
+#endif
 #include "memory/gpu.hpp"
 #include "codecs/video/video_devices.hpp"
 
@@ -72,9 +79,31 @@ NvdecFigures Cache::figures() {
   return {static_cast<int>(idle_.size()), made_, reused_};
 }
 
-void Cache::destroy(Engine& e) {
-  gpu::set_device(e.device);
-  api().cuvidDestroyDecoder(e.dec);
+void Cache::destroy(Engine& e) noexcept {
+  const Library& lib = library();
+  if (!lib.f || !e.dec) return;
+  const gpu::CurrentDeviceGuard restore;  // noexcept; the caller's device and context come back
+  const cudaError_t made_current = cudaSetDevice(e.device);
+  if (made_current != cudaSuccess) {
+    // Static destruction (the runtime unloading) or a device gone: the
+    // decoder goes with its context.
+    IMGPIPE_CUDA_TRY_NOTHROW(made_current);
+    return;
+  }
+  const CUresult r = lib.f->cuvidDestroyDecoder(e.dec);
+  e.dec = nullptr;
+  constexpr int kDeinitialized = 4;  // CUDA_ERROR_DEINITIALIZED (the driver shutting down; ffnvcodec lacks the name)
+  if (r != CUDA_SUCCESS && static_cast<int>(r) != kDeinitialized) {
+    static bool once = false;
+    if (!once) {
+      once = true;
+      try {
+        const std::string name = fmt::format("CUresult {}", static_cast<int>(r));
+        imgpipe::detail::report_cuda_nothrow("cuvidDestroyDecoder", __FILE__, __LINE__, name.c_str());
+      } catch (...) {
+      }
+    }
+  }
 }
 
 Cache& cache() {
@@ -84,12 +113,57 @@ Cache& cache() {
 
 // --------------------------------------------------------------- frame pool
 
+namespace {
+
+// What every pool of a device holds (in use and idle), and its budget.
+struct DeviceFrames {
+  std::uint64_t held = 0;
+  std::uint64_t budget = 0;  // 0: none set (no limit)
+};
+
+std::mutex& frames_mu() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+
+std::map<int, DeviceFrames>& device_frames() {
+  static auto* m = new std::map<int, DeviceFrames>;
+  return *m;
+}
+
+// Takes `bytes` of the device's budget: false when it has no room.
+bool take_frame_bytes(int device, std::uint64_t bytes, bool budgeted) {
+  const std::lock_guard lock(frames_mu());
+  DeviceFrames& d = device_frames()[device];
+  if (budgeted && d.budget > 0 && d.held + bytes > d.budget) return false;
+  d.held += bytes;
+  return true;
+}
+
+void give_frame_bytes(int device, std::uint64_t bytes) noexcept {
+  const std::lock_guard lock(frames_mu());
+  DeviceFrames& d = device_frames()[device];
+  d.held -= std::min(d.held, bytes);
+}
+
+std::mutex& pools_mu() {
+  static auto* mu = new std::mutex;
+  return *mu;
+}
+
+std::map<std::pair<int, std::size_t>, std::weak_ptr<FramePool>>& pools() {
+  static auto* m = new std::map<std::pair<int, std::size_t>, std::weak_ptr<FramePool>>;
+  return *m;
+}
+
+}  // namespace
+
 std::atomic<std::uint64_t>& FramePool::held_bytes() {
   static std::atomic<std::uint64_t> n{0};
   return n;
 }
 
-std::shared_ptr<const void> FramePool::get() {
+std::shared_ptr<const void> FramePool::get(bool budgeted) {
   gpu::DeviceBuffer b;
   {
     const std::lock_guard lock(mu_);
@@ -99,7 +173,26 @@ std::shared_ptr<const void> FramePool::get() {
     }
   }
   if (!b.get()) {
-    b = gpu::DeviceBuffer(device_, bytes_);
+    if (!take_frame_bytes(device_, bytes_, budgeted)) {
+      trim(device_);  // the idle buffers of other sizes first
+      if (!take_frame_bytes(device_, bytes_, budgeted)) {
+        std::uint64_t held = 0, budget = 0;
+        {
+          const std::lock_guard lock(frames_mu());
+          held = device_frames()[device_].held;
+          budget = device_frames()[device_].budget;
+        }
+        throw FrameMemoryFull(fmt::format(
+            "NVDEC's frame memory on GPU {} is full: frames in flight hold {} MiB of memory.nvdec_frames_mb = {} MiB",
+            device_, held >> 20, budget >> 20));
+      }
+    }
+    try {
+      b = gpu::DeviceBuffer(device_, bytes_);
+    } catch (...) {
+      give_frame_bytes(device_, bytes_);
+      throw;
+    }
     held_bytes() += bytes_;
   }
   auto* held = new gpu::DeviceBuffer(std::move(b));
@@ -110,17 +203,43 @@ std::shared_ptr<const void> FramePool::get() {
                 pool->free_.push_back(std::move(*held));
               }
             }
-            if (held->get()) held_bytes() -= pool->bytes_;
+            if (held->get()) {
+              held_bytes() -= pool->bytes_;
+              give_frame_bytes(pool->device_, pool->bytes_);
+            }
             delete held;
           }};
 }
 
+FramePool::~FramePool() {
+  held_bytes() -= free_.size() * bytes_;
+  give_frame_bytes(device_, free_.size() * bytes_);
+}
+
+void FramePool::trim(int device) {
+  std::vector<std::shared_ptr<FramePool>> of_device;
+  {
+    const std::lock_guard lock(pools_mu());
+    for (const auto& [key, w] : pools())
+      if (key.first == device)
+        if (std::shared_ptr<FramePool> p = w.lock()) of_device.push_back(std::move(p));
+  }
+  for (const std::shared_ptr<FramePool>& p : of_device) {
+    std::vector<gpu::DeviceBuffer> idle;
+    {
+      const std::lock_guard lock(p->mu_);
+      idle.swap(p->free_);
+    }
+    held_bytes() -= idle.size() * p->bytes_;
+    give_frame_bytes(device, idle.size() * p->bytes_);
+  }
+}
+
 std::shared_ptr<FramePool> FramePool::of(int device, std::size_t bytes) {
-  static auto* pools = new std::map<std::pair<int, std::size_t>, std::weak_ptr<FramePool>>;
-  static std::mutex mu;
-  const std::lock_guard lock(mu);
-  std::erase_if(*pools, [](const auto& kv) { return kv.second.expired(); });
-  std::weak_ptr<FramePool>& w = (*pools)[{device, bytes}];
+  std::map<std::pair<int, std::size_t>, std::weak_ptr<FramePool>>* pools_of = &pools();
+  const std::lock_guard lock(pools_mu());
+  std::erase_if(*pools_of, [](const auto& kv) { return kv.second.expired(); });
+  std::weak_ptr<FramePool>& w = (*pools_of)[{device, bytes}];
   std::shared_ptr<FramePool> p = w.lock();
   if (!p) {
     p = std::make_shared<FramePool>(device, bytes);
@@ -136,6 +255,11 @@ std::shared_ptr<FramePool> FramePool::of(int device, std::size_t bytes) {
 std::shared_ptr<void> hold_nvdec_decoders() {
   nvdec::cache().hold();
   return {nullptr, [](void*) { nvdec::cache().release(); }};
+}
+
+void set_nvdec_frame_budget(int device, std::uint64_t bytes) {
+  const std::lock_guard lock(nvdec::frames_mu());
+  nvdec::device_frames()[device].budget = bytes;
 }
 
 NvdecFigures nvdec_figures() {
@@ -156,7 +280,8 @@ std::shared_ptr<VideoFrame> copy_frame_to(const VideoFrame& f, int device, const
     at[k] = bytes;
     bytes += from.pitch[k] * static_cast<std::size_t>(k == 0 ? from.height : kernels::chroma_height(fmt, from.height));
   }
-  std::shared_ptr<const void> mem = nvdec::FramePool::of(device, bytes)->get();
+  // Not refused at the budget: the batch that waits for it is already formed.
+  std::shared_ptr<const void> mem = nvdec::FramePool::of(device, bytes)->get(/*budgeted=*/false);
   auto* base = static_cast<std::uint8_t*>(const_cast<void*>(mem.get()));
   for (int k = 0; k < planes; ++k) {
     const int rows = k == 0 ? from.height : kernels::chroma_height(fmt, from.height);
@@ -170,6 +295,8 @@ std::shared_ptr<VideoFrame> copy_frame_to(const VideoFrame& f, int device, const
 #else  // !IMGPIPE_HAS_CUDA
 
 std::shared_ptr<void> hold_nvdec_decoders() { return nullptr; }
+
+void set_nvdec_frame_budget(int, std::uint64_t) {}
 
 NvdecFigures nvdec_figures() { return {}; }
 

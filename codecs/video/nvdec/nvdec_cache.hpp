@@ -14,6 +14,7 @@
 #include <mutex>
 #include <vector>
 
+#include "imgpipe/error.hpp"
 #include "memory/gpu.hpp"
 #include "codecs/video/nvdec/cuvid.hpp"
 #include "codecs/video/video_devices.hpp"
@@ -46,7 +47,11 @@ class Cache {
   void release();
   void made();  // counts a decoder made
   NvdecFigures figures();
-  static void destroy(Engine& e);
+  // Destroys the decoder in its device's context, the caller's device and
+  // context restored. Never throws: it runs from destructors (~NvdecDecoder,
+  // the hold's deleter), during unwinding and static destruction; a failure
+  // is reported on stderr once and the decoder is left to its context.
+  static void destroy(Engine& e) noexcept;
 
  private:
   static constexpr std::size_t kMaxIdle = 32;
@@ -59,25 +64,39 @@ class Cache {
 // Never destroyed (decoders given back during static destruction still find it).
 Cache& cache();
 
+// NVDEC's frame memory on a device is full (memory.nvdec_frames_mb): the
+// decoder reports it as such, not as damage (the file goes on on the CPU).
+class FrameMemoryFull : public Error {
+ public:
+  using Error::Error;
+};
+
 // Device buffers of one size for decoded frames, reused: freeing device
 // memory synchronises the device. A frame's buffer returns here when the
-// last holder (the batch that read it) lets it go.
+// last holder (the batch that read it) lets it go. Every pool of a device
+// holds at most the device's budget (set_nvdec_frame_budget) in use and
+// idle together; at the budget, idle buffers of the device's other sizes
+// are freed first.
 class FramePool : public std::enable_shared_from_this<FramePool> {
  public:
   FramePool(int device, std::size_t bytes) : device_(device), bytes_(bytes) {}
   FramePool(const FramePool&) = delete;
   FramePool& operator=(const FramePool&) = delete;
-  ~FramePool() { held_bytes() -= free_.size() * bytes_; }
+  ~FramePool();
   // Device bytes held by every pool, in use and idle (nvdec_figures).
   static std::atomic<std::uint64_t>& held_bytes();
-  // A buffer of the pool's size, back in the pool when the last holder lets it go.
-  std::shared_ptr<const void> get();
+  // A buffer of the pool's size, back in the pool when the last holder lets
+  // it go. `budgeted`: throws FrameMemoryFull when the device's budget has no
+  // room for it (else it is counted, and taken beyond the budget).
+  std::shared_ptr<const void> get(bool budgeted = true);
   // The pool of `device` for buffers of `bytes`, shared by every decoder and
   // frame of that size while any of them holds it. When the last lets go
   // (the run is over), the pool and its idle buffers are freed: a process
   // that runs pipelines one after another over videos of many sizes does
   // not keep device memory for sizes it no longer decodes.
   static std::shared_ptr<FramePool> of(int device, std::size_t bytes);
+  // Frees the idle buffers of every pool of `device`.
+  static void trim(int device);
 
  private:
   static constexpr std::size_t kMaxFree = 256;

@@ -4,7 +4,9 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -13,6 +15,7 @@ extern "C" {
 #include <libavformat/avformat.h>
 }
 
+#include "core/fault.hpp"
 #include "imgpipe/error.hpp"
 #include "memory/gpu.hpp"
 #include "codecs/video/packet_filter.hpp"
@@ -34,6 +37,24 @@ using nvdec::library;
 
 // ---------------------------------------------------------------- decoder
 
+struct PacketFree {
+  void operator()(AVPacket* p) const noexcept { av_packet_free(&p); }
+};
+
+// The parser, destroyed with the decoder (or when its constructor throws).
+struct ParserFree {
+  void operator()(void* p) const noexcept {
+    if (p && library().f) library().f->cuvidDestroyVideoParser(p);
+  }
+};
+
+// Every nvcuvid call runs in the decoder's context: its device's primary
+// context (where the decoder, its stream and its frame memory were made),
+// made current by a CurrentDeviceGuard for the call and the caller's device
+// and context restored after it, whatever thread calls and whatever it had
+// current. Each entry point (constructor, send) holds one; the parser's
+// callbacks run inside send.
+
 class NvdecDecoder final : public FrameDecoder {
  public:
   NvdecDecoder(const AVStream* st, const VideoInfo& info, int device)
@@ -46,7 +67,7 @@ class NvdecDecoder final : public FrameDecoder {
     color_space_ = par->color_space;
     color_range_ = par->color_range;
     pixel_format_ = par->format;
-    gpu::set_device(device);
+    const gpu::CurrentDeviceGuard bind(device);
     stream_ = gpu::Stream(device);
     const CuvidFunctions& f = api();
     CUVIDPARSERPARAMS p{};
@@ -59,7 +80,9 @@ class NvdecDecoder final : public FrameDecoder {
     p.pfnSequenceCallback = &NvdecDecoder::on_sequence;
     p.pfnDecodePicture = &NvdecDecoder::on_decode;
     p.pfnDisplayPicture = &NvdecDecoder::on_display;
-    check(f.cuvidCreateVideoParser(&parser_, &p), "cuvidCreateVideoParser");
+    CUvideoparser made = nullptr;
+    check(f.cuvidCreateVideoParser(&made, &p), "cuvidCreateVideoParser");
+    parser_.reset(made);
     // The sequence header the container keeps apart (Annex B SPS/PPS after
     // the filter, MPEG-4's VOL), before the first packet.
     const AVCodecParameters* out = filter_.output();
@@ -72,22 +95,27 @@ class NvdecDecoder final : public FrameDecoder {
     }
   }
 
+  // Never throws: Cache::give and its destroy do not (nvdec_cache.hpp).
   ~NvdecDecoder() override {
-    const CuvidFunctions* f = library().f;
-    if (parser_) f->cuvidDestroyVideoParser(parser_);
+    parser_.reset();
     if (engine_) cache().give(std::move(engine_));
-    av_packet_free(&pkt_);
   }
 
   int send(const AVPacket* pkt) override {
     if (!error_.empty()) {  // broken: the end is all that is left
       if (!pkt) ended_ = true;
-      return pkt ? AVERROR_INVALIDDATA : 0;
+      return pkt ? error_code() : 0;
+    }
+    std::optional<gpu::CurrentDeviceGuard> bind;
+    try {
+      bind.emplace(device_);
+    } catch (const std::exception& e) {
+      return fail(fmt::format("NVDEC's device {} cannot be made current ({})", device_, e.what()), AVERROR_EXTERNAL);
     }
     int r = filter_.send(pkt);
     if (r < 0) return fail(fmt::format("the {} bitstream filter rejected a packet", filter_.name()), r);
     for (;;) {
-      r = filter_.receive(pkt_);
+      r = filter_.receive(pkt_.get());
       if (r == AVERROR(EAGAIN)) return 0;
       if (r == AVERROR_EOF) break;
       if (r < 0) return fail(fmt::format("the {} bitstream filter failed", filter_.name()), r);
@@ -100,22 +128,22 @@ class NvdecDecoder final : public FrameDecoder {
         timed_ = true;
       }
       parse(d);
-      av_packet_unref(pkt_);
-      if (!error_.empty()) return AVERROR_INVALIDDATA;
+      av_packet_unref(pkt_.get());
+      if (!error_.empty()) return error_code();
     }
     // The end: the parser displays what it still holds.
     CUVIDSOURCEDATAPACKET d{};
     d.flags = CUVID_PKT_ENDOFSTREAM;
     parse(d);
     ended_ = true;
-    return error_.empty() ? 0 : AVERROR_INVALIDDATA;
+    return error_.empty() ? 0 : error_code();
   }
 
   int receive(Decoded& out) override {
     if (shown_.empty()) {
       if (!error_.empty() && !reported_) {  // once; then the decoder is over
         reported_ = true;
-        return AVERROR_INVALIDDATA;
+        return error_code();
       }
       return ended_ || !error_.empty() ? AVERROR_EOF : AVERROR(EAGAIN);
     }
@@ -132,6 +160,10 @@ class NvdecDecoder final : public FrameDecoder {
   }
 
  private:
+  // A broken decoder's code: ENOMEM when NVDEC's frame memory was full (the
+  // file can go on on the CPU route), else damaged data.
+  int error_code() const noexcept { return out_of_memory_ ? AVERROR(ENOMEM) : AVERROR_INVALIDDATA; }
+
   int fail(std::string why, int code) {
     if (error_.empty()) {
       char buf[AV_ERROR_MAX_STRING_SIZE] = {};
@@ -142,7 +174,7 @@ class NvdecDecoder final : public FrameDecoder {
   }
 
   void parse(CUVIDSOURCEDATAPACKET& d) {
-    const CUresult r = api().cuvidParseVideoData(parser_, &d);
+    const CUresult r = api().cuvidParseVideoData(parser_.get(), &d);
     if (r != CUDA_SUCCESS && error_.empty())
       error_ = fmt::format("NVDEC's {} parser rejected the data (CUDA driver error {})", info_.codec, static_cast<int>(r));
   }
@@ -215,6 +247,12 @@ class NvdecDecoder final : public FrameDecoder {
       error_ = fmt::format("NVDEC does not output an odd frame size ({}x{})", width, height);
       return 0;
     }
+    // G, B and R planes (the router refuses what the container says is RGB;
+    // this is a stream that says so itself): a YUV matrix would be applied.
+    if (fmt.chroma_format == cudaVideoChromaFormat_444 && rgb_coded(fmt)) {
+      error_ = "NVDEC cannot output RGB-coded frames (matrix coefficients: identity)";
+      return 0;
+    }
     try {
       if (engine_ && engine_->depth_minus8 == fmt.bit_depth_luma_minus8 && engine_->chroma == fmt.chroma_format &&
           engine_->max_width >= fmt.coded_width && engine_->max_height >= fmt.coded_height &&
@@ -233,6 +271,16 @@ class NvdecDecoder final : public FrameDecoder {
     }
     describe(fmt, depth, width, height);
     return static_cast<int>(engine_->surfaces);
+  }
+
+  // The container says RGB, or it says nothing and the stream's colour
+  // description (present: its primaries are not the reserved 0) has the
+  // identity matrix.
+  bool rgb_coded(const CUVIDEOFORMAT& fmt) const noexcept {
+    if (color_space_ == AVCOL_SPC_RGB) return true;
+    const auto& v = fmt.video_signal_description;
+    return (color_space_ == AVCOL_SPC_UNSPECIFIED || color_space_ == AVCOL_SPC_RESERVED) && v.matrix_coefficients == 0 &&
+           v.color_primaries != 0;
   }
 
   static CUVIDRECONFIGUREDECODERINFO size_of(const CUVIDEOFORMAT& fmt, unsigned width, unsigned height, unsigned surfaces) {
@@ -307,7 +355,7 @@ class NvdecDecoder final : public FrameDecoder {
     // The container's or stream's tags (as libavcodec's frames carry them),
     // else the engines' reading of the stream's.
     int space = color_space_;
-    if (space == AVCOL_SPC_UNSPECIFIED || space == AVCOL_SPC_RESERVED || space == AVCOL_SPC_RGB)
+    if (space == AVCOL_SPC_UNSPECIFIED || space == AVCOL_SPC_RESERVED)
       space = fmt.video_signal_description.matrix_coefficients;
     f.matrix = matrix_of(space, static_cast<int>(width), static_cast<int>(height));
     const bool full = color_range_ == AVCOL_RANGE_UNSPECIFIED ? fmt.video_signal_description.video_full_range_flag != 0
@@ -336,11 +384,19 @@ class NvdecDecoder final : public FrameDecoder {
   static int CUDAAPI on_decode(void* self, CUVIDPICPARAMS* pic) {
     auto* d = static_cast<NvdecDecoder*>(self);
     if (!d->engine_) return 0;
+    const auto idx = static_cast<std::size_t>(pic->CurrPicIdx);
+    if (idx >= d->decoded_.size()) {
+      if (d->error_.empty()) d->error_ = fmt::format("NVDEC's parser named decode surface {}", pic->CurrPicIdx);
+      return 0;
+    }
+    d->decoded_[idx] = 0;
+    if (fault::hit("nvdec_skip", d->pictures_++)) return 1;  // the drill: left undecoded, as a damaged picture
     const CUresult r = api().cuvidDecodePicture(d->engine_->dec, pic);
     if (r != CUDA_SUCCESS) {
       if (d->error_.empty()) d->error_ = fmt::format("the NVDEC engine rejected a picture (CUDA driver error {})", static_cast<int>(r));
       return 0;
     }
+    d->decoded_[idx] = 1;
     return 1;
   }
   // A frame is due for display: copied out now, while the decoder is as it
@@ -350,9 +406,23 @@ class NvdecDecoder final : public FrameDecoder {
     if (!disp || !d->engine_) return 1;
     Decoded out;
     out.pts = d->timed_ ? disp->timestamp : INT64_MIN;
+    const auto idx = static_cast<std::size_t>(disp->picture_index);
+    if (idx >= d->decoded_.size() || !d->decoded_[idx]) {
+      // Its surface holds an earlier picture (or nothing): not delivered.
+      out.damage = "NVDEC's parser displayed a picture it had not decoded (damaged data)";
+      d->shown_.push_back(std::move(out));
+      return 1;
+    }
+    d->decoded_[idx] = 0;
     try {
       out.frame = d->copy_out(*disp, out.damage);
       if (!out.damage.empty()) out.frame.reset();
+    } catch (const nvdec::FrameMemoryFull& e) {
+      if (d->error_.empty()) {
+        d->error_ = e.what();
+        d->out_of_memory_ = true;
+      }
+      return 0;
     } catch (const std::exception& e) {
       if (d->error_.empty()) d->error_ = e.what();
       return 0;
@@ -364,11 +434,11 @@ class NvdecDecoder final : public FrameDecoder {
   PacketFilter filter_;
   VideoInfo info_;
   int device_;
-  AVPacket* pkt_;
+  std::unique_ptr<AVPacket, PacketFree> pkt_;
   cudaVideoCodec codec_{};
   int color_space_ = 0, color_range_ = 0, pixel_format_ = -1;
   gpu::Stream stream_;
-  CUvideoparser parser_ = nullptr;
+  std::unique_ptr<void, ParserFree> parser_;
   std::unique_ptr<Engine> engine_;
   std::deque<Decoded> shown_;  // displayed and copied out, not yet received
   kernels::YuvImage layout_;
@@ -376,6 +446,12 @@ class NvdecDecoder final : public FrameDecoder {
   unsigned surface_height_ = 0;  // rows of the mapped frame's luma (its planes follow)
   std::shared_ptr<FramePool> pool_;
   std::string error_;
+  bool out_of_memory_ = false;  // error_ is NVDEC's frame memory running out
+  // Per decode surface: decoded since it was last displayed. A picture the
+  // parser displays without having had it decoded (a damaged one it skipped,
+  // ulErrorThreshold 0) holds an earlier picture: it is the break.
+  std::vector<unsigned char> decoded_ = std::vector<unsigned char>(64, 0);
+  std::uint64_t pictures_ = 0;  // pictures handed to the decode callback (the nvdec_skip drill counts them)
   bool timed_ = false;
   bool ended_ = false;
   bool reported_ = false;

@@ -192,6 +192,11 @@ struct MemoryConfig {
   // there; 0 = off (copied into the staging by the CPU); -1 = auto (1/8 of
   // the host's memory, at most 8 GiB), the default.
   int video_frames_mb = -1;
+  // Video files decoded on NVDEC: device memory (MiB) their decoded frames
+  // may hold per device, in flight and pooled; 0 = auto (1/8 of the
+  // device's memory). A file whose next frame finds no room goes on on the
+  // CPU route.
+  int nvdec_frames_mb = 0;
   bool operator==(const MemoryConfig&) const = default;
 };
 
