@@ -9,6 +9,7 @@
 #include <string>
 
 #include "imgpipe/types.hpp"
+#include "memory/device_address.hpp"
 
 struct CUctx_st;  // CUcontext, declared without the driver's header
 
@@ -122,6 +123,14 @@ void copy_d2h_async(void* dst, const void* src, std::size_t bytes, const Stream&
 // direction comes from the addresses) enqueued on `s` (memcpy when s has
 // device -1).
 void copy_d2d_async(void* dst, const void* src, std::size_t bytes, const Stream& s);
+// The same two copies out of an address the host must not read (a staging
+// slot's, memory/device_address.hpp): the GPU's copy engine reads it.
+inline void copy_d2h_async(void* dst, DeviceAddress src, std::size_t bytes, const Stream& s) {
+  copy_d2h_async(dst, src.for_device(), bytes, s);
+}
+inline void copy_d2d_async(void* dst, DeviceAddress src, std::size_t bytes, const Stream& s) {
+  copy_d2d_async(dst, src.for_device(), bytes, s);
+}
 
 // A copy of `rows` rows of `row_bytes` bytes, each side with its own pitch,
 // between any device-visible or host buffers (cudaMemcpy2DAsync, the
@@ -141,6 +150,8 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
   void* get() const noexcept { return p_; }
+  // get() as an address that kernels and copies read (the staged data).
+  DeviceAddress address() const noexcept { return DeviceAddress(p_); }
   std::size_t size() const noexcept { return bytes_; }
   int device() const noexcept { return device_; }
 

@@ -2,7 +2,8 @@
 // the pack stage fills and the transfer stage copies to the GPU (or, in
 // zero-copy mode, that kernels read in place). Slots are write-combined pinned
 // memory by default: the CPU only ever writes them, sequentially and in bulk;
-// the API has no way to read a slot back.
+// the API has no way to read a slot back (a slot's device address is a
+// gpu::DeviceAddress, which host code cannot read through).
 //
 // Slots are the blocks of a FixedSlotResource, made at construction (never on
 // the hot path) through a HostMemoryChain: write_combined -> pinned ->
@@ -110,8 +111,10 @@ class StagingRing {
   void copy_to_device(int slot, void* d_dst, std::size_t bytes, const gpu::Stream& stream) const;
   // The same for the `bytes` from `offset` of `slot`, to d_dst.
   void copy_to_device(int slot, std::size_t offset, void* d_dst, std::size_t bytes, const gpu::Stream& stream) const;
-  // The device address of a slot in zero-copy mode (mapped memory); nullptr otherwise.
-  const void* device_pointer(int slot) const noexcept;
+  // The device address of a slot in zero-copy mode (mapped memory), for
+  // kernels and gpu::copy_* only; a null address otherwise. Throws
+  // std::out_of_range for a slot that does not exist.
+  gpu::DeviceAddress device_pointer(int slot) const;
 
   // Records the slot's release on `stream` (any device) after the work that
   // reads it; the slot may be acquired again. Any thread. All or nothing:

@@ -13,7 +13,10 @@ std::unique_ptr<DeviceContext> make_device(int d, const BatchLayout& l, const me
   for (int i = 0; i < ring.slots(); ++i) {
     DeviceBuffers b;
     if (!ring.zero_copy()) b.d_input = gpu::DeviceBuffer(d, l.staging.slot_bytes);
-    if (l.device_output) b.d_output = gpu::DeviceBuffer(d, l.out_sample_bytes * l.batch_size);
+    // A tensor the CPU made in a mapped slot is copied here on the GPU: a
+    // consumer's tensor is never write-combined host memory.
+    if (l.device_output || (ring.zero_copy() && d >= 0))
+      b.d_output = gpu::DeviceBuffer(d, l.out_sample_bytes * l.batch_size);
     b.d_checksum = gpu::DeviceBuffer(d, sizeof(std::uint64_t));
     b.copy_start = gpu::Event(d, true);
     b.copy_end = gpu::Event(d, true);

@@ -24,7 +24,11 @@ namespace imgpipe::stages {
 
 struct DeviceBuffers {
   gpu::DeviceBuffer d_input;     // destination of the staging copy (unused in zero-copy mode)
-  gpu::DeviceBuffer d_output;    // kernel output (empty when the CPU produced the final tensor)
+  // The batch's tensor: the kernels' output, or, when the CPU produced the
+  // tensor in a mapped (zero-copy) slot, the GPU's copy of it, so that the
+  // consumer never gets write-combined memory. Empty when the CPU produced
+  // the tensor and it was copied to d_input.
+  gpu::DeviceBuffer d_output;
   gpu::DeviceBuffer d_checksum;  // 8 bytes
   gpu::Event copy_start, copy_end, ready;
   std::size_t copy_bytes = 0;  // the copy bracketed by copy_start/copy_end
@@ -107,7 +111,10 @@ struct BatchSlot {
   std::vector<std::pair<std::size_t, std::size_t>> written;
   std::vector<DirectFrame> direct;
   DeviceContext* dev = nullptr;   // where the batch was dispatched
-  const void* staged = nullptr;   // device-visible staged data (d_input, or the mapped slot)
+  // The staged data as kernels and copies read it: d_input, or the mapped
+  // slot in zero-copy mode (host memory on the host backend, read by the
+  // CPU twins). Not a pointer: the host must not read a write-combined slot.
+  gpu::DeviceAddress staged;
   DeviceBatch batch;              // what the sink and the callback see
   // The next batch the same token carries (the GPU ops stage emits the
   // batches of one engine call together); null for the last. Pack resets it.
@@ -125,7 +132,9 @@ struct BatchLayout {
   memory::StagingOptions staging;   // slots, slot bytes, memory kind, transfer, budget
   int batch_size = 32;
   std::size_t out_sample_bytes = 0;  // bytes of one sample of the output tensor
-  bool device_output = true;        // kernels write d_output (else the staged tensor is the output)
+  // Kernels write d_output; false: the CPU made the tensor, and the staged
+  // data is the output (copied into d_output on a GPU in zero-copy mode).
+  bool device_output = true;
   bool per_image_geometry = false;  // GPU resize: each batch records where its frames are
   std::size_t decode_bytes = 0;     // GPU decode: the device frame area (at least one batch's frames), per device
   codecs::GpuJpegOptions jpeg;     // GPU decode: the decoder made for each device

@@ -139,7 +139,7 @@ std::unique_ptr<GpuOps::Call> GpuOps::make_call(DeviceContext& dev, const std::v
   for (BatchSlot* b : batches) {
     if (b->dev != &dev || b->jpegs.empty()) continue;
     first = align256(first);
-    const auto* input = static_cast<const std::uint8_t*>(b->staged);
+    const auto* input = static_cast<const std::uint8_t*>(b->staged.for_device());  // the engines read it
     e.uploads.push_back(&b->buffers().copy_end);
     for (std::size_t k = 0; k < b->jpegs.size(); ++k) {
       const GpuJpegSample& j = b->jpegs[k];
@@ -243,7 +243,7 @@ std::size_t GpuOps::launch(BatchSlot& b, const Call* call) {
   DeviceBuffers& buf = b.buffers();
   const gpu::Stream& stream = b.dev->stream;
   const bool on_gpu = stream.device() >= 0;
-  if (b.staged != nullptr && b.staged == buf.d_input.get()) gpu::stream_wait_event(stream.get(), buf.copy_end);
+  if (b.staged && b.staged == buf.d_input.address()) gpu::stream_wait_event(stream.get(), buf.copy_end);
   if (call != nullptr) gpu::stream_wait_event(stream.get(), call->engine.decoded);
   if (on_gpu && fault::trap(b.index)) kernels::trap_gpu(stream.get());
   std::size_t bytes = 0;
@@ -256,7 +256,7 @@ std::size_t GpuOps::launch(BatchSlot& b, const Call* call) {
   if (work_ == Op::normalize) {
     kernels::NormalizeParams p = params_;
     p.batch = b.count;
-    p.src = static_cast<const std::uint8_t*>(b.staged);
+    p.src = static_cast<const std::uint8_t*>(b.staged.for_device());  // the kernel's (or CPU twin's) input
     p.src_pitch = 0;
     p.dst = buf.d_output.get();
     if (on_gpu) kernels::normalize_gpu(p, stream.get());
@@ -265,7 +265,7 @@ std::size_t GpuOps::launch(BatchSlot& b, const Call* call) {
   } else if (work_ == Op::resize_normalize) {
     kernels::FusedParams f;
     f.in = resize_;
-    f.in.src = static_cast<const std::uint8_t*>(b.staged);
+    f.in.src = static_cast<const std::uint8_t*>(b.staged.for_device());
     f.in.images = b.images.data();
     f.in.batch = b.count;
     f.dst = buf.d_output.get();

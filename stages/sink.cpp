@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -49,10 +50,12 @@ void Sink::write_npy(const std::string& path, const void* data, std::size_t byte
 
 void Sink::fill(BatchSlot& b) const {
   DeviceBatch& db = b.batch;
-  // The tensor: the kernels' output, else what was staged (copied, or the
-  // mapped slot itself in zero-copy mode).
+  // The tensor: the kernels' output (or, in zero-copy mode, the GPU's copy
+  // of the tensor the CPU made in the mapped slot), else the staged copy.
+  // Never the write-combined slot itself: DeviceBatch::data is read freely.
   DeviceBuffers& buf = b.buffers();
-  db.data = buf.d_output.get() ? buf.d_output.get() : const_cast<void*>(b.staged);
+  db.data = buf.d_output.get() ? buf.d_output.get() : buf.d_input.get();
+  if (db.data == nullptr) throw std::logic_error("sink: the batch's tensor is in no buffer of its slot");
   db.device = b.dev->device;
   db.stream = b.dev->stream.get();
   db.shape[0] = b.count;

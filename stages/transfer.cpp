@@ -1,5 +1,7 @@
 #include "transfer.hpp"
 
+#include <stdexcept>
+
 namespace imgpipe::stages {
 
 void Transfer::time_copy(DeviceContext& dev, DeviceBuffers& buf) {
@@ -17,12 +19,27 @@ Tally Transfer::run(Work& w) {
   BatchSlot& b = *w.batch;
   DeviceContext& dev = *b.dev;
   const memory::StagingRing& ring = res_.ring();
+  DeviceBuffers& buf = b.buffers();
   if (ring.zero_copy()) {
     b.staged = ring.device_pointer(b.slot);
-    ++dev.transfer.batches;
-    return {1, 0};
+    if (res_.layout().device_output) {  // the kernels read the mapped slot in place
+      ++dev.transfer.batches;
+      return {1, 0};
+    }
+    // The CPU made the tensor in the mapped (write-combined) slot: the
+    // GPU's copy engine copies it into device memory on the batch's stream,
+    // ahead of the batch's `ready` event, so no consumer reads the slot.
+    if (b.staged_bytes > buf.d_output.size())
+      throw std::logic_error("transfer: the staged tensor is larger than the batch's output buffer");
+    time_copy(dev, buf);
+    const nvtx::Range range("copy", b.index);
+    buf.copy_start.record(dev.stream);
+    gpu::copy_d2d_async(buf.d_output.get(), b.staged, b.staged_bytes, dev.stream);
+    buf.copy_end.record(dev.stream);
+    buf.copy_bytes = b.staged_bytes;
+    buf.copy_timed = true;
+    return {1, b.staged_bytes};
   }
-  DeviceBuffers& buf = b.buffers();
   time_copy(dev, buf);  // the previous copy out of this slot
   const nvtx::Range range("copy", b.index);  // the enqueue (a memcpy on the host backend)
   buf.copy_start.record(dev.upload);  // the GPU ops stage makes the batch's stream wait for copy_end
@@ -51,7 +68,7 @@ Tally Transfer::run(Work& w) {
   buf.copy_end.record(dev.upload);
   buf.copy_bytes = bytes;
   buf.copy_timed = true;
-  b.staged = buf.d_input.get();
+  b.staged = buf.d_input.address();
   return {1, bytes};
 }
 

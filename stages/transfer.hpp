@@ -1,7 +1,10 @@
 // Transfer stage (serial, in order): for a packed slot, enqueues the
 // host->device copy on its device's non-blocking stream, bracketed by timing
 // events (the report's transfer GB/s). In zero-copy mode there is no copy: the
-// kernels read the mapped slot in place. On the host backend it is a memcpy.
+// kernels read the mapped slot in place; where the CPU made the tensor (no
+// kernels), the GPU copies the slot into the batch's d_output on the batch's
+// stream, so the tensor handed out is device memory. On the host backend it
+// is a memcpy.
 //
 // A copy's duration is read from its events when its slot comes round again
 // (by then the pack stage has waited for the slot's release, which follows

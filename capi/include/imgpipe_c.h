@@ -122,20 +122,17 @@ imgpipe_status imgpipe_pipeline_start(imgpipe_pipeline* p, const char* device, i
  * batches before it were taken. *out: a batch (one reference) on
  * IMGPIPE_OK, else NULL. Any number of batches may be held: when they keep
  * every staging slot, the oldest moves out of the ring (Batch, in
- * imgpipe/pipeline.hpp; docs/architecture.md, "Holding batches"); only when
- * none can (zero-copy batches pinned by DLPack tensors) does a call fail
- * with IMGPIPE_E_USAGE. */
+ * imgpipe/pipeline.hpp; docs/architecture.md, "Holding batches"), at the
+ * same address. */
 imgpipe_status imgpipe_stream_next(imgpipe_stream* s, int64_t timeout_ms, imgpipe_batch** out);
 /* Asks the run to end soon (frames in flight finish; next() returns them, then END). Any thread. */
 void imgpipe_stream_stop(imgpipe_stream* s);
 /* 1 when the run has ended (next() has nothing more, or will fail). */
 int imgpipe_stream_done(imgpipe_stream* s);
 /* The run's report as JSON (Report::to_json). Only at the end (after END,
- * or after a stop: then it waits for the run's end); IMGPIPE_E_USAGE before,
- * and after a stop while pinned batches keep every staging slot (the run
- * cannot end then; destroying the stream still works). A run that ended
- * with an error has no report: its error again. Owned by s, valid until it
- * is destroyed. */
+ * or after a stop: then it waits for the run's end); IMGPIPE_E_USAGE
+ * before. A run that ended with an error has no report: its error again.
+ * Owned by s, valid until it is destroyed. */
 imgpipe_status imgpipe_stream_report_json(imgpipe_stream* s, const char** out);
 /* Stops the run, waits for its threads, releases the batches not taken, and
  * frees the handle. Batches taken stay valid. NULL is a no-op. */
@@ -146,11 +143,11 @@ void imgpipe_stream_destroy(imgpipe_stream* s);
 typedef enum imgpipe_dtype { IMGPIPE_FLOAT32 = 0, IMGPIPE_FLOAT16 = 1, IMGPIPE_UINT8 = 2 } imgpipe_dtype;
 typedef enum imgpipe_layout { IMGPIPE_NCHW = 0, IMGPIPE_NHWC = 1 } imgpipe_layout;
 
-/* One batch (DeviceBatch). The data stays valid, and unchanged, while any
- * reference to the batch lives. A DLPack tensor of it pins it: its address
- * then never changes. An unpinned zero-copy batch may move (a later
- * imgpipe_stream_next copies it out of the staging ring): read data and
- * ready again then. */
+/* One batch (DeviceBatch). The data stays valid, unchanged and at the same
+ * address while any reference to the batch lives (a later
+ * imgpipe_stream_next may move it out of the staging ring: its `ready`
+ * event changes then). On a GPU the data is device memory, never the host
+ * staging slot. */
 typedef struct imgpipe_batch_info {
   void* data;          /* device pointer (host pointer when device == -1) */
   uint64_t bytes;

@@ -499,9 +499,8 @@ imgpipe_status imgpipe_batch_to_dlpack(imgpipe_batch* b, void* consumer, int ver
   if (out == nullptr) return null_handle("out");
   *out = nullptr;
   return guarded([&] {
-    // The tensor keeps the batch's address: the batch must not move out of
-    // the staging ring under it (docs/architecture.md, "Holding batches").
-    b->batch.pin();
+    // The tensor keeps the batch's address: a move out of the staging ring
+    // keeps it too (docs/architecture.md, "Holding batches").
     *out = versioned ? make_dlpack<DLManagedTensorVersioned>(b, consumer) : make_dlpack<DLManagedTensor>(b, consumer);
     return IMGPIPE_OK;
   });

@@ -175,8 +175,9 @@ void StagingRing::copy_to_device(int slot, std::size_t offset, void* d_dst, std:
   gpu::copy_h2d_async(d_dst, static_cast<const char*>(slots_.at(slot)->host) + offset, bytes, stream);
 }
 
-const void* StagingRing::device_pointer(int slot) const noexcept {
-  return zero_copy_ ? slots_.at(slot)->device : nullptr;
+gpu::DeviceAddress StagingRing::device_pointer(int slot) const {
+  const Slot& s = *slots_.at(slot);
+  return zero_copy_ ? gpu::DeviceAddress(s.device) : gpu::DeviceAddress();
 }
 
 void StagingRing::release(int slot, const gpu::Stream& stream) {

@@ -78,51 +78,41 @@ void PullRun::give_back_or_wait(stages::BatchSlot& b) noexcept {
 bool PullRun::move_out_one() {
   // A batch the caller holds is a value to it: when the run needs its slot,
   // the batch leaves the ring with memory of its own (docs/architecture.md,
-  // "Holding batches"). Where its data is a buffer of the slot's own (the
-  // kernels' output, or the staged copy: every mode but zero-copy), the
-  // batch keeps that buffer, so its address (and every view of it) stays,
-  // and the slot gets a new one of the same size. Otherwise (zero-copy: the
-  // data is the mapped ring slot) the data is copied, ordered on the slot's
-  // stream before the slot's release, and the batch then names the copy;
-  // a pinned batch cannot be copied so.
-  for (auto it = holding_.begin(); it != holding_.end(); ++it) {
-    HeldBatch& h = **it;
-    stages::BatchSlot& b = *res_->slots().at(h.slot);
-    stages::DeviceBuffers& buf = b.buffers();
-    gpu::DeviceBuffer* slot_memory = nullptr;
-    if (buf.d_output.get() != nullptr && h.batch.data == buf.d_output.get())
-      slot_memory = &buf.d_output;
-    else if (buf.d_input.get() != nullptr && h.batch.data == buf.d_input.get())
-      slot_memory = &buf.d_input;
-    if (slot_memory == nullptr && h.pinned) continue;
-    const gpu::Stream& s = b.dev->stream;
-    // What can throw comes before the slot changes hands; on a throw the
-    // batch still holds its slot (with its data already its own, or not).
-    gpu::Event ready(h.batch.device, false);
-    if (slot_memory != nullptr) {
-      gpu::DeviceBuffer fresh(slot_memory->device(), slot_memory->size());
-      h.own = std::exchange(*slot_memory, std::move(fresh));
-    } else {
-      gpu::DeviceBuffer own(h.batch.device, h.batch.bytes);
-      gpu::copy_d2d_async(own.get(), h.batch.data, h.batch.bytes, s);
-      h.own = std::move(own);
-      h.batch.data = h.own.get();
-    }
-    // The slot's `ready` event is recorded again by its next batch: the held
-    // batch gets its own, after its work (and the copy) on the slot's stream.
-    if (h.batch.device >= 0) ready.record(s);
-    h.ready = std::move(ready);
-    h.batch.ready = h.ready.get();
-    give_back(b);
-    h.slot = -1;
-    holding_.erase(it);
-    --held_;
-    ++copies_;
-    copy_bytes_ += h.batch.bytes;
-    cv_.notify_all();
-    return true;
-  }
-  return false;
+  // "Holding batches"). Its data is a buffer of the slot's own in every
+  // mode (the kernels' output; the staged copy; in zero-copy mode with a
+  // tensor the CPU made, the GPU's copy of the mapped slot): the batch keeps
+  // that buffer, so its address (and every view of it) stays, and the slot
+  // gets a new one of the same size. Nothing is copied.
+  if (holding_.empty()) return false;
+  HeldBatch& h = *holding_.front();
+  stages::BatchSlot& b = *res_->slots().at(h.slot);
+  stages::DeviceBuffers& buf = b.buffers();
+  gpu::DeviceBuffer* slot_memory = nullptr;
+  if (buf.d_output.get() != nullptr && h.batch.data == buf.d_output.get())
+    slot_memory = &buf.d_output;
+  else if (buf.d_input.get() != nullptr && h.batch.data == buf.d_input.get())
+    slot_memory = &buf.d_input;
+  if (slot_memory == nullptr)
+    throw std::logic_error("BatchStream::next: a held batch's data is in no buffer of its slot");
+  // What can throw comes before the slot changes hands; on a throw the
+  // batch still holds its slot (its data in `own` already, or still in the
+  // slot's buffer).
+  gpu::Event ready(h.batch.device, false);
+  gpu::DeviceBuffer fresh(slot_memory->device(), slot_memory->size());
+  h.own = std::exchange(*slot_memory, std::move(fresh));
+  // The slot's `ready` event is recorded again by its next batch: the held
+  // batch gets its own, after its work on the slot's stream.
+  if (h.batch.device >= 0) ready.record(b.dev->stream);
+  h.ready = std::move(ready);
+  h.batch.ready = h.ready.get();
+  give_back(b);
+  h.slot = -1;
+  holding_.pop_front();
+  --held_;
+  ++copies_;
+  copy_bytes_ += h.batch.bytes;
+  cv_.notify_all();
+  return true;
 }
 
 std::shared_ptr<stages::BatchResources> PullRun::unused_resources() {
@@ -153,8 +143,7 @@ std::optional<Batch> PullRun::next(std::optional<std::chrono::milliseconds> time
     if (const std::string why = stuck(); !why.empty()) {
       if (move_out_one()) continue;
       throw std::logic_error("BatchStream::next: the caller holds " + why +
-                             ", zero-copy batches each pinned by an external view (a DLPack tensor), so no batch can come: "
-                             "release a Batch first, or raise staging.slots");
+                             ", so no batch can come: release a Batch first, or raise staging.slots");
     }
     // Woken by a batch, the end, or a release (which may end the deadlock check above).
     if (!timeout) {
@@ -182,11 +171,6 @@ std::optional<Batch> PullRun::next(std::optional<std::chrono::milliseconds> time
     std::rethrow_exception(error_);
   }
   return Batch();  // the end
-}
-
-void PullRun::pin(HeldBatch& h) {
-  std::lock_guard lk(m_);
-  h.pinned = true;
 }
 
 void PullRun::release(HeldBatch& h, CUstream_st* after) {
@@ -353,9 +337,7 @@ void Batch::release(CUstream_st* after) {
   run_.reset();
 }
 
-void Batch::pin() {
-  if (run_) run_->pin(*held_);
-}
+void Batch::pin() {}  // every batch keeps its address (move_out_one)
 
 bool Batch::moved_out() const noexcept { return held_ && held_->slot < 0; }
 

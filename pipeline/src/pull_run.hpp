@@ -25,14 +25,13 @@ namespace imgpipe::detail {
 
 // What a Batch handle points to: the batch as the holder sees it. While
 // `slot` >= 0 its data is the staging slot's; once moved out of the ring
-// (docs/architecture.md, "Holding batches") `own` holds a copy and `batch`
-// points at it, for as long as the handle lives.
+// (docs/architecture.md, "Holding batches") `own` holds the slot's buffer
+// that `batch` points into, for as long as the handle lives.
 struct HeldBatch {
   int slot = -1;
   DeviceBatch batch;
-  gpu::DeviceBuffer own;  // the moved-out copy (device memory, host memory on the host backend)
-  gpu::Event ready;       // recorded after the copy (GPU batches)
-  bool pinned = false;    // an external view holds the slot's address: never moved
+  gpu::DeviceBuffer own;  // the moved-out buffer (device memory, host memory on the host backend)
+  gpu::Event ready;       // recorded at the move, after the batch's work (GPU batches)
 };
 
 struct PullRun : std::enable_shared_from_this<PullRun> {
@@ -66,7 +65,6 @@ struct PullRun : std::enable_shared_from_this<PullRun> {
   // Batch's destructor and move assignment: b.release(), or discard() when
   // that throws; b is empty after.
   static void let_go(Batch& b) noexcept;
-  void pin(HeldBatch& h);
   void stop() noexcept;
   bool done() const;
   const Report& report();
@@ -83,8 +81,9 @@ struct PullRun : std::enable_shared_from_this<PullRun> {
   // release throws, the slot and the device's in-flight count are as they were.
   void give_back(stages::BatchSlot& b);
   void give_back_or_wait(stages::BatchSlot& b) noexcept;  // the same, for paths that cannot throw
-  // Lock held: copies the oldest held batch that is not pinned out of the
-  // ring and gives its slot back; false when every held batch is pinned.
+  // Lock held: moves the oldest held batch out of the ring (it keeps its
+  // slot's buffer, the slot gets a new one) and gives its slot back; false
+  // when no batch is held.
   bool move_out_one();
   std::shared_ptr<stages::BatchResources> unused_resources();  // lock held: what to drop once nothing is held
 

@@ -147,8 +147,8 @@ class Batch(_Owned):
     object or any tensor made from it lives; the staging slot goes back to the pipeline when the
     last of them is gone (release() drops this object's hold early). Any number of batches may be
     held: when they keep every staging slot, the oldest moves out of the ring (at the same address,
-    values unchanged; with staging.transfer zero_copy its data is copied unless a tensor pins it;
-    the report's memory.held_batch_copies counts these; docs/architecture.md, "Holding batches").
+    values unchanged, in every transfer mode; the report's memory.held_batch_copies counts these;
+    docs/architecture.md, "Holding batches").
     """
 
     __slots__ = ("_box", "_info", "_samples", "__weakref__")
@@ -323,12 +323,9 @@ class Batch(_Owned):
         not hold the memory: keep this Batch alive while the data is used (or use DLPack)."""
         if self._i.device < 0:
             raise AttributeError("a host-backend batch has no __cuda_array_interface__ (use numpy.from_dlpack)")
-        h = self._handle()
-        # The consumer keeps the address: pin the batch in its slot as a DLPack tensor does (one
-        # made and dropped; docs/architecture.md, "Holding batches").
-        ptr = ctypes.c_void_p()
-        check(lib.imgpipe_batch_to_dlpack(h, ctypes.c_void_p(-1), 0, ctypes.byref(ptr)))
-        lib.imgpipe_dlpack_delete(ptr, 0)
+        self._handle()  # raises on a released batch
+        # The consumer keeps the address: a move out of the staging ring keeps it too
+        # (docs/architecture.md, "Holding batches").
         return {"shape": self.shape, "typestr": TYPESTR[self._i.dtype], "data": (self.data_ptr, False),
                 "strides": None, "version": 3, "stream": self.stream or None}
 

@@ -35,8 +35,7 @@ class Loader:
     The tensor views the batch's memory (torch.from_dlpack: the current torch stream waits for the
     batch, and the memory returns to the pipeline when the tensor is freed, after that stream's
     work). Tensors may be kept: when they keep every staging slot, the oldest batch moves out of
-    the ring at the same address (the report's memory.held_batch_copies counts these; with
-    staging.transfer zero_copy, where tensors pin their batches, keep fewer than staging.slots).
+    the ring at the same address (the report's memory.held_batch_copies counts these).
     """
 
     def __init__(self, config: ConfigSource = None, inputs: Any = None, device: Device = None,

@@ -1,7 +1,7 @@
 """Lifetime: a batch's memory stays valid, and unchanged, while the Batch or any array made from it
 lives; the staging slot returns when the last is gone (back-pressure: at most staging.slots batches
-are in the ring; held batches move out of it, but views pin theirs, so a caller whose views pin
-every slot gets UsageError instead of a hang)."""
+are in the ring; held batches move out of it at the same address, so holding any number of them
+never hangs the run)."""
 import gc
 
 import numpy as np

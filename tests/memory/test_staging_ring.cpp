@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common.hpp"
@@ -66,9 +67,32 @@ static_assert(!has_read_member<SlotWriter>, "SlotWriter must not have read()");
 static_assert(!has_read_call<SlotWriter>, "SlotWriter must not have read()");
 static_assert(!has_begin<SlotWriter>, "SlotWriter must not be iterable");
 static_assert(!has_pointer_conversion<SlotWriter>, "SlotWriter must not convert to a pointer");
-// Nor does the ring hand out a slot's address to the CPU.
+// Nor does the ring hand out a slot's address to the CPU: its device address
+// is a gpu::DeviceAddress, which reads nothing on the host (a memcpy from
+// it does not build: tests/memory/compile_fail).
+using imgpipe::gpu::DeviceAddress;
 static_assert(!has_data<StagingRing> && !has_subscript<StagingRing>);
+static_assert(std::is_same_v<decltype(std::declval<const StagingRing&>().device_pointer(0)), DeviceAddress>);
+static_assert(!has_deref<DeviceAddress>, "DeviceAddress must not be dereferenceable");
+static_assert(!has_subscript<DeviceAddress>, "DeviceAddress must not have operator[]");
+static_assert(!has_data<DeviceAddress> && !has_get<DeviceAddress> && !has_begin<DeviceAddress>);
+static_assert(!has_pointer_conversion<DeviceAddress>, "DeviceAddress must not convert to a pointer");
+static_assert(!std::is_constructible_v<const void*, DeviceAddress>, "not even explicitly");
+static_assert(!std::is_convertible_v<const void*, DeviceAddress>, "a pointer becomes one only explicitly");
 }  // namespace
+
+TEST_CASE("staging ring: a device address offers offsets, comparison, a null check and the named accessor") {
+  const unsigned char bytes[8] = {};
+  const DeviceAddress a(bytes);
+  CHECK((a + 3).for_device() == bytes + 3);
+  CHECK(a + 0 == a);
+  CHECK(a + 1 != a);
+  CHECK(a != DeviceAddress());
+  CHECK_FALSE(DeviceAddress());
+  CHECK_FALSE(DeviceAddress(nullptr));
+  CHECK(static_cast<bool>(a));
+  CHECK(DeviceAddress() == nullptr);
+}
 
 namespace {
 
@@ -237,6 +261,44 @@ TEST_CASE("staging ring: copy_to_device delivers exactly what was written, where
       ring.release(0, stream);
       const auto h3 = read_back(d0, cap, stream);
       CHECK(std::equal(c.begin(), c.end(), h3.begin()));
+      ring.drain();
+    }
+  }
+}
+
+TEST_CASE("staging ring: device_pointer is the mapped slot in zero-copy mode, read by the GPU's copies") {
+  for (int dev : ring_devices()) {
+    CAPTURE(dev);
+    for (auto transfer : {imgpipe::TransferMode::copy, imgpipe::TransferMode::zero_copy}) {
+      CAPTURE(static_cast<int>(transfer));
+      imgpipe::memory::StagingOptions o;
+      o.device = dev;
+      o.slots = 2;
+      o.slot_bytes = 4096;
+      o.transfer = transfer;
+      StagingRing ring(o);
+      // Mapped memory on a GPU only (the host backend's slots are pageable).
+      CHECK(ring.zero_copy() == (dev >= 0 && transfer == imgpipe::TransferMode::zero_copy));
+      CHECK_THROWS_AS((void)ring.device_pointer(2), std::out_of_range);
+      if (!ring.zero_copy()) {
+        CHECK_FALSE(ring.device_pointer(0));
+        continue;
+      }
+      CHECK(ring.device_pointer(0));
+      CHECK(ring.device_pointer(0) != ring.device_pointer(1));
+      gpu::Stream stream(dev);
+      SlotWriter w = ring.acquire();
+      const auto src = pattern(4096, 7);
+      w.write(0, src.data(), src.size());
+      // What the host wrote, read back by the GPU from the mapped address (and an offset into it).
+      std::vector<unsigned char> back(4096 - 100);
+      gpu::copy_d2h_async(back.data(), ring.device_pointer(w.slot()) + 100, back.size(), stream);
+      gpu::DeviceBuffer d(dev, 4096);
+      gpu::copy_d2d_async(d.get(), ring.device_pointer(w.slot()), 4096, stream);
+      ring.release(w.slot(), stream);
+      stream.synchronize();
+      CHECK(std::equal(back.begin(), back.end(), src.begin() + 100));
+      CHECK(read_back(d, 4096, stream) == src);
       ring.drain();
     }
   }

@@ -94,12 +94,13 @@ struct Rig {
   std::vector<std::unique_ptr<Work>> works;
 };
 
-std::vector<unsigned char> device_bytes(const void* p, std::size_t n, int device) {
-  DeviceBatch b;
-  b.data = const_cast<void*>(p);
-  b.bytes = n;
-  b.device = device;
-  return imgpipe::test::batch_to_host(b);
+// Staged data (a device address the host cannot read) back to the host, by a copy.
+std::vector<unsigned char> device_bytes(imgpipe::gpu::DeviceAddress p, std::size_t n, int device) {
+  std::vector<unsigned char> h(n);
+  const imgpipe::gpu::Stream s(device);
+  imgpipe::gpu::copy_d2h_async(h.data(), p, n, s);
+  s.synchronize();
+  return h;
 }
 
 }  // namespace
@@ -220,6 +221,7 @@ TEST_CASE("pack_copy, transfer, gpu_ops, sink: a batch from tokens to a checked 
     transfer(last);
     CHECK(transfer.stats().bytes == kBatch * kFrame);
     // What reached the device is what the tokens carried, in order.
+    last->batch->dev->upload.synchronize();  // the staging copy's stream
     const auto staged = device_bytes(last->batch->staged, kBatch * kFrame, d);
     std::vector<unsigned char> expect;
     for (std::uint64_t i = 0; i < kBatch; ++i) expect.insert(expect.end(), rig.frames[i]->begin(), rig.frames[i]->end());
@@ -244,6 +246,60 @@ TEST_CASE("pack_copy, transfer, gpu_ops, sink: a batch from tokens to a checked 
     transfer.finish();
     CHECK(rig.res.devices()[0]->transfer.batches == 1);
     CHECK(rig.res.devices()[0]->transfer.bytes == kBatch * kFrame);
+  }
+}
+
+TEST_CASE("transfer, sink: zero-copy with a tensor the CPU made hands out device memory, never the mapped slot") {
+  Config c = rig_config();
+  c.staging.transfer = imgpipe::TransferMode::zero_copy;
+  c.transform.normalize.where = imgpipe::Where::cpu;  // the CPU makes the tensor: no kernel reads the slot
+  c.transform.resize.where = imgpipe::Where::cpu;
+  c.transform.dtype = imgpipe::DType::uint8;  // the tokens' frames are the tensor's samples
+  for (const auto& dev : imgpipe::test::test_devices()) {
+    CAPTURE(dev.to_string());
+    const int d = ordinal(dev);
+    Rig rig({d}, c);
+    REQUIRE_FALSE(rig.plan.layout.device_output);
+    REQUIRE(rig.plan.layout.out_sample_bytes == kFrame);
+    const bool mapped = rig.res.ring().zero_copy();
+    CHECK(mapped == (d >= 0));  // the host backend has no mapped memory: it copies
+    // On the GPU every slot has a device buffer for the tensor, counted.
+    const std::size_t per_slot = kBatch * kFrame + sizeof(std::uint64_t);  // + the checksum's
+    const auto slots = static_cast<std::size_t>(rig.res.ring().slots());
+    CHECK(rig.res.device_bytes() == (d >= 0 ? slots * per_slot : std::size_t{0}));
+    Pack pack(rig.res, Dispatch::round_robin, rig.cfg.batch, OnError::skip);
+    PackCopy copy;
+    Transfer transfer(rig.res);
+    GpuOps gpu(imgpipe::stages::Transform(rig.cfg.transform, false).normalize_params(), rig.plan.resize,
+               GpuOps::Op::none);
+    std::vector<unsigned char> tensor;
+    const void* data = nullptr;
+    imgpipe::BatchCallback cb = [&](const DeviceBatch& b) {
+      data = b.data;
+      tensor = imgpipe::test::batch_to_host(b);
+    };
+    Sink sink(rig.cfg.sink, {}, rig.res.ring(), cb);
+    Work* w = nullptr;
+    for (std::uint64_t i = 0; i < kBatch; ++i) w = copy(pack(&rig.token(i)));
+    REQUIRE(w->batch);
+    imgpipe::stages::BatchSlot& b = *w->batch;
+    const imgpipe::stages::DeviceBuffers& buf = b.buffers();
+    transfer(w);
+    CHECK(b.staged == (mapped ? rig.res.ring().device_pointer(b.slot) : buf.d_input.address()));
+    CHECK(transfer.stats().bytes == kBatch * kFrame);  // the GPU's copy of the slot, or the staging copy
+    sink(gpu(w));
+    REQUIRE(data != nullptr);
+    // The batch's data is a device buffer of the batch, never the mapped slot.
+    CHECK(data == (mapped ? buf.d_output.get() : buf.d_input.get()));
+    if (mapped) CHECK(imgpipe::gpu::DeviceAddress(data) != rig.res.ring().device_pointer(b.slot));
+    std::vector<unsigned char> expect;
+    for (std::uint64_t i = 0; i < kBatch; ++i) expect.insert(expect.end(), rig.frames[i]->begin(), rig.frames[i]->end());
+    CHECK(tensor == expect);
+    CHECK(sink.records().at(0).checksum == imgpipe::kernels::checksum_ref(expect.data(), expect.size()));
+    rig.res.finish();
+    transfer.finish();
+    CHECK(rig.res.devices()[0]->transfer.batches == 1);
+    if (d >= 0) CHECK(rig.res.devices()[0]->transfer.bytes == kBatch * kFrame);
   }
 }
 

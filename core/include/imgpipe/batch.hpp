@@ -29,6 +29,11 @@ struct SampleId {
 };
 
 // A batch resident in device memory (host memory on the host backend).
+// On a GPU `data` is always device memory of the batch's device, never the
+// host staging slot: in zero-copy mode (staging.transfer: zero_copy) with a
+// tensor the CPU made (transform.normalize.where: cpu), the GPU copies the
+// mapped, write-combined slot into device memory on `stream` before `ready`:
+// no consumer is handed a pointer into memory that the CPU reads uncached.
 //
 // Lifetime: `data` is valid until the callback that received the batch
 // returns. The memory is reused for a later batch by work enqueued on
@@ -36,7 +41,7 @@ struct SampleId {
 // safely keep reading it; work on other streams must wait on `ready` and be
 // finished (or the data copied) before the callback returns.
 struct DeviceBatch {
-  void* data = nullptr;  // device pointer (host pointer when device == -1)
+  void* data = nullptr;  // device memory (ordinary host memory when device == -1)
   std::vector<std::int64_t> shape;  // {N, C, H, W} or {N, H, W, C}
   DType dtype = DType::float32;
   Layout layout = Layout::nchw;

@@ -60,17 +60,14 @@ struct HeldBatch;
 // many batches that no other could come), next() moves the oldest held
 // batch out of the ring (Report::memory.held_batch_copies counts these;
 // docs/architecture.md, "Holding batches"): the batch keeps the slot's
-// buffer that holds its data, so `data` stays where it was, and the slot
-// gets a new one; with staging.transfer zero_copy, where the data is the
-// mapped ring slot itself, it is copied instead (device memory for a GPU
-// batch, cudaMemcpyAsync on `stream`) and `data` names the copy, unless the
-// batch is pin()ned. `ready` then names an event of the batch's own. Work
-// the caller enqueues on `stream` is ordered before the slot's reuse (and
-// before a move); work on other streams must wait on `ready` first, and
-// finish before release() (or be named to it). A handle may outlive its
-// BatchStream and its Pipeline: the memory is freed when the last handle is
-// gone. Move-only; any thread (a move happens inside next(): pin a batch
-// whose `data` another thread reads meanwhile in zero-copy mode).
+// buffer that holds its data (in every transfer mode: `data` is never the
+// host staging slot itself), so `data` stays where it was, nothing is
+// copied, and the slot gets a new buffer. `ready` then names an event of
+// the batch's own. Work the caller enqueues on `stream` is ordered before
+// the slot's reuse (and before a move); work on other streams must wait on
+// `ready` first, and finish before release() (or be named to it). A handle
+// may outlive its BatchStream and its Pipeline: the memory is freed when the
+// last handle is gone. Move-only; any thread.
 class Batch {
  public:
   Batch() noexcept;
@@ -93,10 +90,8 @@ class Batch {
   // CUDA error.
   void release(CUstream_st* after = nullptr);
 
-  // Keeps `data` where it is until release(): something outside keeps the
-  // address (a DLPack tensor, another thread). Only a zero-copy batch's
-  // address can change (see above): a pinned one stays in its slot, and
-  // next() throws std::logic_error when only such batches could move.
+  // Does nothing: kept for callers that pin a batch whose address something
+  // outside keeps (a DLPack tensor). No batch's `data` changes address.
   void pin();
   // Whether next() moved this batch out of the staging ring (its memory is
   // its own now).
@@ -131,10 +126,8 @@ class BatchStream {
   // handle at the end of the run (or after stop()). Rethrows, once the
   // batches before it were taken, what ended the run (InputError under
   // on_error: fail, CudaError, ...). When the batches the caller holds keep
-  // every staging slot, the oldest that can moves out of the ring (see
-  // Batch); std::logic_error when none can (zero-copy batches, all pinned:
-  // no batch could ever come): release one, or raise staging.slots. The GIL-free wait of a
-  // binding: any thread, one caller at a time.
+  // every staging slot, the oldest moves out of the ring (see Batch). The
+  // GIL-free wait of a binding: any thread, one caller at a time.
   Batch next();
   // The same, waiting at most `timeout`: std::nullopt when no batch came in
   // that time (the run goes on), else what next() returns. For callers that
