@@ -38,8 +38,9 @@ CUctx_st* current_context() noexcept;
 // makes them current again at destruction, "no context" included, so that a
 // call does not leave a primary context current on a thread that had none.
 // With `device` >= 0 it also makes that device current for its scope.
-// Every entry point a user's thread calls (the pull API, the C API) holds
-// one: the library switches devices freely inside. Restoring never throws
+// Every entry point a user's thread calls (Pipeline::run and ~Pipeline, the
+// pull API, the C API) holds one: the library switches devices freely
+// inside. Restoring never throws
 // (a failure is reported on stderr, as IMGPIPE_CUDA_TRY_NOTHROW does).
 // Without a CUDA device or build it does nothing.
 class CurrentDeviceGuard {

@@ -61,10 +61,14 @@ Pipeline::Pipeline(Config config) : impl_(std::make_unique<Impl>()) {
   impl_->engines.warm_up(detail::wanted_decoders(impl_->config));
 }
 Pipeline::~Pipeline() {
+  // The caller's thread keeps its CUDA device and context: the kept
+  // resources and decoders are freed inside the guard's scope.
+  const gpu::CurrentDeviceGuard keep;
   // A stream still running uses this Pipeline's settings and stop flag: it
   // ends first (the batches its caller holds stay valid).
   if (impl_)
     if (auto p = impl_->pulling.lock()) p->shut_down();
+  impl_.reset();
 }
 Pipeline::Pipeline(Pipeline&&) noexcept = default;
 Pipeline& Pipeline::operator=(Pipeline&&) noexcept = default;
@@ -165,6 +169,9 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
 }
 
 Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
+  // The run makes its devices current on this thread (its stages may run
+  // here too): the caller's device and context come back, "none" included.
+  const gpu::CurrentDeviceGuard keep;
   if (auto p = impl_->pulling.lock(); p && !p->done())
     throw std::logic_error("Pipeline::run: a stream of this Pipeline (start()) is still running");
   return impl_->run(callback, options, {}, {});

@@ -2,8 +2,8 @@
 // that fails changes nothing (the batch stays held, its slot is not lost), a
 // stream dropped while releases fail neither terminates nor hangs, a run
 // whose write-combined staging CUDA refuses completes on the fallback, and
-// the pull API's calls leave the caller's CUDA device and context as they
-// were. Release failures are injected (memory/fault_injection.hpp) where the
+// the pull API's calls and the push API's run and destructor leave the
+// caller's CUDA device and context as they were. Release failures are injected (memory/fault_injection.hpp) where the
 // ring makes and records its release event, so these run on every backend.
 #include <doctest/doctest.h>
 
@@ -245,5 +245,47 @@ TEST_CASE("pull API (GPU): every call leaves the caller's current device and con
   // The caller's device: the last one (on one GPU, device 0 made current
   // here, a context the library must leave current).
   pull_run_keeps_thread_state(p, [] { gpu::set_device(gpu::device_count() - 1); });
+}
+
+namespace {
+
+// Two push-API runs (the second takes the first's kept resources) and the
+// Pipeline's end on a fresh thread whose CUDA state `prepare` sets,
+// checking after each that the state is as it was.
+void push_run_keeps_thread_state(void (*prepare)()) {
+  std::thread([prepare] {
+    try {
+      prepare();
+      const ThreadCuda before = ThreadCuda::now();
+      {
+        Pipeline p(config(DeviceSelection::parse("0"), 4, 2));
+        for (int run = 0; run < 2; ++run) {
+          std::size_t samples = 0;
+          p.run([&](const DeviceBatch& b) { samples += b.size(); });
+          CHECK(samples == 20);
+          CHECK_MESSAGE(ThreadCuda::now() == before, "after run() ", run);
+        }
+      }
+      CHECK_MESSAGE(ThreadCuda::now() == before, "after ~Pipeline");
+    } catch (const std::exception& e) {  // a throw on this thread would end the process
+      FAIL_CHECK("the push run threw: ", e.what());
+    }
+  }).join();
+}
+
+}  // namespace
+
+TEST_CASE("push API (GPU): Pipeline::run and ~Pipeline leave the caller's thread without a context when it had none") {
+  IMGPIPE_SKIP_UNLESS(imgpipe::test::have_gpu(), "no CUDA device");
+  push_run_keeps_thread_state([] { CHECK(gpu::current_context() == nullptr); });
+}
+
+TEST_CASE("push API (GPU): Pipeline::run and ~Pipeline leave the caller's current device and context as they were") {
+  IMGPIPE_SKIP_UNLESS(imgpipe::test::have_gpu(), "no CUDA device");
+  // The last device (device 0 on one GPU) made current here: a context the run must leave current.
+  push_run_keeps_thread_state([] {
+    gpu::set_device(gpu::device_count() - 1);
+    CHECK(gpu::current_context() != nullptr);
+  });
 }
 #endif
