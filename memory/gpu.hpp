@@ -125,9 +125,11 @@ void copy_d2h_async(void* dst, const void* src, std::size_t bytes, const Stream&
 // device -1).
 void copy_d2d_async(void* dst, const void* src, std::size_t bytes, const Stream& s);
 // The same two copies out of an address the host must not read (a staging
-// slot's, memory/device_address.hpp): the GPU's copy engine reads it.
+// slot's, memory/device_address.hpp): the GPU's copy engine reads it. The
+// direction comes from the addresses in both (the source may be mapped host
+// memory, which a cudaMemcpyDeviceToHost does not promise to take).
 inline void copy_d2h_async(void* dst, DeviceAddress src, std::size_t bytes, const Stream& s) {
-  copy_d2h_async(dst, src.for_device(), bytes, s);
+  copy_d2d_async(dst, src.for_device(), bytes, s);
 }
 inline void copy_d2d_async(void* dst, DeviceAddress src, std::size_t bytes, const Stream& s) {
   copy_d2d_async(dst, src.for_device(), bytes, s);
