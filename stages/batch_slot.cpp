@@ -21,6 +21,7 @@ std::unique_ptr<DeviceContext> make_device(int d, const BatchLayout& l, const me
     b.copy_start = gpu::Event(d, true);
     b.copy_end = gpu::Event(d, true);
     b.ready = gpu::Event(d, false);
+    b.frames_copied = gpu::Event(d, false);
     if (d >= 0) device_bytes += b.d_input.size() + b.d_output.size() + b.d_checksum.size();
     ctx->buffers.push_back(std::move(b));
   }

@@ -31,6 +31,11 @@ struct DeviceBuffers {
   gpu::DeviceBuffer d_output;
   gpu::DeviceBuffer d_checksum;  // 8 bytes
   gpu::Event copy_start, copy_end, ready;
+  // After the copies of the batch's NVDEC frames that another GPU decoded
+  // (Pack, on the upload stream): the kernels wait for it in every transfer
+  // mode (in zero_copy no staging copy on the upload stream, and so no
+  // copy_end wait, orders them after those copies).
+  gpu::Event frames_copied;
   std::size_t copy_bytes = 0;  // the copy bracketed by copy_start/copy_end
   bool copy_timed = false;     // that copy's duration is not yet in DeviceTransferStats
 };
@@ -110,6 +115,7 @@ struct BatchSlot {
   // copies these and the direct frames between them (held in `holds`).
   std::vector<std::pair<std::size_t, std::size_t>> written;
   std::vector<DirectFrame> direct;
+  bool frames_copied = false;     // DeviceBuffers::frames_copied was recorded for this batch
   DeviceContext* dev = nullptr;   // where the batch was dispatched
   // The staged data as kernels and copies read it: d_input, or the mapped
   // slot in zero-copy mode (host memory on the host backend, read by the

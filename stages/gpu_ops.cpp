@@ -244,6 +244,7 @@ std::size_t GpuOps::launch(BatchSlot& b, const Call* call) {
   const gpu::Stream& stream = b.dev->stream;
   const bool on_gpu = stream.device() >= 0;
   if (b.staged && b.staged == buf.d_input.address()) gpu::stream_wait_event(stream.get(), buf.copy_end);
+  if (b.frames_copied) gpu::stream_wait_event(stream.get(), buf.frames_copied);  // NVDEC frames from another GPU
   if (call != nullptr) gpu::stream_wait_event(stream.get(), call->engine.decoded);
   if (on_gpu && fault::trap(b.index)) kernels::trap_gpu(stream.get());
   std::size_t bytes = 0;
