@@ -445,12 +445,14 @@ std::vector<InputItem> discover_all_inputs(const InputConfig& cfg, std::vector<s
   return items;
 }
 
-InputList build_input_list(const InputConfig& cfg) {
+InputList build_input_list(const InputConfig& cfg, std::uint64_t epoch) {
   InputList out;
   std::vector<InputItem> items = discover_all_inputs(cfg, &out.classes);
   ShardSpec shard = shard_of(cfg);
-  out.items = order_inputs(std::move(items), cfg.loop, cfg.shuffle_seed, shard);
+  const OrderSpec order{cfg.loop, cfg.shuffle_seed, epoch, cfg.shuffle_every_epoch, cfg.shard_remainder};
+  out.items = order_inputs(std::move(items), order, shard, &out.remainder);
   out.shard = std::move(shard);
+  out.epoch = epoch;
   return out;
 }
 

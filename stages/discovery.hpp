@@ -54,12 +54,14 @@ struct InputList {
   std::vector<InputItem> items;
   ShardSpec shard;
   std::vector<std::string> classes;  // input.labels: folders: the class names, in index order
+  std::uint64_t epoch = 0;           // the epoch it was ordered for
+  OrderFigures remainder;            // input.shard_remainder's padding or dropping
 };
 
-// discover_all_inputs(), then order_inputs() with input.loop,
-// input.shuffle and the shard of input.shard, else shard_from_environment(),
-// else the whole list. Throws imgpipe::Error when the list file cannot be read
-// or the launcher's environment is malformed.
-InputList build_input_list(const InputConfig& cfg);
+// discover_all_inputs(), then order_inputs() for `epoch` with input.loop,
+// input.shuffle, input.shard_remainder and the shard of input.shard, else
+// shard_from_environment(), else the whole list. Throws imgpipe::Error when
+// the list file cannot be read or the launcher's environment is malformed.
+InputList build_input_list(const InputConfig& cfg, std::uint64_t epoch = 0);
 
 }  // namespace imgpipe::stages

@@ -1,5 +1,6 @@
 #include "input_order.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
@@ -78,15 +79,27 @@ std::vector<std::string> read_input_list(const std::string& list_file) {
   return out;
 }
 
-std::vector<InputItem> order_inputs(std::vector<InputItem> items, int loop, std::optional<std::uint64_t> seed,
-                                    const ShardSpec& shard) {
-  if (loop < 1) loop = 1;
+std::uint64_t epoch_seed(std::uint64_t seed, std::uint64_t epoch) noexcept {
+  if (epoch == 0) return seed;
+  // SplitMix64's finaliser over the pair: nearby seeds and epochs give
+  // unrelated generator states.
+  auto mix = [](std::uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  return mix(seed ^ mix(epoch + 0x9e3779b97f4a7c15ULL));
+}
+
+std::vector<InputItem> order_inputs(std::vector<InputItem> items, const OrderSpec& order, const ShardSpec& shard,
+                                    OrderFigures* figures) {
+  const int loop = std::max(1, order.loop);
   std::vector<InputItem> all;
   all.reserve(items.size() * static_cast<std::size_t>(loop));
   for (int l = 0; l + 1 < loop; ++l) all.insert(all.end(), items.begin(), items.end());
   all.insert(all.end(), std::make_move_iterator(items.begin()), std::make_move_iterator(items.end()));
-  if (seed) {
-    std::mt19937_64 rng(*seed);
+  if (order.seed) {
+    std::mt19937_64 rng(order.every_epoch ? epoch_seed(*order.seed, order.epoch) : *order.seed);
     for (std::size_t i = all.size(); i > 1; --i) {
       // Uniform j in [0, i) by rejection: identical on every platform.
       const std::uint64_t bound = i, limit = UINT64_MAX - UINT64_MAX % bound;
@@ -96,6 +109,16 @@ std::vector<InputItem> order_inputs(std::vector<InputItem> items, int loop, std:
     }
   }
   if (shard.world_size <= 1) return all;
+  const auto world = static_cast<std::size_t>(shard.world_size);
+  const std::size_t extra = all.size() % world;
+  if (extra != 0 && !all.empty() && order.remainder == ShardRemainder::pad) {
+    const std::size_t pad = world - extra;  // from the start of the order, again and again if it is short
+    for (std::size_t i = 0; i < pad; ++i) all.push_back(all[i % all.size()]);
+    if (figures) figures->padded = pad;
+  } else if (extra != 0 && order.remainder == ShardRemainder::drop) {
+    all.resize(all.size() - extra);
+    if (figures) figures->dropped = extra;
+  }
   std::vector<InputItem> mine;
   mine.reserve(all.size() / shard.world_size + 1);
   for (std::size_t i = static_cast<std::size_t>(shard.rank); i < all.size(); i += shard.world_size)

@@ -41,9 +41,29 @@ std::optional<int> local_rank_from_environment();
 // Throws imgpipe::Error naming the file when it cannot be read.
 std::vector<std::string> read_input_list(const std::string& list_file);
 
-// loop >= 1 copies of the list, shuffled when seed is set, then every item
-// i with i % world_size == rank.
-std::vector<InputItem> order_inputs(std::vector<InputItem> items, int loop, std::optional<std::uint64_t> shuffle_seed,
-                                    const ShardSpec& shard);
+// How an epoch's list is ordered and split (InputConfig's keys).
+struct OrderSpec {
+  int loop = 1;
+  std::optional<std::uint64_t> seed;  // none: discovery order
+  std::uint64_t epoch = 0;
+  bool every_epoch = true;             // a permutation per epoch (else the seed's for every epoch)
+  ShardRemainder remainder = ShardRemainder::uneven;
+};
+
+// What order_inputs did with the remainder on this rank: items repeated
+// (pad) or left out (drop) over every rank, and this rank's share of them.
+struct OrderFigures {
+  std::size_t padded = 0, dropped = 0;
+};
+
+// The seed of an epoch's permutation: `seed` itself for epoch 0 (the one
+// order of input.shuffle's seed before epochs existed), a mix of both after.
+std::uint64_t epoch_seed(std::uint64_t seed, std::uint64_t epoch) noexcept;
+
+// loop >= 1 copies of the list, shuffled when seed is set (with
+// epoch_seed(seed, epoch) when every_epoch), the remainder dealt with, then
+// every item i with i % world_size == rank.
+std::vector<InputItem> order_inputs(std::vector<InputItem> items, const OrderSpec& order, const ShardSpec& shard,
+                                    OrderFigures* figures = nullptr);
 
 }  // namespace imgpipe::stages

@@ -104,6 +104,11 @@ void imgpipe_pipeline_destroy(imgpipe_pipeline* p);
 imgpipe_status imgpipe_pipeline_config_yaml(imgpipe_pipeline* p, const char** out);
 /* Pipeline::request_stop(): thread- and async-signal-safe. */
 void imgpipe_pipeline_request_stop(imgpipe_pipeline* p);
+/* Pipeline::set_epoch() / epoch(): the epoch the next run gets (a run takes
+ * it and the next follows: 0, 1, 2, ...); input.shuffle draws each epoch's
+ * order from (seed, epoch), the same on every rank. NULL is a no-op / 0. */
+void imgpipe_pipeline_set_epoch(imgpipe_pipeline* p, uint64_t epoch);
+uint64_t imgpipe_pipeline_epoch(const imgpipe_pipeline* p);
 
 /* Starts a run whose batches the caller pulls (Pipeline::start). device:
  * NULL for the config's `devices`, else "auto", "cpu", "all", "N" or

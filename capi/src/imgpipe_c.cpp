@@ -336,6 +336,12 @@ void imgpipe_pipeline_request_stop(imgpipe_pipeline* p) {
   if (p != nullptr) p->pipeline.request_stop();
 }
 
+void imgpipe_pipeline_set_epoch(imgpipe_pipeline* p, uint64_t epoch) {
+  if (p != nullptr) p->pipeline.set_epoch(epoch);
+}
+
+uint64_t imgpipe_pipeline_epoch(const imgpipe_pipeline* p) { return p != nullptr ? p->pipeline.epoch() : 0; }
+
 imgpipe_status imgpipe_pipeline_start(imgpipe_pipeline* p, const char* device, imgpipe_stream** out) {
   if (p == nullptr) return null_handle("pipeline");
   if (out == nullptr) return null_handle("out");

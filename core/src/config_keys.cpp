@@ -98,20 +98,25 @@ void check_devices(const KeySpec& k, const Config& c) {
                   key + "[" + std::to_string(i) + "]", 0);
 }
 
-// ---- input.shuffle: {seed: S} (no seed: discovery order)
+// ---- input.shuffle: {seed: S, every_epoch: B} (no seed: discovery order)
 
 void read_shuffle(const YAML::Node& n, const KeySpec& k, Config& c) {
   const std::string key(k.key);
   expect_mapping(n, key);
   for (const auto& kv : n) {
     const std::string name = kv.first.Scalar();
-    if (name != "seed") unknown_key(key + "." + name, line_of(kv.first), {"seed"});
+    if (name == "every_epoch") {
+      c.input.shuffle_every_epoch = to_bool(kv.second, key + ".every_epoch");
+      continue;
+    }
+    if (name != "seed") unknown_key(key + "." + name, line_of(kv.first), {"seed", "every_epoch"});
     if (!kv.second.IsNull()) c.input.shuffle_seed = to_unsigned(kv.second, key + ".seed");
   }
 }
 void write_shuffle(YAML::Emitter& e, const Config& c) {
   e << YAML::Flow << YAML::BeginMap;
   if (c.input.shuffle_seed) e << YAML::Key << "seed" << YAML::Value << *c.input.shuffle_seed;
+  if (!c.input.shuffle_every_epoch) e << YAML::Key << "every_epoch" << YAML::Value << false;
   e << YAML::EndMap;
 }
 void no_check(const KeySpec&, const Config&) {}
@@ -189,11 +194,19 @@ constexpr KeySpec kKeys[] = {
   field<&C::input, &In::loop>("input.loop", between(1, 1000000),
       "Repeat the whole input list this many times (benchmarks, soak runs)."),
   special("input.shuffle", Kind::shuffle, any_value(), {&read_shuffle, &write_shuffle, &no_check, nullptr},
-      "Shuffle the (looped) list with this seed, e.g. {seed: 42}; {} keeps the discovery order."),
+      "Shuffle the (looped) list with this seed, e.g. {seed: 42}; {} keeps the discovery order. Each epoch "
+      "(run of a kept Pipeline; Pipeline::set_epoch, Python Loader.set_epoch) draws its own permutation from "
+      "(seed, epoch), the same on every rank, epoch 0's being the seed's alone; every_epoch: false keeps the "
+      "seed's one order for every epoch, e.g. {seed: 42, every_epoch: false}."),
   special("input.shard", Kind::shard, between(1, 1 << 20), {&read_shard, &write_shard, &check_shard, nullptr},
       "This process's part of the input: items i with i % world_size == rank, e.g. {rank: 0, world_size: 4}. "
       "{} takes it from the launcher's environment (RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, "
       "SLURM_PROCID/SLURM_NTASKS), or the whole input when none is set."),
+  choice<shard_remainder_names, &C::input, &In::shard_remainder>("input.shard_remainder",
+      "The items of an epoch beyond a multiple of the ranks (world_size > 1). uneven: every item once, the "
+      "first ranks one more; pad: as torchvision's DistributedSampler, items from the start of the epoch's "
+      "order repeated until every rank has as many; drop: as DALI, the last ones left out. The report's "
+      "inputs say how many were padded or dropped."),
   field<&C::input, &In::video, &Vid::start>("input.video.start", at_least(0),
       "First frame index delivered from each video. Videos decode on their own threads (several upcoming "
       "files at once); a video that cannot be opened or breaks off is one failure naming the frame where it "

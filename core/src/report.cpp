@@ -164,8 +164,14 @@ void Report::print_table(std::ostream& os) const {
     os << fmt::format("diagnostics: {} ({}, not a normal run)\n", set,
                       diagnostics.size() == 1 ? "a measurement knob" : "measurement knobs");
   }
-  if (shard.world_size > 1)
-    os << fmt::format("shard: rank {} of {} (from {})\n", shard.rank, shard.world_size, shard.origin);
+  if (shard.world_size > 1) {
+    os << fmt::format("shard: rank {} of {} (from {}), remainder {}", shard.rank, shard.world_size, shard.origin,
+                      shard.remainder);
+    if (shard.padded > 0) os << fmt::format(": {} repeated", count(shard.padded, "item"));
+    if (shard.dropped > 0) os << fmt::format(": {} left out", count(shard.dropped, "item"));
+    os << "\n";
+  }
+  if (epoch > 0) os << fmt::format("epoch: {}\n", epoch);
   if (!classes.empty()) os << fmt::format("classes: {} (input.labels: folders)\n", classes.size());
   print_inputs(*this, os);
   print_memory_and_decode(*this, os);
@@ -272,7 +278,9 @@ std::string Report::to_json(int indent) const {
   j["stages"] = stages_json(stages);
   nlohmann::json failures = nlohmann::json::array();
   for (const auto& f : inputs.failures) failures.push_back({{"path", f.path}, {"frame", f.frame}, {"reason", f.reason}});
-  j["shard"] = {{"rank", shard.rank}, {"world_size", shard.world_size}, {"origin", shard.origin}};
+  j["shard"] = {{"rank", shard.rank},           {"world_size", shard.world_size}, {"origin", shard.origin},
+                {"remainder", shard.remainder}, {"padded", shard.padded},         {"dropped", shard.dropped}};
+  j["epoch"] = epoch;
   j["classes"] = classes;
   j["inputs"] = {{"discovered", inputs.discovered}, {"delivered", inputs.delivered},
                  {"failed", inputs.failed},         {"dropped", inputs.dropped},

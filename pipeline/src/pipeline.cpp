@@ -37,6 +37,7 @@ struct Pipeline::Impl {
   // of the pull API still hold some of it.
   std::shared_ptr<stages::BatchResources> kept;
   std::weak_ptr<detail::PullRun> pulling;  // the stream of start() while it runs
+  std::atomic<std::uint64_t> next_epoch{0};  // the epoch the next run gets
 
   std::shared_ptr<stages::BatchResources> resources_for(const stages::BatchLayout& layout) {
     std::shared_ptr<stages::BatchResources> r = std::move(kept);
@@ -74,6 +75,8 @@ Pipeline::Pipeline(Pipeline&&) noexcept = default;
 Pipeline& Pipeline::operator=(Pipeline&&) noexcept = default;
 
 void Pipeline::request_stop() noexcept { impl_->stop.store(true, std::memory_order_relaxed); }
+void Pipeline::set_epoch(std::uint64_t epoch) noexcept { impl_->next_epoch.store(epoch); }
+std::uint64_t Pipeline::epoch() const noexcept { return impl_->next_epoch.load(); }
 const Config& Pipeline::config() const noexcept { return impl_->config; }
 
 namespace {
@@ -125,7 +128,9 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   Diagnostics diagnostics = Diagnostics::from_environment();
   // Discovery first: the plan depends on what the inputs are (a run of
   // videos alone makes no JPEG engines and converts its frames on the GPU).
-  const stages::InputList inputs = pushed ? stages::InputList{} : stages::build_input_list(cfg.input);
+  const std::uint64_t epoch = options.epoch.value_or(next_epoch.load());
+  next_epoch.store(epoch + 1);
+  const stages::InputList inputs = pushed ? stages::InputList{} : stages::build_input_list(cfg.input, epoch);
   if (inputs.items.empty() && !pushed) throw no_inputs(cfg.input, inputs.shard);
   const detail::InputMix mix = detail::input_mix(inputs.items, pushed);
   const detail::RunPlan plan = [&] {
@@ -160,7 +165,13 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   }
   times.end = detail::RunTimes::clock::now();
   Report report = detail::assemble_report(cfg, plan, stages, resources, times, stop.load());
-  report.shard = {inputs.shard.rank, inputs.shard.world_size, inputs.shard.origin};
+  report.shard = {inputs.shard.rank,
+                  inputs.shard.world_size,
+                  inputs.shard.origin,
+                  std::string(enum_name(shard_remainder_names, cfg.input.shard_remainder)),
+                  inputs.remainder.padded,
+                  inputs.remainder.dropped};
+  report.epoch = epoch;
   report.classes = inputs.classes;
   report.timeline = std::move(timeline);
   report.latency = stages.sink.latency().summary();

@@ -94,6 +94,8 @@ for name, res, args in [
     ("imgpipe_pipeline_destroy", None, [_p]),
     ("imgpipe_pipeline_config_yaml", _st, [_p, _ps]),
     ("imgpipe_pipeline_request_stop", None, [_p]),
+    ("imgpipe_pipeline_set_epoch", None, [_p, ctypes.c_uint64]),
+    ("imgpipe_pipeline_epoch", ctypes.c_uint64, [_p]),
     ("imgpipe_pipeline_start", _st, [_p, _s, _pp]),
     ("imgpipe_stream_next", _st, [_p, ctypes.c_int64, _pp]),
     ("imgpipe_stream_stop", None, [_p]),

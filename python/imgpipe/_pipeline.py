@@ -617,6 +617,18 @@ class Pipeline(_Owned):
         """Stops the running run, if any (its report is kept: report())."""
         self.close_stream()
 
+    def set_epoch(self, epoch: int) -> None:
+        """Makes the next run epoch `epoch` (as DistributedSampler.set_epoch): input.shuffle draws each
+        epoch's order from (seed, epoch), the same on every rank. Runs count on from it: 0, 1, 2, ..."""
+        if int(epoch) < 0:
+            raise ValueError(f"epoch must be >= 0, not {epoch}")
+        lib.imgpipe_pipeline_set_epoch(self._handle(), int(epoch))
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next run gets."""
+        return int(lib.imgpipe_pipeline_epoch(self._handle()))
+
     def request_stop(self) -> None:
         """Asks the current run to stop soon (thread-safe); iteration ends after the frames in flight."""
         if self._h is not None:

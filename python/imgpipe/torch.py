@@ -57,8 +57,13 @@ class Loader:
             del batch  # the tensor holds the memory now
             yield x, y
 
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch of the next iteration (as DistributedSampler.set_epoch): with input.shuffle each
+        epoch has its own order, the same on every rank. Without it iterations count 0, 1, 2, ..."""
+        self.pipeline.set_epoch(epoch)
+
     def report(self) -> Dict[str, Any]:
-        """The last epoch's report (a dict): throughput per stage, inputs, shard, ..."""
+        """The last epoch's report (a dict): throughput per stage, inputs, shard, epoch, ..."""
         return self.pipeline.report()
 
     def stop(self) -> None:

@@ -129,3 +129,21 @@ def test_stream_api(host):
 def test_version():
     assert imgpipe.version() == imgpipe.__version__ and imgpipe.version().count(".") == 2
     assert imgpipe.built_with_cuda() in (True, False)
+
+
+def test_epochs_draw_a_new_order_and_set_epoch_replays_one():
+    # input.shuffle: each run of a kept Pipeline is the next epoch, with its own order.
+    p = imgpipe.Pipeline({"input": {"paths": [str(SAMPLES)], "shuffle": {"seed": 3}}, "batch": {"size": 4},
+                          "transform.resize": {"width": 8, "height": 8}}, device="cpu")
+
+    def order():
+        return [s.path for b in p for s in b.samples]
+
+    assert p.epoch == 0
+    e0, e1 = order(), order()
+    assert p.epoch == 2 and e0 != e1 and sorted(e0) == sorted(e1)
+    assert p.report()["epoch"] == 1
+    p.set_epoch(0)
+    assert order() == e0
+    with pytest.raises(ValueError):
+        p.set_epoch(-1)

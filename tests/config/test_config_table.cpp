@@ -59,6 +59,8 @@ Config every_key_changed() {
   c.input.loop = 3;
   c.input.shuffle_seed = UINT64_MAX;
   c.input.shard = {2, 5};
+  c.input.shuffle_every_epoch = false;
+  c.input.shard_remainder = ShardRemainder::pad;
   c.input.video = {10, 3, 100, 2.5f, 0.25f, 6, VideoOrder::turns, 3, false, Where::cpu};
   c.input.labels = Labels::folders;
   c.decode.threads = 5;

@@ -417,3 +417,94 @@ TEST_CASE("inputs: imgpipe processes started with RANK/WORLD_SIZE, OMPI_* or SLU
   CHECK(rc != 0);
   CHECK(text.find("RANK='two'") != std::string::npos);
 }
+
+TEST_CASE("inputs: a kept Pipeline's runs are epochs: each its own order, set_epoch replays one, ranks cover it") {
+  const auto samples = imgpipe::test::sample_images();
+  REQUIRE(samples.size() >= 10);
+  std::vector<std::string> paths;
+  for (std::size_t i = 0; i < 10; ++i) paths.push_back(samples[i].string());
+  Config cfg = small_config(paths, 4);
+  cfg.input.shuffle_seed = 7;
+  // One run's sample paths in delivery order (batches are in order).
+  const auto order_of = [](Pipeline& p, std::optional<std::uint64_t> epoch = std::nullopt) {
+    std::vector<std::string> order;
+    imgpipe::RunOptions o;
+    o.epoch = epoch;
+    const auto r = p.run(
+        [&](const DeviceBatch& b) {
+          for (std::size_t i = 0; i < b.size(); ++i) order.push_back(b.samples[i].path);
+        },
+        o);
+    return std::make_pair(order, r);
+  };
+  Pipeline p(cfg);
+  CHECK(p.epoch() == 0);
+  const auto [e0, r0] = order_of(p);
+  const auto [e1, r1] = order_of(p);
+  const auto [e2, r2] = order_of(p);
+  CHECK(p.epoch() == 3);
+  CHECK(r0.epoch == 0);
+  CHECK(r1.epoch == 1);
+  CHECK(r2.epoch == 2);
+  CHECK(nlohmann::json::parse(r2.to_json()).at("epoch") == 2);
+  CHECK(e0 != e1);
+  CHECK(e1 != e2);
+  for (const auto* e : {&e0, &e1, &e2}) CHECK(std::set<std::string>(e->begin(), e->end()) == std::set<std::string>(paths.begin(), paths.end()));
+  // Epoch 0 of a kept Pipeline is the order a fresh one gives (what input.shuffle gave before epochs).
+  Pipeline fresh(cfg);
+  CHECK(order_of(fresh).first == e0);
+  // set_epoch replays an epoch exactly; RunOptions::epoch chooses one for a run.
+  p.set_epoch(1);
+  CHECK(order_of(p).first == e1);
+  CHECK(p.epoch() == 2);
+  CHECK(order_of(fresh, 2).first == e2);
+  // every_epoch false: one order for every epoch.
+  Config same = cfg;
+  same.input.shuffle_every_epoch = false;
+  Pipeline q(same);
+  const auto q0 = order_of(q).first;
+  CHECK(q0 == e0);
+  CHECK(order_of(q).first == q0);
+
+  // 4 ranks of epoch 1 (10 items): uneven covers it once; pad repeats the
+  // epoch's first 2; drop leaves its last 2 out. Every rank as many with pad and drop.
+  for (const imgpipe::ShardRemainder rem :
+       {imgpipe::ShardRemainder::uneven, imgpipe::ShardRemainder::pad, imgpipe::ShardRemainder::drop}) {
+    CAPTURE(static_cast<int>(rem));
+    std::multiset<std::string> all;
+    std::set<std::size_t> sizes;
+    for (int rank = 0; rank < 4; ++rank) {
+      Config c = cfg;
+      c.input.shard = {rank, 4};
+      c.input.shard_remainder = rem;
+      Pipeline rp(c);
+      rp.set_epoch(1);
+      const auto [mine, report] = order_of(rp);
+      CHECK(report.shard.remainder == std::string(imgpipe::enum_name(imgpipe::shard_remainder_names, rem)));
+      CHECK(report.shard.padded == (rem == imgpipe::ShardRemainder::pad ? 2u : 0u));
+      CHECK(report.shard.dropped == (rem == imgpipe::ShardRemainder::drop ? 2u : 0u));
+      for (std::size_t k = 0; k < mine.size(); ++k) {
+        const std::size_t pos = static_cast<std::size_t>(rank) + 4 * k;
+        CHECK(mine[k] == e1[pos % e1.size()]);  // rank r deals positions r, r + 4, ... of the epoch's order
+      }
+      all.insert(mine.begin(), mine.end());
+      sizes.insert(mine.size());
+    }
+    const std::set<std::string> distinct(all.begin(), all.end());
+    if (rem == imgpipe::ShardRemainder::uneven) {
+      CHECK(all.size() == 10);
+      CHECK(distinct.size() == 10);
+    } else if (rem == imgpipe::ShardRemainder::pad) {
+      CHECK(all.size() == 12);
+      CHECK(distinct.size() == 10);
+      CHECK(all.count(e1[0]) == 2);
+      CHECK(all.count(e1[1]) == 2);
+      CHECK(sizes.size() == 1);
+    } else {
+      CHECK(all.size() == 8);
+      CHECK(all.count(e1[8]) == 0);
+      CHECK(all.count(e1[9]) == 0);
+      CHECK(sizes.size() == 1);
+    }
+  }
+}

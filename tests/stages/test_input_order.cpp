@@ -32,6 +32,15 @@ using imgpipe::test::TempDir;
 
 namespace {
 
+// input.loop and input.shuffle's seed alone (epoch 0, the remainder uneven).
+std::vector<InputItem> ordered(const std::vector<InputItem>& items, int loop, std::optional<std::uint64_t> seed,
+                               const ShardSpec& shard) {
+  imgpipe::stages::OrderSpec o;
+  o.loop = loop;
+  o.seed = seed;
+  return order_inputs(items, o, shard);
+}
+
 std::vector<InputItem> numbered(int n) {
   std::vector<InputItem> v;
   for (int i = 0; i < n; ++i) v.push_back({"item_" + std::to_string(i), -1, {}, false});
@@ -86,7 +95,7 @@ TEST_CASE("input order: the shards of every world size are disjoint and together
   for (const std::optional<std::uint64_t> seed : {std::optional<std::uint64_t>{}, std::optional<std::uint64_t>{1},
                                                   std::optional<std::uint64_t>{0xC0FFEE}}) {
     for (const int loop : {1, 3}) {
-      const auto whole = order_inputs(items, loop, seed, ShardSpec{0, 1, "default"});
+      const auto whole = ordered(items, loop, seed, ShardSpec{0, 1, "default"});
       REQUIRE(whole.size() == items.size() * static_cast<std::size_t>(loop));
       for (const int world : {1, 2, 3, 4, 7, 16, 53, 200}) {
         CAPTURE(seed.value_or(0));
@@ -97,7 +106,7 @@ TEST_CASE("input order: the shards of every world size are disjoint and together
         std::vector<int> taken(whole.size(), 0);
         std::size_t total = 0;
         for (int rank = 0; rank < world; ++rank) {
-          const auto mine = order_inputs(items, loop, seed, ShardSpec{rank, world, "test"});
+          const auto mine = ordered(items, loop, seed, ShardSpec{rank, world, "test"});
           total += mine.size();
           for (std::size_t k = 0; k < mine.size(); ++k) {
             const std::size_t pos = static_cast<std::size_t>(rank) + k * static_cast<std::size_t>(world);
@@ -109,15 +118,15 @@ TEST_CASE("input order: the shards of every world size are disjoint and together
         CHECK(total == whole.size());
         CHECK(std::count(taken.begin(), taken.end(), 1) == static_cast<std::ptrdiff_t>(whole.size()));
         // Shard sizes differ by at most one.
-        const auto first = order_inputs(items, loop, seed, ShardSpec{0, world, "test"}).size();
-        const auto last = order_inputs(items, loop, seed, ShardSpec{world - 1, world, "test"}).size();
+        const auto first = ordered(items, loop, seed, ShardSpec{0, world, "test"}).size();
+        const auto last = ordered(items, loop, seed, ShardSpec{world - 1, world, "test"}).size();
         CHECK(first - last <= 1);
       }
       // Without loop, the union of the paths is the input, each once.
       if (loop == 1) {
         std::multiset<std::string> u;
         for (int rank = 0; rank < 5; ++rank)
-          for (const auto& p : paths_of(order_inputs(items, 1, seed, ShardSpec{rank, 5, "test"}))) u.insert(p);
+          for (const auto& p : paths_of(ordered(items, 1, seed, ShardSpec{rank, 5, "test"}))) u.insert(p);
         const auto all = paths_of(items);
         CHECK(u == std::multiset<std::string>(all.begin(), all.end()));
       }
@@ -127,9 +136,9 @@ TEST_CASE("input order: the shards of every world size are disjoint and together
 
 TEST_CASE("input order: the shuffle is a deterministic permutation, the same on every platform") {
   const auto items = numbered(10);
-  const auto a = paths_of(order_inputs(items, 1, 42, {}));
-  const auto b = paths_of(order_inputs(items, 1, 42, {}));
-  const auto c = paths_of(order_inputs(items, 1, 43, {}));
+  const auto a = paths_of(ordered(items, 1, 42, {}));
+  const auto b = paths_of(ordered(items, 1, 42, {}));
+  const auto c = paths_of(ordered(items, 1, 43, {}));
   CHECK(a == b);
   CHECK(a != c);
   CHECK(a != paths_of(items));
@@ -142,7 +151,7 @@ TEST_CASE("input order: the shuffle is a deterministic permutation, the same on 
   CHECK(a == std::vector<std::string>{"item_1", "item_7", "item_9", "item_0", "item_3", "item_8", "item_4", "item_2",
                                       "item_5", "item_6"});
   // Loop then shuffle: the copies are mixed, each item still `loop` times.
-  const auto looped = paths_of(order_inputs(items, 3, 7, {}));
+  const auto looped = paths_of(ordered(items, 3, 7, {}));
   std::map<std::string, int> count;
   for (const auto& p : looped) ++count[p];
   CHECK(count.size() == 10);
@@ -152,11 +161,11 @@ TEST_CASE("input order: the shuffle is a deterministic permutation, the same on 
 
 TEST_CASE("input order: loop repeats the list in order, and no seed keeps discovery order") {
   const auto items = numbered(4);
-  CHECK(paths_of(order_inputs(items, 1, std::nullopt, {})) == paths_of(items));
-  const auto three = paths_of(order_inputs(items, 3, std::nullopt, {}));
+  CHECK(paths_of(ordered(items, 1, std::nullopt, {})) == paths_of(items));
+  const auto three = paths_of(ordered(items, 3, std::nullopt, {}));
   REQUIRE(three.size() == 12);
   for (std::size_t i = 0; i < 12; ++i) CHECK(three[i] == "item_" + std::to_string(i % 4));
-  CHECK(order_inputs(items, 0, std::nullopt, {}).size() == 4);  // loop < 1 counts as 1
+  CHECK(ordered(items, 0, std::nullopt, {}).size() == 4);  // loop < 1 counts as 1
 }
 
 TEST_CASE("input order: the shard from each launcher's environment variables, in order of precedence") {
@@ -302,4 +311,90 @@ TEST_CASE("input order: build_input_list = paths + list entries, videos marked, 
 
   cfg.list = (d / "nope.txt").string();
   CHECK(error_of([&] { (void)build_input_list(cfg); }).find("nope.txt") != std::string::npos);
+}
+
+TEST_CASE("input order: each epoch has its own permutation, the same on every rank; every_epoch false keeps one") {
+  const auto items = numbered(50);
+  imgpipe::stages::OrderSpec o;
+  o.seed = 42;
+  const auto epoch_order = [&](std::uint64_t e, const ShardSpec& shard = {}) {
+    o.epoch = e;
+    return paths_of(order_inputs(items, o, shard));
+  };
+  // Epoch 0 is the seed's one order (what input.shuffle gave before epochs).
+  CHECK(epoch_order(0) == paths_of(ordered(items, 1, 42, {})));
+  const auto e1 = epoch_order(1), e2 = epoch_order(2);
+  CHECK(e1 != epoch_order(0));
+  CHECK(e2 != e1);
+  CHECK(epoch_order(1) == e1);  // reproducible
+  CHECK(std::set<std::string>(e1.begin(), e1.end()).size() == 50);
+  // Nearby seeds and epochs give unrelated orders (not shifted copies).
+  CHECK(imgpipe::stages::epoch_seed(42, 1) != imgpipe::stages::epoch_seed(43, 1));
+  CHECK(imgpipe::stages::epoch_seed(42, 1) != imgpipe::stages::epoch_seed(42, 2));
+  CHECK(imgpipe::stages::epoch_seed(42, 0) == 42);
+  // 4 ranks of epoch 3: disjoint, together the whole input, as the whole order dealt out.
+  const auto whole = epoch_order(3);
+  std::multiset<std::string> u;
+  for (int rank = 0; rank < 4; ++rank) {
+    const auto mine = epoch_order(3, ShardSpec{rank, 4, "test"});
+    for (std::size_t k = 0; k < mine.size(); ++k) CHECK(mine[k] == whole[static_cast<std::size_t>(rank) + 4 * k]);
+    u.insert(mine.begin(), mine.end());
+  }
+  const auto all = paths_of(items);
+  CHECK(u == std::multiset<std::string>(all.begin(), all.end()));
+  // every_epoch false: the seed's order every epoch.
+  o.every_epoch = false;
+  CHECK(epoch_order(5) == epoch_order(0));
+}
+
+TEST_CASE("input order: the remainder is spread (uneven), padded from the epoch's start (pad) or left out (drop)") {
+  using imgpipe::ShardRemainder;
+  for (const int n : {1, 10, 13, 20}) {
+    const auto items = numbered(n);
+    for (const int world : {1, 3, 4, 7, 16}) {
+      CAPTURE(n);
+      CAPTURE(world);
+      imgpipe::stages::OrderSpec o;
+      o.seed = 9;
+      o.epoch = 2;
+      const auto whole = paths_of(order_inputs(items, o, {}));
+      for (const ShardRemainder r : {ShardRemainder::uneven, ShardRemainder::pad, ShardRemainder::drop}) {
+        CAPTURE(static_cast<int>(r));
+        o.remainder = r;
+        std::map<std::string, int> seen;
+        std::vector<std::size_t> sizes;
+        std::size_t padded = 0, dropped = 0;
+        for (int rank = 0; rank < world; ++rank) {
+          imgpipe::stages::OrderFigures f;
+          const auto mine = paths_of(order_inputs(items, o, ShardSpec{rank, world, "test"}, &f));
+          sizes.push_back(mine.size());
+          for (const auto& p : mine) ++seen[p];
+          padded = f.padded;
+          dropped = f.dropped;
+        }
+        const std::size_t extra = world > 1 ? static_cast<std::size_t>(n % world) : 0;
+        const auto [lo, hi] = std::minmax_element(sizes.begin(), sizes.end());
+        if (r == ShardRemainder::uneven || extra == 0) {
+          CHECK(*hi - *lo <= 1);
+          CHECK(seen.size() == static_cast<std::size_t>(n));  // each once
+          for (const auto& [p, k] : seen) CHECK(k == 1);
+          CHECK(padded + dropped == 0);
+        } else if (r == ShardRemainder::pad) {
+          CHECK(*hi == *lo);  // every rank as many
+          CHECK(padded == static_cast<std::size_t>(world) - extra);
+          CHECK(seen.size() == static_cast<std::size_t>(n));  // nothing lost
+          int twice = 0;
+          for (const auto& [p, k] : seen) twice += k - 1;
+          CHECK(twice == static_cast<int>(padded));
+          // The repeated ones are the first of the epoch's order.
+          for (std::size_t i = 0; i < padded; ++i) CHECK(seen[whole[i % whole.size()]] >= 2);
+        } else {
+          CHECK(*hi == *lo);
+          CHECK(dropped == extra);
+          CHECK(seen.size() == static_cast<std::size_t>(n) - extra);
+          for (std::size_t i = whole.size() - extra; i < whole.size(); ++i) CHECK(seen.count(whole[i]) == 0);
+        }
+      }
+    }
+  }
 }

@@ -31,10 +31,15 @@ enum class Labels : std::uint8_t { none, folders };
 enum class VideoOrder : std::uint8_t { ready, turns };
 // decode.verify: what is checked before a JPEG goes to the GPU's engines.
 enum class Verify : std::uint8_t { markers, full };
+// input.shard_remainder: what happens to the items of an epoch that do not
+// divide evenly among the ranks.
+enum class ShardRemainder : std::uint8_t { uneven, pad, drop };
 
 // The names config files use for each enum's values (the only list of them).
 inline constexpr EnumName<OnError> on_error_names[] = {{OnError::skip, "skip"}, {OnError::fail, "fail"}};
 inline constexpr EnumName<Verify> verify_names[] = {{Verify::markers, "markers"}, {Verify::full, "full"}};
+inline constexpr EnumName<ShardRemainder> shard_remainder_names[] = {
+    {ShardRemainder::uneven, "uneven"}, {ShardRemainder::pad, "pad"}, {ShardRemainder::drop, "drop"}};
 inline constexpr EnumName<Where> where_names[] = {{Where::cpu, "cpu"}, {Where::gpu, "gpu"}, {Where::automatic, "auto"}};
 inline constexpr EnumName<ResizeMode> resize_mode_names[] = {
     {ResizeMode::stretch, "stretch"}, {ResizeMode::letterbox, "letterbox"}, {ResizeMode::center_crop, "center_crop"}};
@@ -97,7 +102,17 @@ struct InputConfig {
   std::string list;  // a file naming one input per line (added after paths)
   int loop = 1;      // repeat the input list this many times
   std::optional<std::uint64_t> shuffle_seed;  // input.shuffle: {seed: S}
+  // input.shuffle: {every_epoch}: each epoch (run of a kept Pipeline) its own
+  // permutation, drawn from (seed, epoch), the same on every rank; epoch 0's
+  // is the seed's alone. false: the seed's one order every epoch.
+  bool shuffle_every_epoch = true;
   ShardConfig shard;
+  // The items of an epoch beyond a multiple of the ranks: uneven (each item
+  // once; the first ranks get one more), pad (torchvision's
+  // DistributedSampler: items from the start of the epoch's order repeated
+  // until every rank has as many), drop (DALI: the last ones left out, every
+  // rank has as many). Applies to the looped, shuffled list.
+  ShardRemainder shard_remainder = ShardRemainder::uneven;
   VideoConfig video;
   // folders: each sample's label is the index of its class, the first-level
   // sub-folder of the input.paths folder it was found in (torchvision's

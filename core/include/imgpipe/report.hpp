@@ -125,7 +125,15 @@ struct Report {
     int rank = 0;
     int world_size = 1;
     std::string origin = "default";  // "config", "RANK/WORLD_SIZE", "OMPI_COMM_WORLD_*", "SLURM_*", "PMI_*" or "default"
+    // input.shard_remainder, and the items it repeated (pad) or left out
+    // (drop) over every rank this epoch.
+    std::string remainder = "uneven";
+    std::uint64_t padded = 0, dropped = 0;
   } shard;
+  // The epoch this run was (a kept Pipeline's runs are epochs 0, 1, 2, ...;
+  // Pipeline::set_epoch and RunOptions::epoch choose): input.shuffle's order
+  // is drawn from (seed, epoch).
+  std::uint64_t epoch = 0;
 
   // input.labels: folders: the class names, sorted; SampleId::label indexes
   // them (the same list on every rank: it comes from the whole input). Empty

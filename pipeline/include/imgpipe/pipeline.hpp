@@ -46,6 +46,9 @@ struct RunOptions {
   // (which are then not read, nor checked). The run ends when the source is
   // closed and drained, or when it is stopped.
   std::shared_ptr<PushSource> source;
+  // The epoch of this run (input.shuffle's order is drawn from the seed and
+  // the epoch); unset: the Pipeline's next one (Pipeline::epoch()).
+  std::optional<std::uint64_t> epoch;
 };
 
 namespace detail {
@@ -210,6 +213,15 @@ class Pipeline {
   // Thread- and async-signal-safe: asks the current (or the next) run() to
   // stop soon; the request is spent when that run returns.
   void request_stop() noexcept;
+
+  // Epochs: a kept Pipeline's runs (run() and start()) are epochs 0, 1, 2,
+  // ...; each run takes epoch() (or RunOptions::epoch) and the next one
+  // follows it. set_epoch(e) makes the next run epoch e, as a
+  // DistributedSampler's set_epoch does: every rank that sets the same epoch
+  // gets its shard of the same permutation (input.shuffle), and a new epoch
+  // draws a new one. Not while a run is being started.
+  void set_epoch(std::uint64_t epoch) noexcept;
+  std::uint64_t epoch() const noexcept;
 
   const Config& config() const noexcept;
 
