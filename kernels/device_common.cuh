@@ -54,6 +54,7 @@ struct ImageArg {
   int sw, sh;
   int x0, y0, rw, rh;
   int index;  // position in the output batch
+  int flip;   // bit 0: mirrored left to right, bit 1: top to bottom (SrcImage::flip_x / flip_y)
 };
 
 // The descriptor of image i of b (validated) with C channels.
@@ -72,6 +73,7 @@ inline ImageArg image_arg(const ResizeBatch& b, int i, int C) {
   g.rw = q.rw;
   g.rh = q.rh;
   g.index = i;
+  g.flip = (q.flip_x ? 1 : 0) | (q.flip_y ? 2 : 0);
   return g;
 }
 

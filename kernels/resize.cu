@@ -164,7 +164,7 @@ struct ColumnTaps {
 #pragma unroll
     for (int j = 0; j < kCols; ++j) {
       const int X = xbase + 32 * j;
-      const int rx = X - im.x0;
+      const int rx = ((im.flip & 1) ? W - 1 - X : X) - im.x0;  // a mirrored canvas reads its column W-1-X
       const bool inside = X < W && rx >= 0 && rx < im.rw;
       if constexpr (kLinear) {
         const LinearTap t = linear_tap(rx, im.scale_x, im.sw, true);
@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) resample_kernel(const __
       mis = static_cast<int>(reinterpret_cast<std::uintptr_t>(im.src) & 7);
     }
     const unsigned char* const src = im.src;
-    const int ry = Y - im.y0;
+    const int ry = ((im.flip & 2) ? H - 1 - Y : Y) - im.y0;
     const bool row_in = ry >= 0 && ry < im.rh;
     int r0 = 0, r1 = 0;  // byte offsets of the two source rows
     int b0 = 0, b1 = 0;
@@ -312,7 +312,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) resample_yuv_kernel(cons
 #pragma unroll
       for (int j = 0; j < kCols; ++j) {
         const int X = xbase + 32 * j;
-        const int rx = X - im.g.x0;
+        const int rx = ((im.g.flip & 1) ? W - 1 - X : X) - im.g.x0;
         const bool inside = X < W && rx >= 0 && rx < im.g.rw;
         if constexpr (kLinear) {
           const LinearTap t = linear_tap(rx, im.g.scale_x, im.g.sw, true);
@@ -327,7 +327,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) resample_yuv_kernel(cons
         }
       }
     }
-    const int ry = Y - im.g.y0;
+    const int ry = ((im.g.flip & 2) ? H - 1 - Y : Y) - im.g.y0;
     const bool row_in = ry >= 0 && ry < im.g.rh;
     int y0 = 0, y1 = 0, b0 = 0, b1 = 0;
     if (row_in) {
@@ -458,6 +458,7 @@ void resample_yuv_gpu(const ResizeBatch& b, const OutputSpec& out, const std::ve
       y.g.rw = q.rw;
       y.g.rh = q.rh;
       y.g.index = i;
+      y.g.flip = (q.flip_x ? 1 : 0) | (q.flip_y ? 2 : 0);
       y.img = q.yuv;
       y.coef = make_coeffs(q.yuv.format.matrix, q.yuv.format.range, q.yuv.format.bits);
     }

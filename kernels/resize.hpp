@@ -79,11 +79,14 @@ struct SrcImage {
   std::size_t pitch = 0;   // bytes between rows; 0 means width * channels
   // The image's own pixels (device memory for the GPU kernels), for an image
   // that does not lie in `src` (a frame the GPU decoded); null: src + offset.
-  const std::uint8_t* data = nullptr;
+  const std::uint8_t* data = nullptr;  // (then `offset` counts from data)
   // Set: the image is YUV (SrcYuv above; width/height are the luma size,
   // `pitch` must be 0: the planes' pitches are in yuv->pitch). Unset: u8
   // pixels of `channels` channels.
   std::optional<SrcYuv> yuv = std::nullopt;
+  // The image's canvas mirrored after the resize: left to right (flip_x),
+  // top to bottom (flip_y); the padding mirrors with it.
+  bool flip_x = false, flip_y = false;
 };
 
 // Where one resized image lies in the canvas: the source is resized as

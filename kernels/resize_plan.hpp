@@ -23,6 +23,7 @@ struct ImagePlan {
   // A YUV image (SrcImage::yuv): its planes; src and pitch are then unused.
   bool is_yuv = false;
   YuvImage yuv;
+  bool flip_x = false, flip_y = false;  // SrcImage's: the canvas mirrored
 };
 
 // Plan of image i (b already validated).

@@ -4,6 +4,7 @@
 #include "resize.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -119,7 +120,7 @@ namespace detail {
 YuvImage yuv_image(const ResizeBatch& b, int i) {
   const SrcImage& im = b.images[i];
   const SrcYuv& s = *im.yuv;
-  const std::uint8_t* base = im.data ? im.data : b.src + im.offset;
+  const std::uint8_t* base = (im.data ? im.data : b.src) + im.offset;
   const std::size_t row = static_cast<std::size_t>(im.width) * s.format.bytes;
   const std::size_t crow = static_cast<std::size_t>(chroma_width(s.format, im.width)) * s.format.bytes;
   const std::size_t dense[3] = {row, s.format.uv_interleaved ? 2 * crow : crow, crow};
@@ -139,7 +140,9 @@ ImagePlan plan_image(const ResizeBatch& b, int i) {
   const SrcImage& im = b.images[i];
   const Placement pl = placement(b, i);
   ImagePlan p;
-  p.src = im.data ? im.data : b.src + im.offset;
+  p.src = (im.data ? im.data : b.src) + im.offset;
+  p.flip_x = im.flip_x;
+  p.flip_y = im.flip_y;
   p.pitch = im.pitch ? im.pitch : static_cast<std::size_t>(im.width) * b.channels;
   if (im.yuv) {
     p.is_yuv = true;
@@ -186,6 +189,24 @@ std::vector<XTap> x_taps(const ResizeBatch& b, const ImagePlan& p) {
     }
   }
   return xt;
+}
+
+}  // namespace
+
+namespace {
+
+// A dense W x H canvas of C channels mirrored in place.
+void mirror(std::uint8_t* canvas, int W, int H, int C, bool flip_x, bool flip_y) {
+  const std::size_t row = static_cast<std::size_t>(W) * C;
+  if (flip_x) {
+    for (int Y = 0; Y < H; ++Y) {
+      std::uint8_t* r = canvas + Y * row;
+      for (int a = 0, z = W - 1; a < z; ++a, --z)
+        for (int c = 0; c < C; ++c) std::swap(r[a * C + c], r[z * C + c]);
+    }
+  }
+  if (flip_y)
+    for (int a = 0, z = H - 1; a < z; ++a, --z) std::swap_ranges(canvas + a * row, canvas + (a + 1) * row, canvas + z * row);
 }
 
 }  // namespace
@@ -237,6 +258,7 @@ void resample_image_ref(const ResizeBatch& b, const ImagePlan& p, std::uint8_t* 
       }
     }
   }
+  mirror(canvas, W, H, C, p.flip_x, p.flip_y);
 }
 
 void resample_batch_ref(const ResizeBatch& b, std::uint8_t* dst, bool parallel) {

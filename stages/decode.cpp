@@ -28,6 +28,8 @@ int reduced_scale(std::int64_t w, std::int64_t h, const ResizeConfig& resize) no
       case ResizeMode::center_crop: covers = W * r <= w && H * r <= h; break;
       // min(W/w, H/h) <= 1/r  <=>  W*r <= w or H*r <= h
       case ResizeMode::letterbox: covers = W * r <= w || H * r <= h; break;
+      // The box is drawn on the full-size image: decoded whole (region decode: issue of its own).
+      case ResizeMode::random_crop: covers = false; break;
     }
     if (covers) return static_cast<int>(r);
   }

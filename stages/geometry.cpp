@@ -44,11 +44,22 @@ double reduction_shift(int n, int r, bool reversed) {
 
 }  // namespace
 
-void complete_geometry(SampleGeometry& g, int frame_width, int frame_height, const ResizeConfig& resize) {
+std::optional<Augment> augment_of(const TransformConfig& t, std::uint64_t epoch, std::uint64_t item,
+                                  std::int64_t frame, const SampleGeometry& g, int frame_width, int frame_height) {
+  if (t.resize.mode != ResizeMode::random_crop && !(t.flip.horizontal > 0) && !(t.flip.vertical > 0)) return {};
+  // The box is drawn on the original as displayed; random_crop decodes it
+  // at full size, so the frame is the original.
+  const int w = g.width > 0 ? g.width : frame_width, h = g.height > 0 ? g.height : frame_height;
+  return draw_augment(t, epoch, item, frame, w, h);
+}
+
+void complete_geometry(SampleGeometry& g, int frame_width, int frame_height, const ResizeConfig& resize,
+                       const Augment* augment) {
   if (g.width <= 0 || g.height <= 0) g = decoded_geometry(frame_width, frame_height, 1, 1);
+  const bool boxed = augment != nullptr && resize.mode == ResizeMode::random_crop;
   kernels::SrcImage im;
-  im.width = frame_width;
-  im.height = frame_height;
+  im.width = boxed ? augment->width : frame_width;
+  im.height = boxed ? augment->height : frame_height;
   kernels::ResizeBatch b;
   b.images = &im;
   b.batch = 1;
@@ -58,7 +69,7 @@ void complete_geometry(SampleGeometry& g, int frame_width, int frame_height, con
   const kernels::Placement p = kernels::placement(b, 0);
   // cv::resize (and the kernels, detail::plan_image) copy when the resized
   // size is the frame's, whatever the factor says.
-  const bool copy = p.width == frame_width && p.height == frame_height;
+  const bool copy = p.width == im.width && p.height == im.height;
   const double kx = copy ? 1.0 : p.inv_scale_x, ky = copy ? 1.0 : p.inv_scale_y;
   const int r = g.decode_scale;
   g.resize = resize.mode;
@@ -66,6 +77,12 @@ void complete_geometry(SampleGeometry& g, int frame_width, int frame_height, con
   g.scale_y = ky / r;
   g.offset_x = p.x0 - g.scale_x * reduction_shift(g.width, r, reverses_x(g.orientation));
   g.offset_y = p.y0 - g.scale_y * reduction_shift(g.height, r, reverses_y(g.orientation));
+  g.box_x = boxed ? augment->x : 0;
+  g.box_y = boxed ? augment->y : 0;
+  g.box_width = boxed ? augment->width : g.width;
+  g.box_height = boxed ? augment->height : g.height;
+  g.offset_x -= g.scale_x * g.box_x;  // the box's origin is the resize's (r is 1 with a box)
+  g.offset_y -= g.scale_y * g.box_y;
   g.resized_width = p.width;
   g.resized_height = p.height;
   const bool letterbox = resize.mode == ResizeMode::letterbox, crop = resize.mode == ResizeMode::center_crop;
@@ -75,6 +92,21 @@ void complete_geometry(SampleGeometry& g, int frame_width, int frame_height, con
   g.crop_y = crop ? -p.y0 : 0;
   g.tensor_width = resize.width;
   g.tensor_height = resize.height;
+  // A flip mirrors the tensor: x -> W - x (continuous coordinates).
+  g.flip_x = augment != nullptr && augment->flip_x;
+  g.flip_y = augment != nullptr && augment->flip_y;
+  if (g.flip_x) {
+    g.scale_x = -g.scale_x;
+    g.offset_x = resize.width - g.offset_x;
+    if (letterbox) g.pad_left = resize.width - p.x0 - p.width;
+    if (crop) g.crop_x = p.width - resize.width + p.x0;
+  }
+  if (g.flip_y) {
+    g.scale_y = -g.scale_y;
+    g.offset_y = resize.height - g.offset_y;
+    if (letterbox) g.pad_top = resize.height - p.y0 - p.height;
+    if (crop) g.crop_y = p.height - resize.height + p.y0;
+  }
 }
 
 }  // namespace imgpipe::stages

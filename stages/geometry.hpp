@@ -7,8 +7,13 @@
 // geometry is the one the pixels went through on either backend.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+
+#include "imgpipe/augment.hpp"
 #include "imgpipe/config.hpp"
 #include "imgpipe/geometry.hpp"
+#include "stage.hpp"
 
 namespace imgpipe::stages {
 
@@ -24,6 +29,29 @@ SampleGeometry decoded_geometry(int stored_width, int stored_height, int orienta
 // original. The affine map is exact for interpolations that sample pixel
 // centres (linear, cubic, area); nearest samples up to half a source pixel
 // before the centre.
-void complete_geometry(SampleGeometry& g, int frame_width, int frame_height, const ResizeConfig& resize);
+// `augment` (random_crop's box in the frame, which is then the full-size
+// original, and the flips; null: the whole frame, no flip): the resize
+// starts from the box, and the flips mirror the tensor after it.
+void complete_geometry(SampleGeometry& g, int frame_width, int frame_height, const ResizeConfig& resize,
+                       const Augment* augment = nullptr);
+
+// The sample's draws under `t` for `epoch` (the whole frame and no flip when
+// t draws nothing: null then), on the displayed original `g`.
+// The window a GPU resize takes for `a` (the box under random_crop).
+inline FrameView::Window gpu_window(const Augment& a, ResizeMode mode) {
+  FrameView::Window w;
+  if (mode == ResizeMode::random_crop) {
+    w.x = a.x;
+    w.y = a.y;
+    w.width = a.width;
+    w.height = a.height;
+  }
+  w.flip_x = a.flip_x;
+  w.flip_y = a.flip_y;
+  return w;
+}
+
+std::optional<Augment> augment_of(const TransformConfig& t, std::uint64_t epoch, std::uint64_t item,
+                                  std::int64_t frame, const SampleGeometry& g, int frame_width, int frame_height);
 
 }  // namespace imgpipe::stages

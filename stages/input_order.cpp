@@ -98,6 +98,7 @@ std::vector<InputItem> order_inputs(std::vector<InputItem> items, const OrderSpe
   all.reserve(items.size() * static_cast<std::size_t>(loop));
   for (int l = 0; l + 1 < loop; ++l) all.insert(all.end(), items.begin(), items.end());
   all.insert(all.end(), std::make_move_iterator(items.begin()), std::make_move_iterator(items.end()));
+  for (std::size_t i = 0; i < all.size(); ++i) all[i].id = i;
   if (order.seed) {
     std::mt19937_64 rng(order.every_epoch ? epoch_seed(*order.seed, order.epoch) : *order.seed);
     for (std::size_t i = all.size(); i > 1; --i) {

@@ -73,6 +73,23 @@ void Pack::stage_at(Work& w, std::size_t bytes) {
     runs.emplace_back(current_->staged_bytes, bytes);
 }
 
+namespace {
+
+// The GPU resize starts from the window's box of the image (a u8 frame of
+// `frame_width` pixels, 3 channels, dense) and mirrors after it.
+void apply_window(kernels::SrcImage& s, const FrameView::Window& g, int frame_width) {
+  if (g.width > 0) {
+    s.offset += (static_cast<std::size_t>(g.y) * static_cast<std::size_t>(frame_width) + static_cast<std::size_t>(g.x)) * 3;
+    s.pitch = static_cast<std::size_t>(frame_width) * 3;
+    s.width = g.width;
+    s.height = g.height;
+  }
+  s.flip_x = g.flip_x;
+  s.flip_y = g.flip_y;
+}
+
+}  // namespace
+
 void Pack::place_direct(Work& w) {
   current_->direct.push_back({current_->staged_bytes, static_cast<const YuvPlanes&>(*w.pixels.out.yuv)});
   ++direct_frames_;
@@ -107,6 +124,8 @@ void Pack::place_gpu_video(Work& w) {
     y.pitch[k] = img.pitch[k];
   }
   s.yuv = y;
+  s.flip_x = w.pixels.out.gpu.flip_x;  // no box on a YUV frame (the run plan sees to it)
+  s.flip_y = w.pixels.out.gpu.flip_y;
   current_->holds.push_back(std::move(frame));
 }
 
@@ -121,6 +140,7 @@ void Pack::place_gpu_jpeg(const FrameView& f) {
     throw std::logic_error("pack: a GPU-route JPEG for a device without a frame area");
   current_->jpegs.push_back({current_->count, current_->staged_bytes, f.bytes, at, f.width, f.height});
   current_->images[current_->count] = {0, f.width, f.height, 0, nullptr};  // data: set when the engines decode it
+  apply_window(current_->images[current_->count], f.gpu, f.width);
   current_->frame_bytes = at + frame;
 }
 
@@ -153,7 +173,13 @@ Tally Pack::run(Work& w) {
       if (!current_->images.empty()) {
         kernels::SrcImage& img = current_->images[current_->count];
         img = {current_->staged_bytes, f.width, f.height, 0};
-        if (f.yuv) img.yuv = f.yuv->staged;  // a video frame as decoded: the GPU converts it
+        if (f.yuv) {  // a video frame as decoded: the GPU converts it (flips, no box)
+          img.yuv = f.yuv->staged;
+          img.flip_x = f.gpu.flip_x;
+          img.flip_y = f.gpu.flip_y;
+        } else {
+          apply_window(img, f.gpu, f.width);
+        }
       }
       break;
   }

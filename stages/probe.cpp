@@ -88,7 +88,11 @@ Tally Probe::run(Work& w) {
   // The engines decode at full size without rotating (rotated JPEGs stay on
   // the CPU); the fused kernel resizes with kernels::placement.
   w.sample.geometry = decoded_geometry(width, height, 1, 1);
-  complete_geometry(w.sample.geometry, width, height, limits_.resize);
+  const std::optional<Augment> a =
+      augment_of(limits_.transform, limits_.epoch, w.sample.input->id, w.sample.frame, w.sample.geometry, width, height);
+  complete_geometry(w.sample.geometry, width, height, limits_.resize, a ? &*a : nullptr);
+  w.sample.geometry.epoch = limits_.epoch;
+  if (a) w.pixels.out.gpu = gpu_window(*a, limits_.resize.mode);
   return {1, w.pixels.bytes.size()};
 }
 

@@ -47,6 +47,8 @@ struct ProbeLimits {
   std::size_t max_bitstream = 0;      // a sample's share of the staging slot
   std::size_t max_frame_bytes = 0;    // a sample's share of the device frame buffer (w * h * 3)
   ResizeConfig resize;                // what the GPU does to a frame it decodes (the sample's geometry)
+  TransformConfig transform;          // its random augmentations (random_crop, flip)
+  std::uint64_t epoch = 0;            // the run's epoch, whose draws they are
   bool verify_entropy = false;        // decode.verify full: the entropy check before the engines
 };
 

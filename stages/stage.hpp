@@ -30,6 +30,9 @@ struct InputItem {
   std::string error;  // non-empty: discovery already failed (missing path, unreadable directory)
   bool video = false;  // a video file (is_video_path): the source stage decodes its frames
   std::int64_t label = -1;  // input.labels: folders: the class index (SampleId::label); -1: none
+  // Its place in the looped input list before the shuffle and the shard (the
+  // same on every rank): the random augmentations' key (imgpipe/augment.hpp).
+  std::uint64_t id = 0;
 };
 
 // What a stage's items are.
@@ -102,6 +105,13 @@ struct FrameView {
     kernels::SrcYuv staged;
   };
   std::optional<Yuv> yuv;
+  // A frame the GPU resizes: the box of it the resize starts from (width 0:
+  // all of it) and the mirroring after it (random_crop, transform.flip: the
+  // sample's geometry).
+  struct Window {
+    int x = 0, y = 0, width = 0, height = 0;
+    bool flip_x = false, flip_y = false;
+  } gpu;
 };
 
 // The sample's data from bytes to pixels. Pooled with the token and kept

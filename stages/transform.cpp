@@ -22,9 +22,10 @@ int cv_interpolation(Interpolation i) {
 }  // namespace
 
 Transform::Transform(const TransformConfig& cfg, bool normalize_on_cpu, bool resize_on_gpu,
-                     std::size_t frame_budget)
+                     std::size_t frame_budget, std::uint64_t epoch)
     : Stage("transform", true), cfg_(cfg), on_cpu_(normalize_on_cpu && !resize_on_gpu), resize_on_gpu_(resize_on_gpu),
-      frame_budget_(std::max(frame_budget, static_cast<std::size_t>(cfg.resize.width) * cfg.resize.height * 3)) {}
+      frame_budget_(std::max(frame_budget, static_cast<std::size_t>(cfg.resize.width) * cfg.resize.height * 3)),
+      epoch_(epoch) {}
 
 std::size_t Transform::frame_bytes() const noexcept {
   const std::size_t pixels = static_cast<std::size_t>(cfg_.resize.width) * cfg_.resize.height * 3;
@@ -50,10 +51,17 @@ kernels::NormalizeParams Transform::normalize_params() const noexcept {
   return p;
 }
 
-void Transform::resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch) const {
+void Transform::resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch, const Augment* augment) const {
   const int W = cfg_.resize.width, H = cfg_.resize.height;
   const int interp = cv_interpolation(cfg_.resize.interpolation);
   switch (cfg_.resize.mode) {
+    case ResizeMode::random_crop: {
+      // The box as the image (cv::resize reads nothing outside a ROI), stretched.
+      const cv::Mat box = augment ? in(cv::Rect(augment->x, augment->y, augment->width, augment->height)) : in;
+      if (box.cols == W && box.rows == H) box.copyTo(out);
+      else cv::resize(box, out, cv::Size(W, H), 0, 0, interp);
+      break;
+    }
     case ResizeMode::stretch:
       if (in.cols == W && in.rows == H) in.copyTo(out);
       else cv::resize(in, out, cv::Size(W, H), 0, 0, interp);
@@ -85,6 +93,8 @@ void Transform::resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch) const 
       break;
     }
   }
+  if (augment && (augment->flip_x || augment->flip_y))
+    cv::flip(out, out, augment->flip_x && augment->flip_y ? -1 : augment->flip_x ? 1 : 0);
 }
 
 FrameView::Yuv staged_yuv(const kernels::YuvImage& img) {
@@ -116,8 +126,16 @@ Tally Transform::run(Work& w) const {
       g.stored_width = g.width = img.width;
       g.stored_height = g.height = img.height;
     }
-    complete_geometry(g, img.width, img.height, cfg_.resize);
+    // The GPU converts it: flips, but no box (the run plan resizes on the
+    // CPU when random_crop meets videos).
+    const std::optional<Augment> a = augment_of(cfg_, epoch_, w.sample.input ? w.sample.input->id : 0, w.sample.frame, g,
+                                                img.width, img.height);
+    if (a && cfg_.resize.mode == ResizeMode::random_crop)
+      throw std::logic_error("transform: random_crop on a YUV frame (the plan resizes such runs on the CPU)");
+    complete_geometry(g, img.width, img.height, cfg_.resize, a ? &*a : nullptr);
+    g.epoch = epoch_;
     px.out = {};
+    if (a) px.out.gpu = gpu_window(*a, cfg_.resize.mode);
     if (w.route == Route::gpu_video) {  // nothing to stage: pack points the batch at the device frame
       px.out.width = img.width;
       px.out.height = img.height;
@@ -130,17 +148,22 @@ Tally Transform::run(Work& w) const {
     return {1, 0};
   }
   // The same placement whichever side resizes (kernels::placement).
-  complete_geometry(w.sample.geometry, px.decoded.cols, px.decoded.rows, cfg_.resize);
+  SampleGeometry& g = w.sample.geometry;
+  const std::optional<Augment> a = augment_of(cfg_, epoch_, w.sample.input ? w.sample.input->id : 0, w.sample.frame,
+                                              g, px.decoded.cols, px.decoded.rows);
+  complete_geometry(g, px.decoded.cols, px.decoded.rows, cfg_.resize, a ? &*a : nullptr);
+  g.epoch = epoch_;
   if (resize_on_gpu_) {
     const std::size_t bytes = px.decoded.total() * px.decoded.elemSize();
     if (bytes <= frame_budget_ && px.decoded.isContinuous()) {
       px.out = {px.decoded.ptr<std::uint8_t>(), bytes, px.decoded.cols, px.decoded.rows};
+      if (a) px.out.gpu = gpu_window(*a, cfg_.resize.mode);
       return {1, 0};  // the GPU resizes and normalises
     }
     ++cpu_resized_;  // too large for its share of the slot: resize it here
   }
   try {
-    resize(px.decoded, px.resized, px.scratch);
+    resize(px.decoded, px.resized, px.scratch, a ? &*a : nullptr);
   } catch (const cv::Exception& e) {
     w.sample.error = std::string("resize failed: ") + e.what();
     return {0, 0};

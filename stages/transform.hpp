@@ -8,6 +8,7 @@
 
 #include <atomic>
 
+#include "imgpipe/augment.hpp"
 #include "imgpipe/config.hpp"
 #include "kernels/normalize.hpp"
 #include "stage.hpp"
@@ -22,15 +23,17 @@ FrameView::Yuv staged_yuv(const kernels::YuvImage& img);
 class Transform : public Stage<Transform, Takes::samples> {
  public:
   // resize_on_gpu: stage decoded frames of at most `frame_budget` bytes as they are.
+  // `epoch`: the run's, whose random augmentations (imgpipe/augment.hpp) it draws.
   Transform(const TransformConfig& cfg, bool normalize_on_cpu, bool resize_on_gpu = false,
-            std::size_t frame_budget = 0);
+            std::size_t frame_budget = 0, std::uint64_t epoch = 0);
   // Sets w.pixels.out to the frame pack copies, or w.sample.error. A video
   // frame the decode stage left YUV (w.pixels.video) is staged as it is.
   Tally run(Work& w) const;
 
   // Resize `in` (u8, 3 channels) to the target into `out` (continuous);
-  // `scratch` is an intermediate buffer for center_crop.
-  void resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch) const;
+  // `scratch` is an intermediate buffer for center_crop. `augment`: the box
+  // random_crop starts from, and the flips after the resize.
+  void resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch, const Augment* augment = nullptr) const;
 
   // Bytes of one frame as the pack stage copies it (the most, when the GPU resizes).
   std::size_t frame_bytes() const noexcept;
@@ -44,6 +47,7 @@ class Transform : public Stage<Transform, Takes::samples> {
   bool on_cpu_;
   bool resize_on_gpu_;
   std::size_t frame_budget_;
+  std::uint64_t epoch_;
   mutable std::atomic<std::uint64_t> cpu_resized_{0};
 };
 

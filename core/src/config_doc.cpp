@@ -27,7 +27,8 @@ std::string type_text(const KeySpec& k) {
     }
     case Kind::devices: return "`auto` | `cpu` | `all` | N | [N, ...]";
     case Kind::threads: return "`auto` | int";
-    case Kind::shuffle: return "{seed: uint64}";
+    case Kind::shuffle: return "{seed: uint64, every_epoch: bool}";
+    case Kind::float_pair: return "[float, float]";
     case Kind::shard: return "{rank: int, world_size: int}";
   }
   return "?";
@@ -38,6 +39,7 @@ std::string range_doc(const KeySpec& k) {
     case Kind::float_triple: return k.range.bounded() ? "each " + range_text(k.range) : "";
     case Kind::devices: return "ordinals " + range_text(k.range) + ", distinct";
     case Kind::shard: return "0 <= rank < world_size <= " + number_text(k.range.max);
+    case Kind::float_pair: return "each " + range_text(k.range) + ", first <= second";
     default: return range_text(k.range);
   }
 }

@@ -121,6 +121,34 @@ void write_shuffle(YAML::Emitter& e, const Config& c) {
 }
 void no_check(const KeySpec&, const Config&) {}
 
+// ---- transform.resize.scale / ratio: [lo, hi] (random_crop's ranges)
+
+template <std::array<float, 2> ResizeConfig::*M>
+void read_pair(const YAML::Node& n, const KeySpec& k, Config& c) {
+  const std::string key(k.key);
+  if (!n.IsSequence() || n.size() != 2)
+    throw ConfigError(key, line_of(n), "expected a list of 2 numbers [low, high]");
+  std::array<float, 2> v{};
+  for (std::size_t i = 0; i < 2; ++i) {
+    v[i] = to_float(n[i], key + "[" + std::to_string(i) + "]");
+    check_range(k.range, v[i], key + "[" + std::to_string(i) + "]", line_of(n));
+  }
+  if (v[0] > v[1]) throw ConfigError(key, line_of(n), "the first value is larger than the second");
+  c.transform.resize.*M = v;
+}
+template <std::array<float, 2> ResizeConfig::*M>
+void write_pair(YAML::Emitter& e, const Config& c) {
+  const std::array<float, 2>& v = c.transform.resize.*M;
+  e << YAML::Flow << YAML::BeginSeq << float_text(v[0]) << float_text(v[1]) << YAML::EndSeq;
+}
+template <std::array<float, 2> ResizeConfig::*M>
+void check_pair(const KeySpec& k, const Config& c) {
+  const std::array<float, 2>& v = c.transform.resize.*M;
+  const std::string key(k.key);
+  for (std::size_t i = 0; i < 2; ++i) check_range(k.range, v[i], key + "[" + std::to_string(i) + "]", 0);
+  if (v[0] > v[1]) throw ConfigError(key, 0, "the first value is larger than the second");
+}
+
 // ---- input.shard: {rank: R, world_size: W}, both or neither (-1/0: unset)
 
 void check_shard_pair(const KeySpec& k, const ShardConfig& s, int line, int rank_line) {
@@ -305,7 +333,17 @@ constexpr KeySpec kKeys[] = {
   choice<resize_mode_names, &C::transform, &Tr::resize, &Rs::mode>("transform.resize.mode",
       "stretch: to width x height ignoring the aspect ratio; letterbox: keep the aspect ratio, pad with "
       "pad_value, centred; center_crop: cover the target keeping the aspect ratio, cut the centre (as "
-      "cv::dnn::blobFromImage with crop=true)."),
+      "cv::dnn::blobFromImage with crop=true); random_crop: torchvision's RandomResizedCrop, a box drawn per "
+      "sample and epoch (scale, ratio) stretched to width x height (images; JPEGs then decode at full size)."),
+  special("transform.resize.scale", Kind::float_pair, Range{0, 1, true},
+          {&read_pair<&ResizeConfig::scale>, &write_pair<&ResizeConfig::scale>, &check_pair<&ResizeConfig::scale>,
+           nullptr},
+      "random_crop: the box's share of the image's area, drawn uniformly in [low, high]."),
+  special("transform.resize.ratio", Kind::float_pair, Range{0, 100, true},
+          {&read_pair<&ResizeConfig::ratio>, &write_pair<&ResizeConfig::ratio>, &check_pair<&ResizeConfig::ratio>,
+           nullptr},
+      "random_crop: the box's aspect ratio (width / height), its log drawn uniformly in [log low, log high]. "
+      "After 10 draws that do not fit the image, the largest central box whose ratio is within the range."),
   choice<interpolation_names, &C::transform, &Tr::resize, &Rs::interpolation>("transform.resize.interpolation",
       "OpenCV's INTER_LINEAR, INTER_NEAREST, INTER_AREA or INTER_CUBIC. The GPU resize does linear and "
       "nearest only."),
@@ -335,6 +373,15 @@ constexpr KeySpec kKeys[] = {
       "Element type of a batch."),
   choice<color_names, &C::transform, &Tr::swap_rb>("transform.color",
       "Channel order of the output: rgb (the decoder's BGR swapped) or bgr (as decoded)."),
+  field<&C::transform, &Tr::flip, &FlipConfig::horizontal>("transform.flip.horizontal", between(0, 1),
+      "Probability that a sample is mirrored left to right (after the resize), drawn per sample and epoch "
+      "(torchvision's RandomHorizontalFlip(p)); 0: never."),
+  field<&C::transform, &Tr::flip, &FlipConfig::vertical>("transform.flip.vertical", between(0, 1),
+      "Probability that a sample is mirrored top to bottom, drawn per sample and epoch; 0: never."),
+  field<&C::transform, &Tr::seed>("transform.seed", at_least(0),
+      "Seed of the random augmentations (resize.mode random_crop, flip): each sample's draws come from "
+      "(seed, epoch, its place in the looped input list before input.shuffle), the same on every route, "
+      "thread, batch and rank; a new epoch draws new ones."),
 
   field<&C::batch, &BatchConfig::size>("batch.size", between(1, 65535),
       "Samples per batch."),

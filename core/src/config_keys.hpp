@@ -35,6 +35,7 @@ enum class Kind : std::uint8_t {
   threads,       // auto | N
   shuffle,       // {seed: S} or {}
   shard,         // {rank: R, world_size: W} or {}
+  float_pair,    // [lo, hi], lo <= hi
 };
 
 // Allowed numeric values; the defaults allow every finite value. min_open

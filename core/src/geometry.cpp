@@ -9,8 +9,8 @@ namespace imgpipe {
 namespace {
 
 void check(const SampleGeometry& g) {
-  if (!(g.scale_x > 0) || !(g.scale_y > 0))
-    throw std::invalid_argument("SampleGeometry: no scale (scale_x and scale_y must be > 0; a default geometry?)");
+  if (!(g.scale_x != 0) || !(g.scale_y != 0))
+    throw std::invalid_argument("SampleGeometry: no scale (scale_x and scale_y must not be 0; a default geometry?)");
   if (g.orientation < 1 || g.orientation > 8)
     throw std::invalid_argument("SampleGeometry: orientation must be 1..8, got " + std::to_string(g.orientation));
 }

@@ -39,6 +39,8 @@ std::unique_ptr<codecs::VideoRouter> make_video_router(const Config& cfg, const 
   if (o.where != codecs::VideoWhere::cpu) {
     if (plan.devices.empty() || plan.devices.front() < 0) {
       o.off_reason = "no GPU in the run";
+    } else if (!plan.resize_on_gpu && cfg.transform.resize.mode == ResizeMode::random_crop) {
+      o.off_reason = "transform.resize.mode random_crop cuts its boxes from frames the CPU converts";
     } else if (!plan.resize_on_gpu) {
       o.off_reason = "the CPU resizes (transform.resize.where), and NVDEC frames stay on the GPU";
     } else {
@@ -86,7 +88,7 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
       video_frames(make_video_frames(plan, resources)),
       source(inputs.items, cfg.input.video, plan.threads, stop, hooks.live, video_router.get(), video_frames),
       decode(cfg.decode, cfg.transform, cfg.input.video.orientation, plan.resize_on_gpu ? plan.frame_budget : 0),
-      transform(cfg.transform, !plan.normalize_on_gpu, plan.resize_on_gpu, plan.frame_budget),
+      transform(cfg.transform, !plan.normalize_on_gpu, plan.resize_on_gpu, plan.frame_budget, inputs.epoch),
       pack(resources, cfg.dispatch, cfg.batch, cfg.input.on_error, plan.layout.decode_bytes),
       transfer(resources),
       gpu_ops(transform.normalize_params(), plan.resize, plan.gpu_op),
@@ -105,6 +107,8 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
   limits.max_bitstream = plan.frame_bytes;
   limits.max_frame_bytes = plan.max_decoded_frame;
   limits.resize = cfg.transform.resize;
+  limits.transform = cfg.transform;
+  limits.epoch = inputs.epoch;
   limits.verify_entropy = cfg.decode.verify == Verify::full;
   // The threads' other work: every stage on them but decode, transform, the
   // probe itself (it counts its own) and the GPU ops stage (the steering

@@ -76,6 +76,10 @@ Config every_key_changed() {
   c.transform.layout = Layout::nhwc;
   c.transform.dtype = DType::uint8;
   c.transform.swap_rb = false;
+  c.transform.resize.scale = {0.25f, 0.75f};
+  c.transform.resize.ratio = {0.5f, 2.0f};
+  c.transform.flip = {0.5f, 0.125f};
+  c.transform.seed = 99;
   c.batch = {9, true, 50};
   c.staging = {4, StagingMemory::pinned, TransferMode::zero_copy};
   c.memory = {256, false, true, 300, 512, 2048};

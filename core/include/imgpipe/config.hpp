@@ -18,7 +18,9 @@ namespace imgpipe {
 
 enum class OnError : std::uint8_t { skip, fail };
 enum class Where : std::uint8_t { cpu, gpu, automatic };
-enum class ResizeMode : std::uint8_t { stretch, letterbox, center_crop };
+// random_crop: torchvision's RandomResizedCrop (a box drawn per sample and
+// epoch, stretched to the target; imgpipe/augment.hpp).
+enum class ResizeMode : std::uint8_t { stretch, letterbox, center_crop, random_crop };
 enum class Interpolation : std::uint8_t { linear, nearest, area, cubic };
 // Pageable staging is a memory kind, not a transfer mode: one way to ask for it.
 enum class StagingMemory : std::uint8_t { write_combined, pinned, pageable };
@@ -42,7 +44,10 @@ inline constexpr EnumName<ShardRemainder> shard_remainder_names[] = {
     {ShardRemainder::uneven, "uneven"}, {ShardRemainder::pad, "pad"}, {ShardRemainder::drop, "drop"}};
 inline constexpr EnumName<Where> where_names[] = {{Where::cpu, "cpu"}, {Where::gpu, "gpu"}, {Where::automatic, "auto"}};
 inline constexpr EnumName<ResizeMode> resize_mode_names[] = {
-    {ResizeMode::stretch, "stretch"}, {ResizeMode::letterbox, "letterbox"}, {ResizeMode::center_crop, "center_crop"}};
+    {ResizeMode::stretch, "stretch"},
+    {ResizeMode::letterbox, "letterbox"},
+    {ResizeMode::center_crop, "center_crop"},
+    {ResizeMode::random_crop, "random_crop"}};
 inline constexpr EnumName<Interpolation> interpolation_names[] = {{Interpolation::linear, "linear"},
                                                                   {Interpolation::nearest, "nearest"},
                                                                   {Interpolation::area, "area"},
@@ -161,7 +166,20 @@ struct ResizeConfig {
   // frames costs the decode threads more memory bandwidth than the resize
   // saves (docs/benchmarks.md#resize-on-the-cpu-by-default).
   Where where = Where::automatic;
+  // random_crop: the box's area as a share of the image's, drawn uniformly
+  // in [scale[0], scale[1]], and the log of its aspect ratio (width /
+  // height) uniformly in [log ratio[0], log ratio[1]] (torchvision's rule).
+  std::array<float, 2> scale{0.08f, 1.0f};
+  std::array<float, 2> ratio{3.0f / 4.0f, 4.0f / 3.0f};
   bool operator==(const ResizeConfig&) const = default;
+};
+
+// Random flips (after the resize), each with its probability per sample and
+// epoch (imgpipe/augment.hpp).
+struct FlipConfig {
+  float horizontal = 0.0f;
+  float vertical = 0.0f;
+  bool operator==(const FlipConfig&) const = default;
 };
 
 struct NormalizeConfig {
@@ -178,6 +196,11 @@ struct TransformConfig {
   Layout layout = Layout::nchw;
   DType dtype = DType::float32;
   bool swap_rb = true;  // decode gives BGR; true delivers RGB
+  FlipConfig flip;
+  // The random augmentations' seed: each sample's draws come from (seed,
+  // epoch, the sample's place in the looped input list before the shuffle),
+  // whatever route, thread, batch or rank handles it.
+  std::int64_t seed = 0;
   bool operator==(const TransformConfig&) const = default;
 };
 

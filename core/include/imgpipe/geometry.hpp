@@ -51,7 +51,7 @@ struct SampleGeometry {
   // other format and for the GPU's JPEG engines, which decode at full size).
   int decode_scale = 1;
   ResizeMode resize = ResizeMode::stretch;  // the mode applied (transform.resize.mode)
-  double scale_x = 0, scale_y = 0;    // tensor pixels per original (displayed) pixel
+  double scale_x = 0, scale_y = 0;    // tensor pixels per original (displayed) pixel; < 0 when flipped
   double offset_x = 0, offset_y = 0;  // tensor coordinate of the original's (0, 0)
   // The image's size in the tensor after resizing, before padding or cropping:
   // the tensor size for stretch, smaller (padded) for letterbox, larger (cut)
@@ -60,6 +60,13 @@ struct SampleGeometry {
   int pad_left = 0, pad_top = 0;  // letterbox: padding columns left / rows above the image (else 0)
   int crop_x = 0, crop_y = 0;     // center_crop: the tensor's origin in the resized image (else 0)
   int tensor_width = 0, tensor_height = 0;  // transform.resize.width / height
+  // The box of the original (displayed, full size) the tensor was made
+  // from: random_crop's (imgpipe/augment.hpp), else the whole image; and the
+  // flips applied after the resize (transform.flip). A flip makes that
+  // axis's scale negative: image_to_tensor maps it as it does the others.
+  int box_x = 0, box_y = 0, box_width = 0, box_height = 0;
+  bool flip_x = false, flip_y = false;
+  std::uint64_t epoch = 0;  // the run's epoch, whose draws these are
 
   bool operator==(const SampleGeometry&) const = default;
 };

@@ -1,0 +1,162 @@
+// Training augmentations through whole runs (transform.resize.mode
+// random_crop, transform.flip; imgpipe/augment.hpp): each sample's tensor is
+// its recorded box of the image, resized and mirrored as recorded; epochs
+// draw new boxes and a replayed epoch the same; the GPU's resize (staged
+// frames and frames its JPEG engines decoded) gives the CPU route's pixels.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "common.hpp"
+#include "imgpipe/pipeline.hpp"
+
+using namespace imgpipe;
+
+namespace {
+
+struct Seen {
+  cv::Mat tensor;  // H x W x 3 u8, BGR
+  SampleGeometry geometry;
+  bool on_gpu = false;
+};
+
+Config augment_config(int n) {
+  Config c;
+  const auto samples = test::sample_images();
+  for (int i = 0; i < n; ++i) c.input.paths.push_back(samples[static_cast<std::size_t>(i)].string());
+  c.input.shuffle_seed = 3;
+  c.transform.resize.width = 64;
+  c.transform.resize.height = 48;
+  c.transform.resize.mode = ResizeMode::random_crop;
+  c.transform.flip.horizontal = 0.5f;
+  c.transform.flip.vertical = 0.25f;
+  c.transform.seed = 5;
+  c.transform.dtype = DType::uint8;
+  c.transform.layout = Layout::nhwc;
+  c.transform.swap_rb = false;
+  c.batch.size = 4;
+  c.devices = DeviceSelection::parse("cpu");
+  return c;
+}
+
+std::map<std::string, Seen> run_once(Pipeline& p) {
+  std::map<std::string, Seen> out;
+  p.run([&](const DeviceBatch& b) {
+    const std::vector<unsigned char> host = test::batch_to_host(b);
+    const std::size_t per = host.size() / b.size();
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      Seen s;
+      s.tensor = cv::Mat(48, 64, CV_8UC3);
+      std::memcpy(s.tensor.data, host.data() + i * per, per);
+      s.geometry = b.samples[i].geometry;
+      s.on_gpu = b.samples[i].decoded_on_gpu;
+      out[b.samples[i].path] = s;
+    }
+  });
+  return out;
+}
+
+double most_off(const cv::Mat& a, const cv::Mat& b) {
+  cv::Mat d;
+  cv::absdiff(a, b, d);
+  double m = 0;
+  cv::minMaxLoc(d.reshape(1), nullptr, &m);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("augment runs: each tensor is its recorded box resized and mirrored; epochs differ, a replay is identical") {
+  const Config c = augment_config(8);
+  Pipeline p(c);
+  const auto e0 = run_once(p);
+  REQUIRE(e0.size() == 8);
+  for (const auto& [path, s] : e0) {
+    CAPTURE(path);
+    const SampleGeometry& g = s.geometry;
+    CHECK(g.resize == ResizeMode::random_crop);
+    CHECK(g.epoch == 0);
+    CHECK(g.decode_scale == 1);  // random_crop decodes whole
+    REQUIRE(g.box_width > 0);
+    REQUIRE(g.box_x + g.box_width <= g.width);
+    REQUIRE(g.box_y + g.box_height <= g.height);
+    // The definition: cv::resize of the box, then the flips.
+    const cv::Mat img = cv::imread(path, cv::IMREAD_COLOR);
+    cv::Mat want;
+    cv::resize(img(cv::Rect(g.box_x, g.box_y, g.box_width, g.box_height)), want, cv::Size(64, 48), 0, 0,
+               cv::INTER_LINEAR);
+    if (g.flip_x || g.flip_y) cv::flip(want, want, g.flip_x && g.flip_y ? -1 : g.flip_x ? 1 : 0);
+    CHECK(most_off(s.tensor, want) == 0);
+    // The geometry maps the box onto the whole tensor, flips included.
+    const Box t = image_to_tensor(g, Box{static_cast<double>(g.box_x), static_cast<double>(g.box_y),
+                                         static_cast<double>(g.box_width), static_cast<double>(g.box_height)});
+    CHECK(t.x == doctest::Approx(0).epsilon(1e-9));
+    CHECK(t.y == doctest::Approx(0).epsilon(1e-9));
+    CHECK(t.width == doctest::Approx(64));
+    CHECK(t.height == doctest::Approx(48));
+    // The box's top-left corner is the tensor's, mirrored where flipped.
+    const Point corner = image_to_tensor(g, Point{static_cast<double>(g.box_x), static_cast<double>(g.box_y)});
+    CHECK(corner.x == doctest::Approx(g.flip_x ? 64.0 : 0.0));
+    CHECK(corner.y == doctest::Approx(g.flip_y ? 48.0 : 0.0));
+  }
+  int flipped = 0;
+  for (const auto& [path, s] : e0) flipped += s.geometry.flip_x ? 1 : 0;
+  MESSAGE("epoch 0: " << flipped << " of 8 mirrored left to right");
+  const auto e1 = run_once(p);
+  int same_box = 0;
+  for (const auto& [path, s] : e1) {
+    CHECK(s.geometry.epoch == 1);
+    const SampleGeometry& a = e0.at(path).geometry;
+    same_box += a.box_x == s.geometry.box_x && a.box_y == s.geometry.box_y && a.box_width == s.geometry.box_width ? 1 : 0;
+  }
+  CHECK(same_box < 2);
+  p.set_epoch(0);
+  const auto again = run_once(p);
+  for (const auto& [path, s] : again) {
+    CAPTURE(path);
+    CHECK(s.geometry == e0.at(path).geometry);
+    CHECK(most_off(s.tensor, e0.at(path).tensor) == 0);
+  }
+  // A fresh Pipeline (another process, another rank) draws the same for the same epoch.
+  Pipeline fresh(c);
+  const auto other = run_once(fresh);
+  for (const auto& [path, s] : other) CHECK(s.geometry == e0.at(path).geometry);
+}
+
+TEST_CASE("augment runs (GPU): the GPU's resize of staged frames and of engine-decoded JPEGs gives the CPU route's pixels") {
+  IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device");
+  Config cpu = augment_config(12);
+  cpu.decode.where = Where::cpu;
+  cpu.transform.resize.where = Where::cpu;
+  Pipeline pc(cpu);
+  pc.set_epoch(2);
+  const auto want = run_once(pc);
+  for (const Where decode : {Where::cpu, Where::gpu}) {
+    CAPTURE(static_cast<int>(decode));
+    Config gpu = augment_config(12);
+    gpu.devices = DeviceSelection::parse("0");
+    gpu.decode.where = decode;
+    gpu.transform.resize.where = Where::gpu;
+    Pipeline pg(gpu);
+    pg.set_epoch(2);
+    const auto got = run_once(pg);
+    REQUIRE(got.size() == want.size());
+    int engines = 0;
+    for (const auto& [path, s] : got) {
+      CAPTURE(path);
+      engines += s.on_gpu ? 1 : 0;
+      CHECK(s.geometry == want.at(path).geometry);
+      // The engines' IDCT differs from libjpeg's by a level here and there.
+      CHECK(most_off(s.tensor, want.at(path).tensor) <= (s.on_gpu ? 1 : 0));
+    }
+    if (decode == Where::gpu) CHECK(engines > 0);
+  }
+}
