@@ -836,3 +836,55 @@ TEST_CASE("yuv fused (GPU): resize letterbox and centre crop of a mixed batch eq
 }
 
 #endif  // IMGPIPE_HAS_CUDA
+
+TEST_CASE("yuv fused (GPU): mirrored images (SrcImage flip_x, flip_y) equal their CPU twins, which mirror the canvas") {
+  IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device: GPU twin not run");
+  imgpipe::gpu::Stream s(0);
+  const std::vector<cv::Mat> bgr = {test::random_image(300, 200, 3, 31), test::random_roi(17, 9, 3, 32)};
+  const std::vector<HostYuv> yuv = some_yuv_images(600);
+  const MixedBatch m = mixed_batch(bgr, yuv, "ybyyby", 1);
+  DeviceMixed d(m, s);
+  std::vector<SrcImage> host = m.mixed.images;
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    host[i].flip_x = d.images[i].flip_x = i % 2 == 0;
+    host[i].flip_y = d.images[i].flip_y = i % 3 == 0;
+  }
+  for (Interp interp : {Interp::linear, Interp::nearest})
+    for (Fit fit : {Fit::stretch, Fit::letterbox, Fit::center_crop})
+      for (auto [W, H] : {std::pair{64, 48}, std::pair{33, 65}})
+        for (DType dt : {DType::float32, DType::uint8}) {
+          const Layout l = dt == DType::uint8 ? Layout::nhwc : Layout::nchw;
+          FusedParams f = fused_params(m.mixed, m.mixed.bytes.data(), W, H, interp, fit, dt, l, false);
+          f.in.images = host.data();
+          const std::size_t bytes = kn::output_bytes(f);
+          std::vector<std::uint8_t> want(bytes);
+          f.dst = want.data();
+          kn::fused_ref(f);
+          if (dt == DType::uint8) {  // the twin mirrors: against the unmirrored canvas, flipped by OpenCV
+            FusedParams plain = f;
+            plain.in.images = m.mixed.images.data();
+            std::vector<std::uint8_t> unflipped(bytes);
+            plain.dst = unflipped.data();
+            kn::fused_ref(plain);
+            const std::size_t per = bytes / host.size();
+            for (std::size_t i = 0; i < host.size(); ++i) {
+              const cv::Mat a(H, W, CV_8UC3, unflipped.data() + i * per);
+              cv::Mat mirrored = a.clone();
+              if (host[i].flip_x || host[i].flip_y)
+                cv::flip(a, mirrored, host[i].flip_x && host[i].flip_y ? -1 : host[i].flip_x ? 1 : 0);
+              CHECK(std::memcmp(mirrored.data, want.data() + i * per, per) == 0);
+            }
+          }
+          imgpipe::gpu::DeviceBuffer d_out(0, bytes);
+          f.in.src = d.bytes.get();
+          f.in.images = d.images.data();
+          f.dst = d_out.get();
+          kn::fused_gpu(f, s.get());
+          const std::vector<std::uint8_t> got = test::download(d_out, bytes, s);
+          INFO("interp " << static_cast<int>(interp) << " fit " << static_cast<int>(fit) << " " << W << "x" << H << " "
+                         << dname(dt));
+          const test::Diff diff = test::diff_u8(got.data(), want.data(), bytes);
+          INFO(diff.count << " bytes differ, first at " << diff.first);
+          CHECK(diff.count == 0);
+        }
+}
