@@ -191,8 +191,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_linear_kernel(cons
     if (n != current) {
       current = n;
       const ImageArg& im = a.img[n];  // read in place (constant bank): a register copy spills
-      const int first = max(xs, im.x0);
-      const int last = min(min(xs + kTileW, W), im.x0 + im.rw) - 1;
+      // The canvas columns the strip reads: its own, or, mirrored, W-1-X of each.
+      const bool fx = (im.flip & 1) != 0;
+      const int c0 = fx ? max(W - xs - kTileW, 0) : xs;
+      const int c1 = fx ? W - 1 - xs : min(xs + kTileW, W) - 1;
+      const int first = max(c0, im.x0);
+      const int last = min(c1, im.x0 + im.rw - 1);
       if (first <= last) {
         lo = linear_tap(first - im.x0, im.scale_x, im.sw, true).s0 * C;
         nbytes = (linear_tap(last - im.x0, im.scale_x, im.sw, true).s1 + 1) * C - lo;
@@ -203,7 +207,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_linear_kernel(cons
 #pragma unroll
       for (int j = 0; j < kPix; ++j) {
         const int X = xl + j;
-        const int rx = X - im.x0;
+        const int rx = (fx ? W - 1 - X : X) - im.x0;
         const bool inside = X < W && rx >= 0 && rx < im.rw;
         const LinearTap t = linear_tap(rx, im.scale_x, im.sw, true);
         off[j] = inside ? t.s0 * C - lo : -1;
@@ -212,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_linear_kernel(cons
     }
     const ImageArg& im = a.img[n];
     const unsigned char* const src = im.src;
-    const int ry = Y - im.y0;
+    const int ry = ((im.flip & 2) ? H - 1 - Y : Y) - im.y0;
     const bool row_in = ry >= 0 && ry < im.rh;
     unsigned B0 = 0, B1 = 0;  // row weights << 16
     int mis0 = 0, mis1 = 0;
