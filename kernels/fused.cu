@@ -191,12 +191,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_linear_kernel(cons
     if (n != current) {
       current = n;
       const ImageArg& im = a.img[n];  // read in place (constant bank): a register copy spills
-      // The canvas columns the strip reads: its own, or, mirrored, W-1-X of each.
-      const bool fx = (im.flip & 1) != 0;
-      const int c0 = fx ? max(W - xs - kTileW, 0) : xs;
-      const int c1 = fx ? W - 1 - xs : min(xs + kTileW, W) - 1;
-      const int first = max(c0, im.x0);
-      const int last = min(c1, im.x0 + im.rw - 1);
+      const int first = max(xs, im.x0);
+      const int last = min(min(xs + kTileW, W), im.x0 + im.rw) - 1;
       if (first <= last) {
         lo = linear_tap(first - im.x0, im.scale_x, im.sw, true).s0 * C;
         nbytes = (linear_tap(last - im.x0, im.scale_x, im.sw, true).s1 + 1) * C - lo;
@@ -207,7 +203,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_linear_kernel(cons
 #pragma unroll
       for (int j = 0; j < kPix; ++j) {
         const int X = xl + j;
-        const int rx = (fx ? W - 1 - X : X) - im.x0;
+        const int rx = X - im.x0;
         const bool inside = X < W && rx >= 0 && rx < im.rw;
         const LinearTap t = linear_tap(rx, im.scale_x, im.sw, true);
         off[j] = inside ? t.s0 * C - lo : -1;
@@ -216,7 +212,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) fused_linear_kernel(cons
     }
     const ImageArg& im = a.img[n];
     const unsigned char* const src = im.src;
-    const int ry = ((im.flip & 2) ? H - 1 - Y : Y) - im.y0;
+    const int ry = Y - im.y0;
     const bool row_in = ry >= 0 && ry < im.rh;
     unsigned B0 = 0, B1 = 0;  // row weights << 16
     int mis0 = 0, mis1 = 0;
@@ -351,14 +347,20 @@ void launch_c(Args& a, int channels, Layout l, int smem, cudaStream_t s) {
 }
 
 // The bilinear kernel for the u8 (BGR) images of the batch, when every such
-// image's strip span fits the shared-memory budget (true also when there are
-// none); false (nothing enqueued) otherwise. YUV images are not its.
+// image's strip span fits the shared-memory budget and none is mirrored
+// (true also when there are none); false (nothing enqueued) otherwise. YUV
+// images are not its.
 bool fused_linear_gpu(const FusedParams& p, cudaStream_t stream) {
   const ResizeBatch& b = p.in;
   if (b.interp != Interp::linear) return false;
   std::vector<int> bgr;
-  for (int i = 0; i < b.batch; ++i)
-    if (!b.images[i].yuv) bgr.push_back(i);
+  for (int i = 0; i < b.batch; ++i) {
+    if (b.images[i].yuv) continue;
+    // Mirrored images (transform.flip) go to resize.cu's kernels, which
+    // mirror as the CPU twin does; this one reads strips unmirrored.
+    if (b.images[i].flip_x || b.images[i].flip_y) return false;
+    bgr.push_back(i);
+  }
   if (bgr.empty()) return true;
   const int C = b.channels, W = b.width, H = b.height;
   const int elem = static_cast<int>(dtype_size(p.dtype));
