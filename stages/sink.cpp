@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/geometry_json.hpp"
 #include "dump_folder.hpp"
 #include "kernels/checksum.hpp"
 
@@ -79,18 +80,6 @@ std::uint64_t Sink::checksum_on_device(BatchSlot& b) {
   return sum;
 }
 
-namespace {
-// A manifest line's "geometry" (imgpipe/geometry.hpp, field for field).
-nlohmann::json geometry_json(const SampleGeometry& g) {
-  return {{"width", g.width}, {"height", g.height}, {"stored_width", g.stored_width},
-          {"stored_height", g.stored_height}, {"orientation", g.orientation}, {"decode_scale", g.decode_scale},
-          {"resize", std::string(enum_name(resize_mode_names, g.resize))}, {"scale_x", g.scale_x},
-          {"scale_y", g.scale_y}, {"offset_x", g.offset_x}, {"offset_y", g.offset_y},
-          {"resized_width", g.resized_width}, {"resized_height", g.resized_height}, {"pad_left", g.pad_left},
-          {"pad_top", g.pad_top}, {"crop_x", g.crop_x}, {"crop_y", g.crop_y}, {"tensor_width", g.tensor_width},
-          {"tensor_height", g.tensor_height}};
-}
-}  // namespace
 
 std::uint64_t Sink::dump(BatchSlot& b) {
   const DeviceBatch& db = b.batch;

@@ -28,6 +28,7 @@
 #include "imgpipe/error.hpp"
 #include "imgpipe/log.hpp"
 #include "imgpipe/pipeline.hpp"
+#include "core/geometry_json.hpp"
 #include "memory/gpu.hpp"
 
 // ---- handles ---------------------------------------------------------------
@@ -129,16 +130,7 @@ imgpipe_status guarded(F&& f) noexcept {
 
 // ---- batches -----------------------------------------------------------------
 
-// A sample's "geometry" (imgpipe/geometry.hpp, field for field; the names of the dump sink's manifest).
-nlohmann::json geometry_json(const imgpipe::SampleGeometry& g) {
-  return {{"width", g.width}, {"height", g.height}, {"stored_width", g.stored_width},
-          {"stored_height", g.stored_height}, {"orientation", g.orientation}, {"decode_scale", g.decode_scale},
-          {"resize", std::string(imgpipe::enum_name(imgpipe::resize_mode_names, g.resize))}, {"scale_x", g.scale_x},
-          {"scale_y", g.scale_y}, {"offset_x", g.offset_x}, {"offset_y", g.offset_y},
-          {"resized_width", g.resized_width}, {"resized_height", g.resized_height}, {"pad_left", g.pad_left},
-          {"pad_top", g.pad_top}, {"crop_x", g.crop_x}, {"crop_y", g.crop_y}, {"tensor_width", g.tensor_width},
-          {"tensor_height", g.tensor_height}};
-}
+using imgpipe::geometry_json;  // core/geometry_json.hpp: the dump manifest's names
 
 std::string samples_json(const imgpipe::DeviceBatch& b) {
   nlohmann::json all = nlohmann::json::array();

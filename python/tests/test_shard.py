@@ -37,7 +37,8 @@ def test_torchrun_environment_shards_the_inputs():
     n = len(sample_images())
     ranks = [run({"RANK": str(r), "WORLD_SIZE": "3", "LOCAL_RANK": str(r)}) for r in range(3)]
     for r, got in enumerate(ranks):
-        assert got["shard"] == {"rank": r, "world_size": 3, "origin": "RANK/WORLD_SIZE"}
+        assert got["shard"] == {"rank": r, "world_size": 3, "origin": "RANK/WORLD_SIZE", "remainder": "uneven",
+                                "padded": 0, "dropped": 0}
         # Items i with i % world_size == rank, in order.
         assert got["paths"] == [str(p) for p in sample_images()[r::3]]
         assert got["backend"] == "host"  # devices: auto, LOCAL_RANK set, no GPU here

@@ -70,7 +70,8 @@ def test_loader_under_torchrun_takes_its_shard(tmp_path):
     sizes = []
     for rank in range(2):
         got = run_with_fake_torch(tmp_path, {"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank)})
-        assert got["shard"] == {"rank": rank, "world_size": 2, "origin": "RANK/WORLD_SIZE"}
+        assert got["shard"] == {"rank": rank, "world_size": 2, "origin": "RANK/WORLD_SIZE", "remainder": "uneven",
+                                "padded": 0, "dropped": 0}
         sizes.append(sum(r[0] for r in got["epochs"][0]))
     assert sizes == [len(range(0, n, 2)), len(range(1, n, 2))]
 

@@ -73,7 +73,7 @@ TEST_CASE("augment: a box that cannot fit in 10 draws falls back to the central 
   CHECK(imgpipe::random_resized_crop(50, 40, {2.0f, 3.0f}, {1.0f, 1.5f}, r3) == Augment{0, 0, 50, 40, false, false});
 }
 
-TEST_CASE("augment: the draws are keyed by seed, epoch, item and frame; flips come at their rates") {
+TEST_CASE("augment: the draws are keyed by seed, epoch, item and frame, and flips come at their rates") {
   imgpipe::TransformConfig t;
   t.resize.mode = imgpipe::ResizeMode::random_crop;
   t.flip.horizontal = 0.5f;

@@ -74,7 +74,7 @@ double most_off(const cv::Mat& a, const cv::Mat& b) {
 
 }  // namespace
 
-TEST_CASE("augment runs: each tensor is its recorded box resized and mirrored; epochs differ, a replay is identical") {
+TEST_CASE("augment runs: each tensor is its recorded box resized and mirrored, epochs differ, a replay is identical") {
   const Config c = augment_config(8);
   Pipeline p(c);
   const auto e0 = run_once(p);

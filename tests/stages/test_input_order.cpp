@@ -313,7 +313,7 @@ TEST_CASE("input order: build_input_list = paths + list entries, videos marked, 
   CHECK(error_of([&] { (void)build_input_list(cfg); }).find("nope.txt") != std::string::npos);
 }
 
-TEST_CASE("input order: each epoch has its own permutation, the same on every rank; every_epoch false keeps one") {
+TEST_CASE("input order: each epoch has its own permutation, the same on every rank, and every_epoch false keeps one") {
   const auto items = numbered(50);
   imgpipe::stages::OrderSpec o;
   o.seed = 42;
