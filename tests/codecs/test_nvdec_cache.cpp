@@ -4,6 +4,8 @@
 // budget. The decoder itself: tests/pipeline/test_nvdec.cpp.
 #include <doctest/doctest.h>
 
+#include "common.hpp"
+
 #if IMGPIPE_HAS_CUDA
 
 #include <cstdint>
