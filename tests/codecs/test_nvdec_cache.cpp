@@ -21,7 +21,6 @@
 #include "codecs/video/nvdec/nvdec_decoder.hpp"
 #include "codecs/video/video_devices.hpp"
 #include "imgpipe/error.hpp"
-#include "common.hpp"
 #include "memory/gpu.hpp"
 
 using namespace imgpipe;
