@@ -835,7 +835,6 @@ TEST_CASE("yuv fused (GPU): resize letterbox and centre crop of a mixed batch eq
       }
 }
 
-#endif  // IMGPIPE_HAS_CUDA
 
 TEST_CASE("yuv fused (GPU): mirrored images (SrcImage flip_x, flip_y) equal their CPU twins, which mirror the canvas") {
   IMGPIPE_SKIP_UNLESS(test::have_gpu(), "no CUDA device: GPU twin not run");
@@ -888,3 +887,5 @@ TEST_CASE("yuv fused (GPU): mirrored images (SrcImage flip_x, flip_y) equal thei
           CHECK(diff.count == 0);
         }
 }
+
+#endif  // IMGPIPE_HAS_CUDA
