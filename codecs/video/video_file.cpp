@@ -151,15 +151,20 @@ struct VideoFile::Impl {
   }
   bool relocate();
   bool restart(Resync how, int threads = 1, const std::string& why = {});
+  // A libavcodec decoder from the keyframe before the frame delivered last
+  // (from the start when the container cannot seek there, or nothing was
+  // delivered): restart()'s overlap, else its count.
+  bool resume(int with_threads, const std::string& why = {}) {
+    if (frames > 0 && last_pts != AV_NOPTS_VALUE && restart(Resync::overlap, with_threads, why)) return true;
+    return restart(Resync::count, with_threads, why);
+  }
   // NVDEC ran out of frame memory (its decoder's ENOMEM): libavcodec
   // decodes the rest of the file with the file's threads, and the report
   // counts the reason (false when it cannot start there).
   bool leave_nvdec() {
     static const std::string why =
         "NVDEC's frame memory (memory.nvdec_frames_mb) was full: the CPU route decoded the rest";
-    if (device < 0 || !damage.empty()) return false;
-    if (frames > 0 && last_pts != AV_NOPTS_VALUE && restart(Resync::overlap, threads, why)) return true;
-    return restart(Resync::count, threads, why);
+    return device >= 0 && damage.empty() && resume(threads, why);
   }
   // A frame of a cluster that failed its CRC-32 check, or shown after one:
   // it waits for the decoder's verdict on the cluster.
@@ -230,8 +235,7 @@ void VideoFile::Impl::start_decoder(const VideoFileOptions& opts) {
 // first packet the decoder rejects, or the first frame it flags.
 bool VideoFile::Impl::relocate() {
   relocated = true;
-  if (frames > 0 && last_pts != AV_NOPTS_VALUE && restart(Resync::overlap)) return true;
-  return restart(Resync::count);
+  return resume(1);
 }
 
 bool VideoFile::Impl::restart(Resync how, int with_threads, const std::string& why) {
