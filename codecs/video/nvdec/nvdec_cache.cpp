@@ -158,8 +158,10 @@ std::map<std::pair<int, std::size_t>, std::weak_ptr<FramePool>>& pools() {
 
 }  // namespace
 
-std::atomic<std::uint64_t>& FramePool::held_bytes() {
-  static std::atomic<std::uint64_t> n{0};
+std::uint64_t FramePool::held_bytes() {
+  const std::lock_guard lock(frames_mu());
+  std::uint64_t n = 0;
+  for (const auto& [device, d] : device_frames()) n += d.held;
   return n;
 }
 
@@ -193,7 +195,6 @@ std::shared_ptr<const void> FramePool::get(bool budgeted) {
       give_frame_bytes(device_, bytes_);
       throw;
     }
-    held_bytes() += bytes_;
   }
   auto* held = new gpu::DeviceBuffer(std::move(b));
   return {held->get(), [pool = shared_from_this(), held](const void*) {
@@ -203,16 +204,12 @@ std::shared_ptr<const void> FramePool::get(bool budgeted) {
                 pool->free_.push_back(std::move(*held));
               }
             }
-            if (held->get()) {
-              held_bytes() -= pool->bytes_;
-              give_frame_bytes(pool->device_, pool->bytes_);
-            }
+            if (held->get()) give_frame_bytes(pool->device_, pool->bytes_);
             delete held;
           }};
 }
 
 FramePool::~FramePool() {
-  held_bytes() -= free_.size() * bytes_;
   give_frame_bytes(device_, free_.size() * bytes_);
 }
 
@@ -230,7 +227,6 @@ void FramePool::trim(int device) {
       const std::lock_guard lock(p->mu_);
       idle.swap(p->free_);
     }
-    held_bytes() -= idle.size() * p->bytes_;
     give_frame_bytes(device, idle.size() * p->bytes_);
   }
 }
@@ -265,7 +261,7 @@ void set_nvdec_frame_budget(int device, std::uint64_t bytes) {
 NvdecFigures nvdec_figures() {
   if (!nvdec::library().f) return {};
   NvdecFigures n = nvdec::cache().figures();
-  n.frame_bytes = nvdec::FramePool::held_bytes().load();
+  n.frame_bytes = nvdec::FramePool::held_bytes();
   return n;
 }
 

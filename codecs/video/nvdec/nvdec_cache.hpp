@@ -7,7 +7,6 @@
 
 #if IMGPIPE_HAS_CUDA
 
-#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -83,8 +82,8 @@ class FramePool : public std::enable_shared_from_this<FramePool> {
   FramePool(const FramePool&) = delete;
   FramePool& operator=(const FramePool&) = delete;
   ~FramePool();
-  // Device bytes held by every pool, in use and idle (nvdec_figures).
-  static std::atomic<std::uint64_t>& held_bytes();
+  // Device bytes held by every pool of every device, in use and idle (nvdec_figures).
+  static std::uint64_t held_bytes();
   // A buffer of the pool's size, back in the pool when the last holder lets
   // it go. `budgeted`: throws FrameMemoryFull when the device's budget has no
   // room for it (else it is counted, and taken beyond the budget).
