@@ -1,8 +1,9 @@
 // A training loop's view: one Pipeline run once per epoch over the same
-// inputs, as an application does. Prints one JSON object per epoch (the
-// run's end-to-end rate, its set-up, when the GPU JPEG decoder was ready,
-// the routes) and one for the whole process, from main() to the last
-// epoch's end, construction included.
+// inputs, as an application does (set_epoch(e) before each run, so that
+// input.shuffle, random crops and flips draw epoch e's). Prints one JSON
+// object per epoch (the run's end-to-end rate, its set-up, when the GPU JPEG
+// decoder was ready, the routes) and one for the whole process, from main()
+// to the last epoch's end, construction included.
 //
 //   imgpipe_bench_epochs --config C [--input PATH]... [--epochs 3] [--where auto|cpu|gpu] [--verify markers|full]
 //                        [--gpu-batch N] [--json FILE]
@@ -31,6 +32,8 @@ nlohmann::json stages_json(const imgpipe::Report& r) {
 
 nlohmann::json epoch_json(int epoch, const imgpipe::Report& r) {
   return {{"epoch", epoch},
+          {"pipeline_epoch", r.epoch},
+          {"classes", r.classes.size()},
           {"images", r.inputs.delivered},
           {"failed", r.inputs.failed},
           {"images_per_s", r.images_per_s},
@@ -89,6 +92,7 @@ int main(int argc, char** argv) {
     nlohmann::json out = {{"epochs", nlohmann::json::array()}};
     std::uint64_t images = 0;
     for (int e = 1; e <= epochs; ++e) {
+      pipeline.set_epoch(static_cast<std::uint64_t>(e - 1));  // as a training loop's sampler.set_epoch
       const imgpipe::Report r = pipeline.run();
       images += r.inputs.delivered;
       out["epochs"].push_back(epoch_json(e, r));
