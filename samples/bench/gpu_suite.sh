@@ -15,7 +15,10 @@
 #   (samples/bench/w2.sh on W2_CORPUS: `where: cpu` and the default, each with
 #   and without page-locked frames, FFmpeg's CPU (16 processes; one process
 #   of all threads on the long video) and mixed peers, then a `perf record -a`
-#   profile of `where: cpu` when perf is there).
+#   profile of `where: cpu` when perf is there), and w3 (samples/bench/w3.sh:
+#   a training epoch of ImageNet-like JPEGs made from PHOTOS, imgpipe kept
+#   with region decode on and off, the DataLoader and torchvision GPU peers,
+#   the Python Loader, then ResNet-50 training fed by each; W3_BUDGET_S).
 # The video cases make their clips with ffmpeg, which the GPU machine lacks:
 # bundle it (gpu-bundle --out .gpuff /usr/bin/ffmpeg) and carry .gpuff; the
 # parts put .gpuff/run's ffmpeg on PATH. perf likewise from .gpuperf.
@@ -55,7 +58,11 @@
 # IMGPIPE_CONFIGS, default below), W2_PEERS, W2_RUNS (3), W2_OLD (0; 1: bin/imgpipe_old
 # beside bin/imgpipe), EPOCHS_OLD (0; 1: bin/imgpipe_bench_epochs_old beside the new),
 # EPOCHS_ROUNDS (1), TESTS_LIMIT_S (420: the suite took 306 to 345 s on a
-# fresh H100 machine).
+# fresh H100 machine), W3_BUDGET_S (380: the w3 part's wall time, W3_RESNET_S
+# (120) of it for ResNet-50), W3_ROUNDS (2), W3_PARTS (w3.sh's parts), W3_COUNT
+# (8192). The w3 part needs in .gpu: bin/imgpipe_make_corpus,
+# bin/imgpipe_bench_epochs and bin/libimgpipe_c.so (the Python Loader's); OUT
+# gets w3.json and w3_summary.txt.
 set -uo pipefail
 out=$1; photos=${2:-.gpu/data/photos}; shift 2 || shift $#
 parts=${*:-tests sanitize kernels memory w1 epochs w1cmp nvjpeg peers decode live soak}
@@ -433,6 +440,27 @@ if has w2 && enough w2 60; then
   else
     echo "w2: skipped: no $w2c/manifest.json (samples/make_videos.sh --parts w2,long) or no ffmpeg" | tee -a "$log"
     sum "W2: skipped (no corpus or no ffmpeg)"
+  fi
+fi
+
+if has w3 && enough w3 90; then
+  section "W3 (a training epoch: ImageNet-like JPEGs, RandomResizedCrop 224 + flip, batches of 256)"
+  if [ -d "$photos" ] && [ -x .gpu/bin/imgpipe_make_corpus ] && [ -x .gpu/bin/imgpipe_bench_epochs ]; then
+    c=$(cap "${W3_BUDGET_S:-380}")
+    lib=""; [ -f .gpu/bin/libimgpipe_c.so ] && lib=$PWD/.gpu/bin/libimgpipe_c.so
+    [ -n "$lib" ] || echo "w3: no .gpu/bin/libimgpipe_c.so: the Python Loader and imgpipe's ResNet feeder fail" | tee -a "$log"
+    env OUT="$out" MAKE_CORPUS="$run bin/imgpipe_make_corpus" EPOCHS_BIN="$run bin/imgpipe_bench_epochs" PY_RUN="$run" \
+      IMGPIPE_C_LIBRARY="$lib" RESNET_S="${W3_RESNET_S:-120}" W3_DEADLINE="$(deadline $((c - 10)))" \
+      timeout -k 5 "$c" samples/bench/w3.sh "$photos" /tmp/w3work "${W3_ROUNDS:-2}" > /tmp/w3.log 2>&1; rc=$?
+    cat /tmp/w3.log >> "$log"; grep -E "^W3" /tmp/w3.log | tail -40
+    if grep -qE "^W3 " "$out/w3_summary.txt" 2> /dev/null; then
+      sed "s/^W3 /W3 rc=$rc: /" "$out/w3_summary.txt" >> "$summary"
+    else
+      sum "W3: rc=$rc$([ $rc -ge 124 ] && echo ' (timed out)'), no summary (see suite.log)"
+    fi
+  else
+    echo "w3: skipped: no photos folder $photos, or bin/imgpipe_make_corpus or bin/imgpipe_bench_epochs not in .gpu" | tee -a "$log"
+    sum "W3: skipped (no photos or programs)"
   fi
 fi
 
