@@ -1,6 +1,7 @@
 // The entropy check (codecs/parse/jpeg_entropy.hpp) against the decode stage's
 // full and reduced decode; reduced-size JPEG decode against full-size decode, as the pipeline's decode
-// stage does it (stages::Decode, then the transform's resize), on one thread
+// stage does it (stages::Decode, then the transform's resize); random_crop with the box decoded alone
+// (decode.region) against a whole decode then the cut; on one thread
 // and on every thread (oneTBB parallel_for over in-memory files); first, the
 // decode stage's full-size decode against plain cv::imdecode.
 //
@@ -36,6 +37,7 @@
 #include "codecs/parse/jpeg_entropy.hpp"
 #include "stages/decode.hpp"
 #include "stages/transform.hpp"
+#include "imgpipe/augment.hpp"
 
 #ifndef IMGPIPE_SOURCE_DIR
 #define IMGPIPE_SOURCE_DIR "."
@@ -256,6 +258,43 @@ int main(int argc, char** argv) {
       const double rr = measure(corpus, reduced, &resize, n, passes, runs);
       std::cout << fmt::format("  {:<8} {:>10.1f} i/s {:>10.1f} i/s {:>7.2f}x   {:>10.1f} i/s {:>10.1f} i/s {:>7.2f}x\n",
                                n, df, dr, dr / df, rf, rr, rr / rf);
+    }
+  }
+  {
+    // transform.resize.mode random_crop (torchvision's RandomResizedCrop,
+    // scale 0.08..1, ratio 3/4..4/3) to the first target: the decode stage
+    // decoding each JPEG whole then cutting the box, against decoding the
+    // box alone (decode.region), each followed by the box's resize.
+    imgpipe::TransformConfig t;
+    t.resize.width = targets.front().first;
+    t.resize.height = targets.front().second;
+    t.resize.mode = imgpipe::ResizeMode::random_crop;
+    imgpipe::DecodeConfig whole_cfg = full_cfg, region_cfg = full_cfg;
+    whole_cfg.region = false;
+    region_cfg.region = true;
+    const imgpipe::stages::Decode whole(whole_cfg, t), region(region_cfg, t);
+    const imgpipe::stages::Transform resize(t, false);
+    const auto crop = [&](const imgpipe::stages::Decode& d) {
+      return [&resize, &corpus, &t, dp = &d](const Bytes& b, cv::Mat& img, cv::Mat& out, cv::Mat& scratch) {
+        const imgpipe::stages::Decode::SampleKey key{static_cast<std::uint64_t>(&b - corpus.data()), -1};
+        imgpipe::SampleGeometry g;
+        cv::Point origin;
+        const std::string err = dp->decode(b, img, nullptr, &g, &key, &origin);
+        if (!err.empty()) throw std::runtime_error(err);
+        imgpipe::Augment a = imgpipe::draw_augment(t, 0, key.item, -1, g.width, g.height);
+        a.x -= origin.x;
+        a.y -= origin.y;
+        resize.resize(img, out, scratch, &a);
+      };
+    };
+    std::cout << fmt::format("\nrandom_crop to {}x{}: decode whole then cut, against the box alone (decode.region)\n",
+                             t.resize.width, t.resize.height);
+    std::cout << fmt::format("  {:<8} {:>14} {:>14} {:>8}\n", "threads", "whole + cut", "region", "speed-up");
+    for (const int n : thread_counts) {
+      const int passes = n == 1 ? 1 : passes_parallel;
+      const double w = measure_with(corpus, crop(whole), n, passes, runs);
+      const double r = measure_with(corpus, crop(region), n, passes, runs);
+      std::cout << fmt::format("  {:<8} {:>10.1f} i/s {:>10.1f} i/s {:>7.2f}x\n", n, w, r, r / w);
     }
   }
   return 0;

@@ -1,11 +1,13 @@
 #include "decode.hpp"
 
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 
 #include <fmt/format.h>
 
 #include "geometry.hpp"
+#include "imgpipe/augment.hpp"
 #include "transform.hpp"
 
 namespace imgpipe::stages {
@@ -18,7 +20,8 @@ std::string upper(std::string s) {
 }  // namespace
 
 int reduced_scale(std::int64_t w, std::int64_t h, const ResizeConfig& resize) noexcept {
-  if (w <= 0 || h <= 0) return 1;
+  // A box of the full-size original is cut (a region decode, decode.region, instead).
+  if (w <= 0 || h <= 0 || resize.boxed()) return 1;
   const std::int64_t W = resize.width, H = resize.height;
   for (const std::int64_t r : {8, 4, 2}) {
     bool covers = false;
@@ -28,8 +31,7 @@ int reduced_scale(std::int64_t w, std::int64_t h, const ResizeConfig& resize) no
       case ResizeMode::center_crop: covers = W * r <= w && H * r <= h; break;
       // min(W/w, H/h) <= 1/r  <=>  W*r <= w or H*r <= h
       case ResizeMode::letterbox: covers = W * r <= w || H * r <= h; break;
-      // The box is drawn on the full-size image: decoded whole (region decode: issue of its own).
-      case ResizeMode::random_crop: covers = false; break;
+      case ResizeMode::random_crop: covers = false; break;  // boxed: above
     }
     if (covers) return static_cast<int>(r);
   }
@@ -112,29 +114,37 @@ std::string Decode::check_header(std::span<const unsigned char> bytes, const cod
 }
 
 Decode::Decode(const DecodeConfig& cfg, const TransformConfig& transform, bool video_orientation,
-               std::size_t yuv_budget)
+               std::size_t yuv_budget, std::uint64_t epoch)
     : Stage("decode", true), decoders_(codecs::cpu_image_decoders()), cfg_(cfg), resize_(transform.resize),
-      video_orientation_(video_orientation), yuv_budget_(yuv_budget) {}
+      transform_(transform), epoch_(epoch), video_orientation_(video_orientation), yuv_budget_(yuv_budget) {}
 
-codecs::ImageDecodeOptions Decode::options_for(const codecs::ImageHeader& h) const {
+codecs::ImageDecodeOptions Decode::options_for(const codecs::ImageHeader& h, const SampleKey* sample) const {
   codecs::ImageDecodeOptions o;
   o.orientation = cfg_.exif_orientation;
   o.accept_damaged = cfg_.accept_truncated;
-  if (cfg_.reduced) {
-    // Orientations 5..8 transpose the image: the target applies to the turned one.
-    const bool turned = (cfg_.exif_orientation ? h.orientation : 1) >= 5;
-    o.scale_denom = reduced_scale(turned ? h.height : h.width, turned ? h.width : h.height, resize_);
+  // Orientations 5..8 transpose the image: the target applies to the turned one.
+  const bool turned = (cfg_.exif_orientation ? h.orientation : 1) >= 5;
+  const std::int64_t w = turned ? h.height : h.width, hh = turned ? h.width : h.height;
+  if (cfg_.reduced) o.scale_denom = reduced_scale(w, hh, resize_);
+  // The box the transform will cut (augment_of draws the same one from the
+  // decoded size, which is the header's).
+  if (sample && cfg_.region && resize_.boxed() && w > 0 && hh > 0 && w <= INT32_MAX &&
+      hh <= INT32_MAX) {
+    const Augment a =
+        draw_augment(transform_, epoch_, sample->item, sample->frame, static_cast<int>(w), static_cast<int>(hh));
+    o.region = {a.x, a.y, a.width, a.height};
   }
   return o;
 }
 
 std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, int* scale,
-                           SampleGeometry* geometry) const {
+                           SampleGeometry* geometry, const SampleKey* sample, cv::Point* origin) const {
   // `out` is a pooled Mat that may hold the previous image: a backend that
   // leaves its destination untouched on failure (cv::imdecode does, when no
   // decoder accepts the data) would pass that old image off as this one.
   out.release();
   if (scale) *scale = 1;
+  if (origin) *origin = {0, 0};
   const codecs::ImageHeader h = codecs::sniff_header(bytes);
   if (std::string err = check_header(bytes, h); !err.empty()) return err;
   const codecs::ImageDecoder* backend = nullptr;
@@ -146,8 +156,9 @@ std::string Decode::decode(std::span<const unsigned char> bytes, cv::Mat& out, i
   // The header's checks name every feature no backend reads: never met.
   if (backend == nullptr) return fmt::format("no decoder here takes this {} image", upper(h.format));
   codecs::ImageDecoded done;
-  if (std::string err = backend->decode(bytes, h, options_for(h), out, done); !err.empty()) return err;
+  if (std::string err = backend->decode(bytes, h, options_for(h, sample), out, done); !err.empty()) return err;
   if (scale) *scale = done.scale;
+  if (origin) *origin = {done.origin_x, done.origin_y};
   if (geometry) *geometry = decoded_geometry(done.stored_width, done.stored_height, done.orientation, done.scale);
   return {};
 }
@@ -199,9 +210,14 @@ Tally Decode::convert_video(Work& w) const {
 }
 
 Tally Decode::run(Work& w) const {
+  w.pixels.origin_x = w.pixels.origin_y = 0;
   if (w.pixels.video) return convert_video(w);
-  w.sample.error = decode(w.pixels.bytes, w.pixels.decoded, nullptr, &w.sample.geometry);
+  const SampleKey key{w.sample.input ? w.sample.input->id : 0, w.sample.frame};
+  cv::Point origin;
+  w.sample.error = decode(w.pixels.bytes, w.pixels.decoded, nullptr, &w.sample.geometry, &key, &origin);
   if (w.failed()) return {1, 0};
+  w.pixels.origin_x = origin.x;
+  w.pixels.origin_y = origin.y;
   return {1, w.pixels.decoded.total() * w.pixels.decoded.elemSize()};
 }
 

@@ -59,8 +59,10 @@ class Decode : public Stage<Decode, Takes::to_decode> {
   // `yuv_budget` > 0: the GPU resizes (transform.resize.where), so a video
   // frame that needs no turning and whose planes fit that many bytes is left
   // YUV, for the transform stage to stage as it is (the GPU converts it).
+  // `epoch`: the run's, from which random_crop's boxes are drawn (region
+  // decode, decode.region: a JPEG's box alone is decoded).
   Decode(const DecodeConfig& cfg, const TransformConfig& transform, bool video_orientation = true,
-         std::size_t yuv_budget = 0);
+         std::size_t yuv_budget = 0, std::uint64_t epoch = 0);
   // Decodes w.pixels.bytes into w.pixels.decoded, or sets w.sample.error;
   // a video file's frame (w.pixels.video) is converted to BGR with the
   // stream's matrix and range (kernels/yuv.hpp), turned as its container
@@ -71,18 +73,30 @@ class Decode : public Stage<Decode, Takes::to_decode> {
   // `geometry`, the decode part of the sample's geometry (stages/geometry.hpp:
   // the original's stored and displayed size, the orientation applied, the
   // reduction).
+  // `sample`, when given (its place in the looped input list and its frame,
+  // as augment_of takes them), names the sample whose random_crop box is all
+  // that is wanted (decode.region): a backend that can decodes only that box
+  // of a JPEG, and `origin` receives the displayed original's coordinates of
+  // out's first pixel (0, 0 when the whole image was decoded).
+  struct SampleKey {
+    std::uint64_t item = 0;
+    std::int64_t frame = -1;
+  };
   std::string decode(std::span<const unsigned char> bytes, cv::Mat& out, int* scale = nullptr,
-                     SampleGeometry* geometry = nullptr) const;
+                     SampleGeometry* geometry = nullptr, const SampleKey* sample = nullptr,
+                     cv::Point* origin = nullptr) const;
 
  private:
   // The checks made on the header before any decoder runs: format, size limits, truncation.
   std::string check_header(std::span<const unsigned char> bytes, const codecs::ImageHeader& h) const;
   Tally convert_video(Work& w) const;  // pixels.video -> pixels.decoded
   // What the backend that takes `h` is asked for.
-  codecs::ImageDecodeOptions options_for(const codecs::ImageHeader& h) const;
+  codecs::ImageDecodeOptions options_for(const codecs::ImageHeader& h, const SampleKey* sample) const;
   std::span<const codecs::ImageDecoder* const> decoders_;  // codecs::cpu_image_decoders(), asked in order
   DecodeConfig cfg_;
   ResizeConfig resize_;
+  TransformConfig transform_;  // its augmentations: the boxes region decode draws
+  std::uint64_t epoch_ = 0;
   bool video_orientation_ = true;
   std::size_t yuv_budget_ = 0;
 };

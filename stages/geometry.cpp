@@ -46,9 +46,9 @@ double reduction_shift(int n, int r, bool reversed) {
 
 std::optional<Augment> augment_of(const TransformConfig& t, std::uint64_t epoch, std::uint64_t item,
                                   std::int64_t frame, const SampleGeometry& g, int frame_width, int frame_height) {
-  if (t.resize.mode != ResizeMode::random_crop && !(t.flip.horizontal > 0) && !(t.flip.vertical > 0)) return {};
-  // The box is drawn on the original as displayed; random_crop decodes it
-  // at full size, so the frame is the original.
+  if (!t.resize.boxed() && !(t.flip.horizontal > 0) && !(t.flip.vertical > 0)) return {};
+  // The box is drawn on the original as displayed (a boxed resize decodes
+  // at full size: the frame is the original, or the box alone).
   const int w = g.width > 0 ? g.width : frame_width, h = g.height > 0 ? g.height : frame_height;
   return draw_augment(t, epoch, item, frame, w, h);
 }
@@ -56,7 +56,7 @@ std::optional<Augment> augment_of(const TransformConfig& t, std::uint64_t epoch,
 void complete_geometry(SampleGeometry& g, int frame_width, int frame_height, const ResizeConfig& resize,
                        const Augment* augment) {
   if (g.width <= 0 || g.height <= 0) g = decoded_geometry(frame_width, frame_height, 1, 1);
-  const bool boxed = augment != nullptr && resize.mode == ResizeMode::random_crop;
+  const bool boxed = augment != nullptr && resize.boxed();
   kernels::SrcImage im;
   im.width = boxed ? augment->width : frame_width;
   im.height = boxed ? augment->height : frame_height;
@@ -65,7 +65,7 @@ void complete_geometry(SampleGeometry& g, int frame_width, int frame_height, con
   b.batch = 1;
   b.width = resize.width;
   b.height = resize.height;
-  b.fit = fit_of(resize.mode);
+  b.fit = boxed ? kernels::Fit::stretch : fit_of(resize.mode);
   const kernels::Placement p = kernels::placement(b, 0);
   // cv::resize (and the kernels, detail::plan_image) copy when the resized
   // size is the frame's, whatever the factor says.
@@ -85,7 +85,7 @@ void complete_geometry(SampleGeometry& g, int frame_width, int frame_height, con
   g.offset_y -= g.scale_y * g.box_y;
   g.resized_width = p.width;
   g.resized_height = p.height;
-  const bool letterbox = resize.mode == ResizeMode::letterbox, crop = resize.mode == ResizeMode::center_crop;
+  const bool letterbox = resize.mode == ResizeMode::letterbox, crop = resize.mode == ResizeMode::center_crop && !boxed;
   g.pad_left = letterbox ? p.x0 : 0;
   g.pad_top = letterbox ? p.y0 : 0;
   g.crop_x = crop ? -p.x0 : 0;

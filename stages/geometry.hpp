@@ -37,10 +37,10 @@ void complete_geometry(SampleGeometry& g, int frame_width, int frame_height, con
 
 // The sample's draws under `t` for `epoch` (the whole frame and no flip when
 // t draws nothing: null then), on the displayed original `g`.
-// The window a GPU resize takes for `a` (the box under random_crop).
-inline FrameView::Window gpu_window(const Augment& a, ResizeMode mode) {
+// The window a GPU resize takes for `a` (the box under a boxed resize).
+inline FrameView::Window gpu_window(const Augment& a, const ResizeConfig& resize) {
   FrameView::Window w;
-  if (mode == ResizeMode::random_crop) {
+  if (resize.boxed()) {
     w.x = a.x;
     w.y = a.y;
     w.width = a.width;

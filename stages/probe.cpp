@@ -92,7 +92,7 @@ Tally Probe::run(Work& w) {
       augment_of(limits_.transform, limits_.epoch, w.sample.input->id, w.sample.frame, w.sample.geometry, width, height);
   complete_geometry(w.sample.geometry, width, height, limits_.resize, a ? &*a : nullptr);
   w.sample.geometry.epoch = limits_.epoch;
-  if (a) w.pixels.out.gpu = gpu_window(*a, limits_.resize.mode);
+  if (a) w.pixels.out.gpu = gpu_window(*a, limits_.resize);
   return {1, w.pixels.bytes.size()};
 }
 

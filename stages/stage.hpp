@@ -120,6 +120,9 @@ struct FrameView {
 struct Pixels {
   std::vector<unsigned char> bytes;   // read: the file
   cv::Mat decoded;                    // decode (or the source, for a live video frame): BGR u8
+  // The displayed original's coordinates of decoded's first pixel: the box's
+  // corner when the decode stage decoded only random_crop's box (decode.region), else 0.
+  int origin_x = 0, origin_y = 0;
   // A video file's frame as decoded (YUV), which the decode stage converts
   // into `decoded` with the container's display rotation.
   std::shared_ptr<codecs::VideoFrame> video;
@@ -178,6 +181,7 @@ struct Work {
     preloaded = false;
     sample.geometry = {};
     pixels.bytes.clear();
+    pixels.origin_x = pixels.origin_y = 0;
     pixels.out = {};
     dest = {};
     batch = nullptr;

@@ -54,9 +54,11 @@ kernels::NormalizeParams Transform::normalize_params() const noexcept {
 void Transform::resize(const cv::Mat& in, cv::Mat& out, cv::Mat& scratch, const Augment* augment) const {
   const int W = cfg_.resize.width, H = cfg_.resize.height;
   const int interp = cv_interpolation(cfg_.resize.interpolation);
-  switch (cfg_.resize.mode) {
+  // A boxed resize (random_crop, center_crop with short_side): the box as
+  // the image (cv::resize reads nothing outside a ROI), stretched.
+  const ResizeMode mode = cfg_.resize.boxed() ? ResizeMode::random_crop : cfg_.resize.mode;
+  switch (mode) {
     case ResizeMode::random_crop: {
-      // The box as the image (cv::resize reads nothing outside a ROI), stretched.
       const cv::Mat box = augment ? in(cv::Rect(augment->x, augment->y, augment->width, augment->height)) : in;
       if (box.cols == W && box.rows == H) box.copyTo(out);
       else cv::resize(box, out, cv::Size(W, H), 0, 0, interp);
@@ -130,12 +132,12 @@ Tally Transform::run(Work& w) const {
     // CPU when random_crop meets videos).
     const std::optional<Augment> a = augment_of(cfg_, epoch_, w.sample.input ? w.sample.input->id : 0, w.sample.frame, g,
                                                 img.width, img.height);
-    if (a && cfg_.resize.mode == ResizeMode::random_crop)
-      throw std::logic_error("transform: random_crop on a YUV frame (the plan resizes such runs on the CPU)");
+    if (a && cfg_.resize.boxed())
+      throw std::logic_error("transform: a boxed resize of a YUV frame (the plan resizes such runs on the CPU)");
     complete_geometry(g, img.width, img.height, cfg_.resize, a ? &*a : nullptr);
     g.epoch = epoch_;
     px.out = {};
-    if (a) px.out.gpu = gpu_window(*a, cfg_.resize.mode);
+    if (a) px.out.gpu = gpu_window(*a, cfg_.resize);
     if (w.route == Route::gpu_video) {  // nothing to stage: pack points the batch at the device frame
       px.out.width = img.width;
       px.out.height = img.height;
@@ -149,15 +151,24 @@ Tally Transform::run(Work& w) const {
   }
   // The same placement whichever side resizes (kernels::placement).
   SampleGeometry& g = w.sample.geometry;
-  const std::optional<Augment> a = augment_of(cfg_, epoch_, w.sample.input ? w.sample.input->id : 0, w.sample.frame,
-                                              g, px.decoded.cols, px.decoded.rows);
-  complete_geometry(g, px.decoded.cols, px.decoded.rows, cfg_.resize, a ? &*a : nullptr);
+  const std::optional<Augment> drawn = augment_of(cfg_, epoch_, w.sample.input ? w.sample.input->id : 0,
+                                                  w.sample.frame, g, px.decoded.cols, px.decoded.rows);
+  complete_geometry(g, px.decoded.cols, px.decoded.rows, cfg_.resize, drawn ? &*drawn : nullptr);
   g.epoch = epoch_;
+  // The box in the decoded frame, which starts at the original's (origin_x,
+  // origin_y) when the decode stage decoded the box alone (decode.region).
+  std::optional<Augment> a = drawn;
+  if (a && cfg_.resize.boxed()) {
+    a->x -= px.origin_x;
+    a->y -= px.origin_y;
+    if (a->x < 0 || a->y < 0 || a->x + a->width > px.decoded.cols || a->y + a->height > px.decoded.rows)
+      throw std::logic_error("transform: the resize's box is not inside the decoded frame");
+  }
   if (resize_on_gpu_) {
     const std::size_t bytes = px.decoded.total() * px.decoded.elemSize();
     if (bytes <= frame_budget_ && px.decoded.isContinuous()) {
       px.out = {px.decoded.ptr<std::uint8_t>(), bytes, px.decoded.cols, px.decoded.rows};
-      if (a) px.out.gpu = gpu_window(*a, cfg_.resize.mode);
+      if (a) px.out.gpu = gpu_window(*a, cfg_.resize);
       return {1, 0};  // the GPU resizes and normalises
     }
     ++cpu_resized_;  // too large for its share of the slot: resize it here

@@ -33,6 +33,15 @@ struct ImageDecodeOptions {
   // stages/decode.hpp: reduced_scale). A backend that cannot reduce decodes
   // at full size.
   int scale_denom = 1;
+  // Region decode (decode.region, under transform.resize.mode random_crop):
+  // only this box of the image as displayed (full size, orientation
+  // applied) is wanted. A backend that can decode part of an image (libjpeg)
+  // returns just the box, with scale_denom 1, and says so in ImageDecoded;
+  // the others decode the whole image.
+  struct Box {
+    int x = 0, y = 0, width = 0, height = 0;
+    bool empty() const noexcept { return width <= 0 || height <= 0; }
+  } region;
 };
 
 // What a backend did to the stored image: the decode's part of a sample's
@@ -43,6 +52,10 @@ struct ImageDecoded {
   int stored_width = 0, stored_height = 0;
   int orientation = 1;  // the orientation applied, 1..8 (1: none)
   int scale = 1;        // the reduction used: 1, 2, 4 or 8
+  // The displayed image's coordinates of `out`'s first pixel: the region's
+  // corner when only the region was decoded (region_decoded), else 0.
+  int origin_x = 0, origin_y = 0;
+  bool region_decoded = false;
 };
 
 class ImageDecoder {

@@ -77,12 +77,27 @@ Augment random_resized_crop(int width, int height, const std::array<float, 2>& s
   return a;
 }
 
+Augment center_box(int width, int height, int target_width, int target_height, int short_side) {
+  // Resize(S) scales by S / min(width, height); CenterCrop's window of the
+  // scaled image, mapped back, is target x (min side / S), rounded half to even.
+  const double back = static_cast<double>(std::min(width, height)) / short_side;
+  Augment a;
+  a.width = std::clamp(round_half_even(target_width * back), 1, width);
+  a.height = std::clamp(round_half_even(target_height * back), 1, height);
+  // torchvision's CenterCrop: offset int(round((size - crop) / 2)).
+  a.x = round_half_even((width - a.width) / 2.0);
+  a.y = round_half_even((height - a.height) / 2.0);
+  return a;
+}
+
 Augment draw_augment(const TransformConfig& t, std::uint64_t epoch, std::uint64_t item, std::int64_t frame,
                      int width, int height) {
   SampleRandom r(static_cast<std::uint64_t>(t.seed), epoch, item, frame);
   Augment a;
   if (t.resize.mode == ResizeMode::random_crop) {
     a = random_resized_crop(width, height, t.resize.scale, t.resize.ratio, r);
+  } else if (t.resize.boxed()) {
+    a = center_box(width, height, t.resize.width, t.resize.height, t.resize.short_side);
   } else {
     a.width = width;
     a.height = height;

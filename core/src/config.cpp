@@ -250,6 +250,17 @@ void Config::validate() const {
       throw ConfigError("transform.resize.where", 0,
                         "gpu resize needs normalize.where gpu or auto (the GPU resizes, then normalises)");
   }
+  if (const int s = transform.resize.short_side; s > 0) {
+    if (transform.resize.mode != ResizeMode::center_crop)
+      throw ConfigError("transform.resize.short_side", 0,
+                        "applies to transform.resize.mode center_crop only (got " +
+                            std::string(enum_name(resize_mode_names, transform.resize.mode)) + "); 0 leaves it off");
+    if (s < std::max(transform.resize.width, transform.resize.height))
+      throw ConfigError("transform.resize.short_side", 0,
+                        "must be at least the target's larger side (" +
+                            std::to_string(std::max(transform.resize.width, transform.resize.height)) +
+                            "): the centre cut is taken from the image scaled to that short side");
+  }
   const std::int64_t batch_bytes = static_cast<std::int64_t>(batch.size) * transform.resize.width *
                                    transform.resize.height * 3 * 4;
   if (batch_bytes > (std::int64_t{16} << 30))

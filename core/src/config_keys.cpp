@@ -296,6 +296,12 @@ constexpr KeySpec kKeys[] = {
   choice<reduced_names, &C::decode, &Dec::reduced>("decode.reduced",
       "auto: decode JPEGs at 1/2, 1/4 or 1/8 size in the DCT domain when that still covers the resize "
       "target (much faster); off: always decode full size."),
+  field<&C::decode, &Dec::region>("decode.region", any_value(),
+      "Under transform.resize.mode random_crop: decode only the part of each JPEG its box covers on the CPU "
+      "route (libjpeg-turbo's crop and skip: the same pixels as a whole decode cut at the box, the same "
+      "verdict on damage, the whole file still read). The GPU's JPEG engines decode whole and the kernel "
+      "reads the box (nvJPEG takes an ROI, but its hardware backend is no faster with one: "
+      "docs/benchmarks.md#region-decode). false: decode whole, then cut."),
   field<&C::decode, &Dec::exif_orientation>("decode.exif_orientation", any_value(),
       "Apply the EXIF orientation tag (rotate/flip) when decoding; false keeps the stored pixels."),
   choice<where_names, &C::decode, &Dec::where>("decode.where",
@@ -344,6 +350,12 @@ constexpr KeySpec kKeys[] = {
            nullptr},
       "random_crop: the box's aspect ratio (width / height), its log drawn uniformly in [log low, log high]. "
       "After 10 draws that do not fit the image, the largest central box whose ratio is within the range."),
+  field<&C::transform, &Tr::resize, &Rs::short_side>("transform.resize.short_side", between(0, 65535),
+      "center_crop only: torchvision's evaluation recipe, Resize(short_side) then CenterCrop(height, width) "
+      "(e.g. 256 with a 224 x 224 target): the image is scaled so that its short side is short_side and the "
+      "centre width x height is cut, done as the box of the original that this window covers, stretched to "
+      "the target (a JPEG's box alone is decoded: decode.region). At least max(width, height). 0: cover the "
+      "target (the cut is as large as the aspect ratio allows)."),
   choice<interpolation_names, &C::transform, &Tr::resize, &Rs::interpolation>("transform.resize.interpolation",
       "OpenCV's INTER_LINEAR, INTER_NEAREST, INTER_AREA or INTER_CUBIC. The GPU resize does linear and "
       "nearest only."),

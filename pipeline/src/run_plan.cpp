@@ -65,7 +65,8 @@ kernels::ResizeBatch resize_of(const ResizeConfig& r) {
   k.width = r.width;
   k.height = r.height;
   k.interp = r.interpolation == Interpolation::nearest ? kernels::Interp::nearest : kernels::Interp::linear;
-  k.fit = r.mode == ResizeMode::letterbox     ? kernels::Fit::letterbox  // random_crop: its box, stretched
+  k.fit = r.boxed()                           ? kernels::Fit::stretch  // the box (SrcImage's window), stretched
+          : r.mode == ResizeMode::letterbox   ? kernels::Fit::letterbox
           : r.mode == ResizeMode::center_crop ? kernels::Fit::center_crop
                                               : kernels::Fit::stretch;
   k.pad_value = static_cast<std::uint8_t>(r.pad_value);
@@ -86,9 +87,9 @@ void plan_steps(RunPlan& p, const Config& cfg, InputMix mix) {
   // it: auto takes that for a run of videos alone.
   const Where where = cfg.transform.resize.where;
   const bool videos_alone = mix.videos && !mix.images && on_gpu;
-  // random_crop's box is cut from BGR frames: a run with videos (whose
+  // A boxed resize's box is cut from BGR frames: a run with videos (whose
   // frames the GPU would convert from YUV) resizes on the CPU.
-  const bool boxed_videos = cfg.transform.resize.mode == ResizeMode::random_crop && mix.videos;
+  const bool boxed_videos = cfg.transform.resize.boxed() && mix.videos;
   p.resize_on_gpu = p.normalize_on_gpu && gpu_interp && !boxed_videos &&
                     (where == Where::gpu || (where == Where::automatic && videos_alone));
   using Op = stages::GpuOps::Op;

@@ -39,8 +39,10 @@ std::unique_ptr<codecs::VideoRouter> make_video_router(const Config& cfg, const 
   if (o.where != codecs::VideoWhere::cpu) {
     if (plan.devices.empty() || plan.devices.front() < 0) {
       o.off_reason = "no GPU in the run";
-    } else if (!plan.resize_on_gpu && cfg.transform.resize.mode == ResizeMode::random_crop) {
-      o.off_reason = "transform.resize.mode random_crop cuts its boxes from frames the CPU converts";
+    } else if (!plan.resize_on_gpu && cfg.transform.resize.boxed()) {
+      o.off_reason = cfg.transform.resize.mode == ResizeMode::random_crop
+                         ? "transform.resize.mode random_crop cuts its boxes from frames the CPU converts"
+                         : "transform.resize.short_side cuts its box from frames the CPU converts";
     } else if (!plan.resize_on_gpu) {
       o.off_reason = "the CPU resizes (transform.resize.where), and NVDEC frames stay on the GPU";
     } else {
@@ -87,7 +89,8 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
       video_router(make_video_router(cfg, plan, inputs)),
       video_frames(make_video_frames(plan, resources)),
       source(inputs.items, cfg.input.video, plan.threads, stop, hooks.live, video_router.get(), video_frames),
-      decode(cfg.decode, cfg.transform, cfg.input.video.orientation, plan.resize_on_gpu ? plan.frame_budget : 0),
+      decode(cfg.decode, cfg.transform, cfg.input.video.orientation, plan.resize_on_gpu ? plan.frame_budget : 0,
+             inputs.epoch),
       transform(cfg.transform, !plan.normalize_on_gpu, plan.resize_on_gpu, plan.frame_budget, inputs.epoch),
       pack(resources, cfg.dispatch, cfg.batch, cfg.input.on_error, plan.layout.decode_bytes),
       transfer(resources),

@@ -441,3 +441,16 @@ TEST_CASE("config: decode.where gpu needs what the GPU route needs, each refusal
   CHECK(error_of("decode: {where: gpu}\ndevices: cpu").find("needs a GPU") != std::string::npos);
   CHECK(error_of("decode: {where: fpga}").find("decode.where") != std::string::npos);
 }
+
+TEST_CASE("config: transform.resize.short_side is center_crop's, at least the target's larger side, each refusal names the key") {
+  const Config ok = Config::from_yaml_string(
+      "transform: {resize: {width: 224, height: 224, mode: center_crop, short_side: 256}}");
+  CHECK(ok.transform.resize.short_side == 256);
+  CHECK(ok.transform.resize.boxed());
+  CHECK_FALSE(Config{}.transform.resize.boxed());
+  expect_error("transform: {resize: {width: 224, height: 224, mode: stretch, short_side: 256}}",
+               "transform.resize.short_side", 0, {"center_crop only", "got stretch"});
+  expect_error("transform: {resize: {width: 224, height: 160, mode: center_crop, short_side: 200}}",
+               "transform.resize.short_side", 0, {"at least the target's larger side (224)"});
+  expect_error("transform: {resize: {short_side: -1}}", "transform.resize.short_side", 1);
+}

@@ -67,11 +67,13 @@ Config every_key_changed() {
   c.decode.accept_truncated = true;
   c.decode.max_pixels = 123456789012;
   c.decode.reduced = false;
+  c.decode.region = false;
   c.decode.exif_orientation = false;
   c.decode.where = Where::cpu;
   c.decode.verify = Verify::full;
   c.decode.gpu_batch = 77;
   c.transform.resize = {33, 17, ResizeMode::center_crop, Interpolation::nearest, 7, Where::gpu};
+  c.transform.resize.short_side = 40;
   c.transform.normalize = {{0.1f, -0.2f, 1e-7f}, {0.3f, 1.0f / 3.0f, 12345.678f}, 0.5f, Where::gpu};
   c.transform.layout = Layout::nhwc;
   c.transform.dtype = DType::uint8;

@@ -110,3 +110,29 @@ TEST_CASE("augment: the draws are keyed by seed, epoch, item and frame, and flip
   for (int i = 0; i < 1000; ++i) seen.insert(r.integer(-2, 2));
   CHECK(seen == std::set<std::int64_t>{-2, -1, 0, 1, 2});
 }
+
+TEST_CASE("augment: center_box is torchvision's Resize(S) then CenterCrop as a box of the original") {
+  // 500 x 375, Resize(256): 341 x 256 (scale 256 / 375); CenterCrop(224):
+  // a 224 x 224 window, which is 328.125 original pixels: 328, centred
+  // ((500 - 328) / 2 = 86, (375 - 328) / 2 = 23.5, rounded half to even: 24).
+  const Augment a = imgpipe::center_box(500, 375, 224, 224, 256);
+  CHECK(a.width == 328);
+  CHECK(a.height == 328);
+  CHECK(a.x == 86);
+  CHECK(a.y == 24);
+  // Portrait, a non-square target: the short side is the width.
+  const Augment p = imgpipe::center_box(300, 800, 160, 120, 200);
+  CHECK(p.width == 240);   // 160 * 300 / 200
+  CHECK(p.height == 180);  // 120 * 300 / 200
+  CHECK(p.x == 30);
+  CHECK(p.y == 310);
+  // No flips, no draws: the same box whatever the epoch.
+  imgpipe::TransformConfig t;
+  t.resize = {224, 224, imgpipe::ResizeMode::center_crop};
+  t.resize.short_side = 256;
+  CHECK(imgpipe::draw_augment(t, 0, 7, -1, 500, 375) == a);
+  CHECK(imgpipe::draw_augment(t, 9, 7, -1, 500, 375) == a);
+  // short_side equal to the image's short side and the target's: the whole short side.
+  const Augment s = imgpipe::center_box(256, 256, 256, 256, 256);
+  CHECK(s == Augment{0, 0, 256, 256});
+}

@@ -1,5 +1,6 @@
 #include "codecs/image/libjpeg/jpeg_decode.hpp"
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -81,8 +82,9 @@ void cmyk_row_to_bgr(const unsigned char* cmyk, unsigned char* bgr, int width) {
 // setjmp: a longjmp out of libjpeg must not skip one. `out` is allocated
 // before the scanlines are read and released by the caller on failure.
 // Returns 0 on success, 1 on a fatal libjpeg error (message in `msg`).
-int run_libjpeg(const unsigned char* data, std::size_t size, int scale_denom, ErrorManager& err,
-                jpeg_decompress_struct& cinfo, cv::Mat& out, std::vector<unsigned char>& row, char* msg) {
+int run_libjpeg(const unsigned char* data, std::size_t size, int scale_denom, const JpegRegion& region,
+                ErrorManager& err, jpeg_decompress_struct& cinfo, cv::Mat& out, std::vector<unsigned char>& row,
+                char* msg) {
   cinfo.err = jpeg_std_error(&err.pub);
   err.pub.error_exit = on_error;
   err.pub.emit_message = on_message;
@@ -103,19 +105,58 @@ int run_libjpeg(const unsigned char* data, std::size_t size, int scale_denom, Er
   const bool four = cinfo.num_components == 4;
   cinfo.out_color_space = four ? JCS_CMYK : JCS_EXT_BGR;
   jpeg_start_decompress(&cinfo);
-  const int w = static_cast<int>(cinfo.output_width), h = static_cast<int>(cinfo.output_height);
+  const int full_w = static_cast<int>(cinfo.output_width), full_h = static_cast<int>(cinfo.output_height);
+  // What is kept: the region clipped to the image (all of it without one).
+  int kx = 0, ky = 0, kw = full_w, kh = full_h;
+  if (!region.empty()) {
+    kx = std::clamp(region.x, 0, full_w - 1);
+    ky = std::clamp(region.y, 0, full_h - 1);
+    kw = std::clamp(region.width, 1, full_w - kx);
+    kh = std::clamp(region.height, 1, full_h - ky);
+  }
+  // What is decoded: one iMCU around it (fancy upsampling and block
+  // smoothing read neighbours), aligned by jpeg_crop_scanline.
+  const int imcu_w = cinfo.max_h_samp_factor * DCTSIZE, imcu_h = cinfo.max_v_samp_factor * DCTSIZE;
+  JDIMENSION xoff = 0, dw = static_cast<JDIMENSION>(full_w);
+  if (kw < full_w) {
+    const int x0 = std::max(0, kx - imcu_w), x1 = std::min(full_w, kx + kw + imcu_w);
+    xoff = static_cast<JDIMENSION>(x0);
+    dw = static_cast<JDIMENSION>(x1 - x0);
+    if (dw < static_cast<JDIMENSION>(full_w)) jpeg_crop_scanline(&cinfo, &xoff, &dw);
+    else xoff = 0, dw = static_cast<JDIMENSION>(full_w);
+  }
+  const int first_row = std::max(0, ky - imcu_h);
   try {
-    out.create(h, w, CV_8UC3);
+    out.create(kh, kw, CV_8UC3);
   } catch (...) {  // no longjmp crosses this: libjpeg is not running here
     jpeg_destroy_decompress(&cinfo);
     throw;
   }
-  if (four) row.resize(static_cast<std::size_t>(w) * 4);
-  while (cinfo.output_scanline < cinfo.output_height) {
-    unsigned char* dst = out.ptr<unsigned char>(static_cast<int>(cinfo.output_scanline));
-    JSAMPROW r = four ? row.data() : dst;
+  // Scanlines land in `out` itself when they are whole BGR rows of it; else
+  // in `row` (CMYK, a cropped width, or a row above the region).
+  const bool direct = !four && kw == full_w;
+  if (!direct || first_row < ky) row.resize(static_cast<std::size_t>(dw) * (four ? 4 : 3));
+  const std::size_t skip_bytes = static_cast<std::size_t>(kx - static_cast<int>(xoff)) * (four ? 4 : 3);
+  if (first_row > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(first_row));
+  while (static_cast<int>(cinfo.output_scanline) < ky + kh) {
+    const int y = static_cast<int>(cinfo.output_scanline);
+    unsigned char* dst = y >= ky ? out.ptr<unsigned char>(y - ky) : nullptr;
+    JSAMPROW r = direct && dst ? dst : row.data();
     if (jpeg_read_scanlines(&cinfo, &r, 1) != 1) break;
-    if (four) cmyk_row_to_bgr(row.data(), dst, w);
+    if (!dst || r == dst) continue;
+    if (four) cmyk_row_to_bgr(row.data() + skip_bytes, dst, kw);
+    else std::memcpy(dst, row.data() + skip_bytes, static_cast<std::size_t>(kw) * 3);
+  }
+  // The rest is read (entropy-decoded, not reconstructed): damage there is
+  // reported as in a whole decode. Not skipped to the very end: a skip that
+  // reaches the last row marks the input finished without reading it
+  // (libjpeg-turbo 2.1), so the last row is read.
+  if (cinfo.output_scanline + 1 < cinfo.output_height)
+    jpeg_skip_scanlines(&cinfo, cinfo.output_height - 1 - cinfo.output_scanline);
+  if (cinfo.output_scanline < cinfo.output_height) {
+    if (row.size() < static_cast<std::size_t>(dw) * (four ? 4 : 3)) row.resize(static_cast<std::size_t>(dw) * (four ? 4 : 3));
+    JSAMPROW r = row.data();
+    jpeg_read_scanlines(&cinfo, &r, 1);
   }
   jpeg_finish_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
@@ -129,7 +170,8 @@ std::string decode_jpeg(std::span<const unsigned char> bytes, const JpegDecodeOp
   jpeg_decompress_struct cinfo;
   std::vector<unsigned char> row;
   char msg[JMSG_LENGTH_MAX];
-  if (run_libjpeg(bytes.data(), bytes.size(), opt.scale_denom, err, cinfo, out, row, msg) != 0) {
+  if (run_libjpeg(bytes.data(), bytes.size(), opt.region.empty() ? opt.scale_denom : 1, opt.region, err, cinfo, out,
+                  row, msg) != 0) {
     out.release();
     return std::string("corrupt JPEG: ") + msg;
   }

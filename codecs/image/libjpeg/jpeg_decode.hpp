@@ -27,8 +27,23 @@
 
 namespace imgpipe::codecs {
 
+// A rectangle of the image as stored (before any orientation), in pixels.
+struct JpegRegion {
+  int x = 0, y = 0, width = 0, height = 0;
+  bool empty() const noexcept { return width <= 0 || height <= 0; }
+};
+
 struct JpegDecodeOptions {
-  int scale_denom = 1;        // 1, 2, 4 or 8: libjpeg's scaled IDCT
+  int scale_denom = 1;        // 1, 2, 4 or 8: libjpeg's scaled IDCT (1 with a region)
+  // Only this part of the stored image (region decode; empty: all of it).
+  // libjpeg-turbo's jpeg_crop_scanline and jpeg_skip_scanlines leave out the
+  // IDCT, upsampling and colour conversion of the iMCU columns and rows
+  // around it (one iMCU more on each side, so that fancy upsampling sees the
+  // same neighbours as in a whole decode: the pixels are the whole decode's,
+  // bit for bit). The entropy-coded data is still read to the end, so the
+  // verdict on damage is the whole decode's. The orientation is applied to
+  // the region afterwards.
+  JpegRegion region;
   int orientation = 1;        // EXIF orientation to apply (1 = none)
   bool accept_damaged = false;  // deliver what libjpeg recovered despite warnings
   int* harmless_warnings = nullptr;  // when given: how many warnings were ignored as harmless

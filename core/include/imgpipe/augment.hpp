@@ -44,8 +44,15 @@ class SampleRandom {
 Augment random_resized_crop(int width, int height, const std::array<float, 2>& scale,
                             const std::array<float, 2>& ratio, SampleRandom& r);
 
-// The sample's augmentations under `t`: the box (random_crop; else the whole
-// image) and the flips (each drawn when its probability is > 0, after the box).
+// torchvision's Resize(short_side) then CenterCrop(target_height,
+// target_width) on a width x height image, as a box of the image: its centre,
+// target x min(width, height) / short_side (transform.resize.mode
+// center_crop with short_side). Draws nothing.
+Augment center_box(int width, int height, int target_width, int target_height, int short_side);
+
+// The sample's augmentations under `t`: the box (random_crop's, or
+// center_box under center_crop with short_side; else the whole image) and
+// the flips (each drawn when its probability is > 0, after the box).
 Augment draw_augment(const TransformConfig& t, std::uint64_t epoch, std::uint64_t item, std::int64_t frame,
                      int width, int height);
 

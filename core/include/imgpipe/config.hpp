@@ -136,6 +136,10 @@ struct DecodeConfig {
   // auto: decode JPEGs at 1/2, 1/4 or 1/8 scale in the DCT domain when the
   // result still covers the resize target; off: always full size.
   bool reduced = true;
+  // Under transform.resize.mode random_crop, decode only each JPEG's box on
+  // the CPU route (libjpeg's crop and skip; the same pixels as a whole
+  // decode, the same verdict on damage); false: decode whole, then cut.
+  bool region = true;
   // Rotate/flip by the EXIF orientation tag (false: keep the stored pixels).
   bool exif_orientation = true;
   // Where JPEGs are decoded: auto = every engine present (the GPU's JPEG
@@ -171,6 +175,16 @@ struct ResizeConfig {
   // height) uniformly in [log ratio[0], log ratio[1]] (torchvision's rule).
   std::array<float, 2> scale{0.08f, 1.0f};
   std::array<float, 2> ratio{3.0f / 4.0f, 4.0f / 3.0f};
+  // center_crop with short_side S > 0: torchvision's evaluation recipe,
+  // Resize(S) then CenterCrop(height, width): the image is scaled so that
+  // its short side is S and the centre width x height is cut. Done as a box
+  // of the original (its centre, width x height scaled by short side / S)
+  // stretched to the target, as random_crop's boxes are. 0: the cover scale
+  // (the target's own size). S >= max(width, height).
+  int short_side = 0;
+  // Whether the resize starts from a box of the original (random_crop, or
+  // center_crop with short_side), which is then stretched to the target.
+  bool boxed() const noexcept { return mode == ResizeMode::random_crop || (mode == ResizeMode::center_crop && short_side > 0); }
   bool operator==(const ResizeConfig&) const = default;
 };
 
