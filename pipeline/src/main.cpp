@@ -18,6 +18,7 @@
 #include <iostream>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -124,6 +125,7 @@ struct Args {
   bool quiet = false;
   bool progress = false;          // --progress: plain progress lines, also on a terminal
   double progress_interval = 5;   // --progress-interval
+  std::optional<std::uint64_t> epoch;  // --epoch
   std::string report_html_path;   // --report-html
   std::string command_line;       // argv, shell-quoted: the report's context
   imgpipe::BenchMemoryOptions bench;
@@ -173,6 +175,10 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--device", a.device,
                  "overrides devices: auto (the first GPU, else the host backend) | cpu (the host backend) | "
                  "all (every GPU) | a GPU ordinal such as 0 (several GPUs: devices: [0, 1] in the config)");
+  app.add_option("--epoch", a.epoch,
+                 "run this epoch of the config (0, 1, ...): input.shuffle's order and the random crops and flips "
+                 "a training loop's epoch E gets (default 0)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--log-level", a.log_level,
                  "messages shown: error | warn | info | debug (default warn; error with --quiet)")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(kLogLevels), std::end(kLogLevels))));
@@ -333,6 +339,7 @@ int prepare(const Args& a, std::optional<imgpipe::Pipeline>& pipeline, imgpipe::
   }
   opts.progress = progress_mode(a);
   opts.progress_interval_s = a.progress_interval;
+  opts.epoch = a.epoch;
   return 0;
 }
 

@@ -294,3 +294,31 @@ TEST_CASE("cli: --device picks the backend, an absent GPU or a malformed value i
   std::ifstream f(report);
   CHECK(nlohmann::json::parse(f)["backend"] == "host");
 }
+
+TEST_CASE("cli: --epoch runs that epoch of a training config (its order and crops), exit 2 on a bad value") {
+  TempDir d;
+  const fs::path in = d / "in";
+  fs::create_directories(in);
+  copy_samples(in, 4);
+  const fs::path cfg = d / "train.yaml";
+  {
+    std::ofstream f(cfg);
+    f << "input: {shuffle: {seed: 1}}\n"
+         "transform: {resize: {width: 32, height: 32, mode: random_crop}, flip: {horizontal: 0.5}}\n"
+         "batch: {size: 2}\ndevices: cpu\n";
+  }
+  std::string out;
+  for (const int e : {0, 3}) {
+    CAPTURE(e);
+    const fs::path report = d / ("r" + std::to_string(e) + ".json");
+    const std::string args = "--config " + q(cfg) + " --input " + q(in) + " --report " + q(report) +
+                             (e ? " --epoch " + std::to_string(e) : std::string());
+    REQUIRE(run_cli(args, &out) == 0);
+    std::ifstream f(report);
+    const nlohmann::json j = nlohmann::json::parse(f);
+    CHECK(j["epoch"] == e);
+  }
+  CHECK(run_cli("--config " + q(cfg) + " --input " + q(in) + " --epoch -1", &out) == 2);
+  CHECK(run_cli("--config " + q(cfg) + " --input " + q(in) + " --epoch x", &out) == 2);
+  CHECK(contains(out, "--epoch"));
+}
