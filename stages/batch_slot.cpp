@@ -135,9 +135,10 @@ BatchResources::~BatchResources() {
     } catch (...) {
       // A sticky error was already reported by the call that hit it.
     }
-    // A decoder that outlives this run must not wait on its streams later.
+    // A decoder that outlives this run must not wait on its streams later;
+    // one that a later run already uses keeps that run's stream.
     if (d->jpeg)
-      if (codecs::GpuJpegDecoder* dec = d->jpeg->ready()) dec->release_stream();
+      if (codecs::GpuJpegDecoder* dec = d->jpeg->ready()) dec->release_stream(d->stream.get());
   }
 }
 

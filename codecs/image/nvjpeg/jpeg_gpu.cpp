@@ -397,9 +397,10 @@ int GpuJpegDecoder::device() const noexcept { return impl_->device; }
 JpegBackend GpuJpegDecoder::backend() const noexcept { return impl_->backend; }
 bool GpuJpegDecoder::input_on_device() const noexcept { return impl_->backend == JpegBackend::hardware_device; }
 
-void GpuJpegDecoder::release_stream() noexcept {
+void GpuJpegDecoder::release_stream(CUstream_st* stream) noexcept {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.decode_mutex);
+  if (stream != nullptr && m.last_stream != stream) return;  // another run's: left bound
   if (m.last_stream_used) {
     try {
       DeviceGuard guard(m.device);
@@ -567,7 +568,7 @@ const JpegHardwareInfo& GpuJpegDecoder::hardware_info() const noexcept {
 JpegBackend GpuJpegDecoder::backend() const noexcept { return JpegBackend::hardware; }
 bool GpuJpegDecoder::input_on_device() const noexcept { return false; }
 GpuJpegStats GpuJpegDecoder::stats() const noexcept { return {}; }
-void GpuJpegDecoder::release_stream() noexcept {}
+void GpuJpegDecoder::release_stream(CUstream_st*) noexcept {}
 JpegInfo GpuJpegDecoder::parse(const std::uint8_t*, std::size_t) const { throw std::logic_error(no_cuda); }
 bool GpuJpegDecoder::preallocate(int, int, int) { throw std::logic_error(no_cuda); }
 int GpuJpegDecoder::decode_batch(const std::uint8_t* const*, const std::size_t*, int, const DecodedFrame*, int*,

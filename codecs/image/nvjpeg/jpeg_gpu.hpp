@@ -219,7 +219,11 @@ class GpuJpegDecoder {
   // be destroyed and the decoder used with other streams afterwards (a
   // decoder kept across runs outlives each run's streams). Never throws: a
   // failed wait is the stream's error, reported by the stream's owner.
-  void release_stream() noexcept;
+  // With `stream`: only when the last batch ran on that stream. A kept
+  // decoder may already serve the next run, which got staging and streams of
+  // its own because a caller still held a batch of this one (the pull API
+  // across epochs): this run's end must leave the next run's stream bound.
+  void release_stream(CUstream_st* stream = nullptr) noexcept;
 
  private:
   struct Impl;
