@@ -50,6 +50,17 @@ struct Pipeline::Impl {
     return std::make_shared<stages::BatchResources>(layout, engines.source());
   }
 
+  // Before a run: the last pull run's batches that the caller keeps move out
+  // of its staging, which this run then reuses (PullRun::hand_back_resources).
+  // A move that fails (no memory for the slot's new buffer) leaves this run
+  // to make staging of its own, as it would have.
+  static void hand_back(detail::PullRun& last) noexcept {
+    try {
+      last.hand_back_resources();
+    } catch (const std::exception&) {
+    }
+  }
+
   // run() and start(): `hooks.handoff` set for the pull API; `on_resources`
   // sees the resources before the first input.
   Report run(const BatchCallback& callback, const RunOptions& options, detail::RunHooks hooks,
@@ -183,14 +194,18 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   // The run makes its devices current on this thread (its stages may run
   // here too): the caller's device and context come back, "none" included.
   const gpu::CurrentDeviceGuard keep;
-  if (auto p = impl_->pulling.lock(); p && !p->done())
-    throw std::logic_error("Pipeline::run: a stream of this Pipeline (start()) is still running");
+  if (auto p = impl_->pulling.lock()) {
+    if (!p->done()) throw std::logic_error("Pipeline::run: a stream of this Pipeline (start()) is still running");
+    impl_->hand_back(*p);
+  }
   return impl_->run(callback, options, {}, {});
 }
 
 BatchStream Pipeline::start(const RunOptions& options) {
-  if (auto p = impl_->pulling.lock(); p && !p->done())
-    throw std::logic_error("Pipeline::start: a stream of this Pipeline is still running");
+  if (auto p = impl_->pulling.lock()) {
+    if (!p->done()) throw std::logic_error("Pipeline::start: a stream of this Pipeline is still running");
+    impl_->hand_back(*p);
+  }
   // What run() checks before any work, here, so that it throws from start().
   if (!options.source) stages::check_inputs(impl_->config.input);
   if (impl_->config.sink.type == SinkType::dump)

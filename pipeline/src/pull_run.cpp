@@ -115,6 +115,22 @@ bool PullRun::move_out_one() {
   return true;
 }
 
+bool PullRun::hand_back_resources() {
+  const gpu::CurrentDeviceGuard keep;  // first: it outlives `drop`
+  std::shared_ptr<stages::BatchResources> drop;
+  std::lock_guard lk(m_);
+  if (!ended_) return false;
+  if (!res_) return true;
+  while (!ready_.empty()) {
+    give_back(*ready_.front());
+    ready_.pop_front();
+  }
+  while (move_out_one()) {
+  }
+  drop = unused_resources();
+  return true;
+}
+
 std::shared_ptr<stages::BatchResources> PullRun::unused_resources() {
   // Once the run is over and no batch is held, the Pipeline may reuse its
   // resources (it keeps them only while nobody else does).

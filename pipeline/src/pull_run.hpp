@@ -67,6 +67,14 @@ struct PullRun : std::enable_shared_from_this<PullRun> {
   static void let_go(Batch& b) noexcept;
   void stop() noexcept;
   bool done() const;
+  // Once the run has ended, before the Pipeline's next run: the batches not
+  // taken go back to the ring and the ones the caller still holds move out
+  // of it (each keeps its memory, the slot gets a new buffer), so that the
+  // next run reuses the staging, streams and decoders as run() does instead
+  // of making its own beside them (a training loop keeps the last batch of
+  // an epoch in its loop variable when the next one starts). Drops this
+  // run's hold on them. False (nothing changed) while the run goes on.
+  bool hand_back_resources();
   const Report& report();
   // Stops the run, releases the batches not taken, makes a packer waiting
   // for a slot the caller holds give up, and joins the run's thread.

@@ -336,6 +336,37 @@ TEST_CASE("pull API: a loop that lets go of each batch (or keeps the last one) c
   }
 }
 
+TEST_CASE("pull API: the next epoch reuses the staging while the caller keeps the last epoch's last batch, which keeps its values") {
+  for (const auto& dev : imgpipe::test::test_devices()) {
+    CAPTURE(label(dev));
+    const Config c = small_config(dev, 4, 2);
+    const std::vector<Got> want = callback_run(c);
+    Pipeline p(c);
+    Batch held;  // a training loop's variable: the last batch of the epoch before
+    Got held_copy;
+    for (int epoch = 0; epoch < 3; ++epoch) {
+      CAPTURE(epoch);
+      BatchStream s = p.start();
+      std::size_t n = 0;
+      for (;;) {
+        std::optional<Batch> b = s.next_for(std::chrono::seconds(60));
+        REQUIRE_MESSAGE(b.has_value(), "no batch within 60 s: the run is stuck");
+        if (!*b) break;
+        CHECK(copy_of(*b).bytes == want.at(n++).bytes);
+        // The batch kept from the epoch before moved out of the staging this
+        // epoch reuses: its values stay.
+        if (held && epoch > 0 && n == 1) CHECK(held.moved_out());
+        if (held) CHECK(copy_of(held).bytes == held_copy.bytes);
+        held = std::move(*b);
+        held_copy = copy_of(held);
+      }
+      CHECK(n == want.size());
+      CHECK(s.report().inputs.delivered == s.report().inputs.discovered);
+    }
+    CHECK(copy_of(held).bytes == want.back().bytes);
+  }
+}
+
 TEST_CASE("pull API: stop() delivers what is in flight, then the end, report() says interrupted") {
   for (const auto& dev : imgpipe::test::test_devices()) {
     CAPTURE(label(dev));
