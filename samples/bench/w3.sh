@@ -47,6 +47,7 @@
 #   IMGPIPE_C_LIBRARY  the C library the Python package loads; when set the
 #                  package is the source tree's (python/), else build/python
 #   REGION_KEY     the region-decode key (decode.region); two levels only
+#   RESNET_A_FEEDERS  the first training process's feeders (synthetic,dataloader)
 #   CORPUS_JOBS    corpus blocks made at once (nproc)
 # Exit: 0; 1 a part failed (the summary says which); 2 usage.
 set -uo pipefail
@@ -201,7 +202,7 @@ if has resnet; then
     echo "=== train_resnet.py synthetic,dataloader (each feeder at most $per s timed)"
     # shellcheck disable=SC2086  # RESNET_ARGS: several arguments
     timeout -k 5 "$(cap $(( 2 * per + 60 )) 5)" "$python" "$here/samples/python/train_resnet.py" "$corpus" \
-      --feeders synthetic,dataloader --seconds "$per" "${dl_from[@]}" --json "$runs/resnet.json" ${RESNET_ARGS:-} 2>&1 |
+      --feeders "${RESNET_A_FEEDERS:-synthetic,dataloader}" --seconds "$per" "${dl_from[@]}" --json "$runs/resnet.json" ${RESNET_ARGS:-} 2>&1 |
       tee "$runs/resnet_a.log"
     rc=${PIPESTATUS[0]}; [ "$rc" -eq 0 ] || { note "resnet synthetic,dataloader: exit $rc: $(tail -n 1 "$runs/resnet_a.log" | cut -c1-300)"; failed=1; }
     echo "=== train_resnet.py imgpipe (at most $per s timed)"
