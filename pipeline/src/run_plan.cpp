@@ -134,7 +134,17 @@ void plan_group(RunPlan& p, const Config& cfg, bool pushed) {
   if (!p.gpu_decode) return;
   constexpr int kAutoGroup = 128;
   const int g = cfg.decode.gpu_batch > 0 ? cfg.decode.gpu_batch : (pushed || cfg.batch.timeout_ms > 0) ? 0 : kAutoGroup;
-  if (g <= cfg.batch.size) return;  // a batch alone reaches it
+  if (g <= cfg.batch.size) {
+    // A batch alone reaches it: each batch is a call of its own. The GPU ops
+    // stage still keeps up to kCallsAhead of them waiting for their calls,
+    // and passes a finished one on only when a later token comes by: those
+    // need slots too. Without them a pull-API caller that keeps one batch
+    // (a training loop's variable) left the packer none; it waited for a
+    // slot, no token came, the finished calls were never passed on (W3
+    // through imgpipe.torch.Loader, batches of 256, stopped).
+    p.slots += stages::GpuOps::kCallsAhead;
+    return;
+  }
   // With decode.where auto only a share of each batch goes to the engines
   // (most of it): room for 1.5 times the batches a full share needs,
   // at most 8 (small batches make smaller calls rather than dozens more
@@ -220,7 +230,11 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
   l.out_sample_bytes = out_sample;
   l.device_output = p.normalize_on_gpu;  // else the staged tensor is the output
   l.per_image_geometry = p.resize_on_gpu || p.gpu_decode;
-  l.held_batches = p.gpu_group > 0 ? (stages::GpuOps::kCallsAhead + 1) * p.gpu_group_held : 1;
+  // What the GPU ops stage may hold: the group it gathers and the calls
+  // ahead; without a group, the calls ahead only.
+  l.held_batches = p.gpu_group > 0 ? (stages::GpuOps::kCallsAhead + 1) * p.gpu_group_held
+                   : p.gpu_decode  ? stages::GpuOps::kCallsAhead + 1
+                                   : 1;
   if (p.gpu_decode) {
     l.decode_bytes = checked_mul(p.max_decoded_frame + 256, static_cast<std::size_t>(cfg.batch.size), "batch.size");
     l.jpeg.backend = codecs::JpegBackend::hardware_device;

@@ -234,12 +234,14 @@ TEST_CASE("run plan: JPEGs per engine call, and the slots for the batches held t
   CHECK(p.gpu_group_held == 4);
   CHECK(p.slots == 10 + 12);
   CHECK(p.tokens == 270);
-  // Pushed items and batch.timeout_ms: each batch alone (latency), no slots added.
+  // Pushed items and batch.timeout_ms: each batch alone (latency); the GPU
+  // ops stage still keeps two waiting for their calls: 2 slots more, and
+  // the pull API counts them (layout.held_batches - 1).
   p = RunPlan::make(c, {0}, gpu_host, /*pushed=*/true);
   CHECK(p.gpu_group == 0);
   CHECK(p.gpu_group_held == 1);
-  CHECK(p.layout.held_batches == 1);
-  CHECK(p.slots == 10);
+  CHECK(p.layout.held_batches == 3);
+  CHECK(p.slots == 10 + 2);
   Config timed = c;
   timed.batch.timeout_ms = 20;
   CHECK(RunPlan::make(timed, {0}, gpu_host).gpu_group == 0);
@@ -249,11 +251,12 @@ TEST_CASE("run plan: JPEGs per engine call, and the slots for the batches held t
   CHECK(p.gpu_group == 64);
   CHECK(p.gpu_group_held == 2);
   CHECK(p.slots == 10 + 6);
-  // One batch already carries that many: nothing is held.
+  // One batch already carries that many: nothing is gathered, two calls wait.
   c.decode.gpu_batch = 32;
   p = RunPlan::make(c, {0}, gpu_host);
   CHECK(p.gpu_group == 0);
-  CHECK(p.slots == 10);
+  CHECK(p.slots == 10 + 2);
+  CHECK(p.layout.held_batches == 3);
   // Rounded up to whole batches: 100 JPEGs take 4 batches of 32.
   c.decode.gpu_batch = 100;
   CHECK(RunPlan::make(c, {0}, gpu_host).gpu_group_held == 4);
