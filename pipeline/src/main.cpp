@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -25,6 +26,7 @@
 
 #include <CLI/CLI.hpp>
 #include <spdlog/logger.h>
+#include <yaml-cpp/yaml.h>
 
 #include "memory/tools/bench_memory.hpp"
 #include "core/diagnostics.hpp"
@@ -106,12 +108,6 @@ class SignalWatcher {
   std::thread thread_;
 };
 
-imgpipe::Config load_config(const std::string& path, const std::vector<std::string>& inputs) {
-  imgpipe::Config c = imgpipe::Config::from_yaml_file(path);
-  if (!inputs.empty()) c.input.paths = inputs;
-  c.validate();
-  return c;
-}
 
 constexpr const char* kLogLevels[] = {"error", "warn", "info", "debug"};
 constexpr spdlog::level::level_enum kSpdlogLevels[] = {spdlog::level::err, spdlog::level::warn,
@@ -126,6 +122,8 @@ struct Args {
   bool progress = false;          // --progress: plain progress lines, also on a terminal
   double progress_interval = 5;   // --progress-interval
   std::optional<std::uint64_t> epoch;  // --epoch
+  std::vector<std::string> sets;       // --set KEY=VALUE, in order
+  bool overwrite = false;              // --overwrite: sink.overwrite
   std::string report_html_path;   // --report-html
   std::string command_line;       // argv, shell-quoted: the report's context
   imgpipe::BenchMemoryOptions bench;
@@ -133,6 +131,73 @@ struct Args {
   CLI::App* validate = nullptr;
   CLI::App* bench_memory = nullptr;
 };
+
+// `node` with the value at dotted `key` set to `value`, sections made as needed.
+void set_key(YAML::Node node, const std::string& key, const YAML::Node& value) {
+  const std::size_t dot = key.find('.');
+  if (dot == std::string::npos) {
+    node[key] = value;
+    return;
+  }
+  const std::string section = key.substr(0, dot);
+  if (!node[section] || !node[section].IsMap()) node[section] = YAML::Node(YAML::NodeType::Map);
+  set_key(node[section], key.substr(dot + 1), value);
+}
+
+// The config: the file (its own errors name its lines), or the defaults
+// without one; then each --set KEY=VALUE over it (a YAML value, as the file
+// would give it: an error names the --set), the --input paths and
+// --overwrite. Throws ConfigError.
+imgpipe::Config load_config(const std::string& path, const Args& a) {
+  using imgpipe::ConfigError;
+  imgpipe::Config c = path.empty() ? imgpipe::Config{} : imgpipe::Config::from_yaml_file(path);
+  if (!a.sets.empty()) {
+    YAML::Node text(YAML::NodeType::Map);
+    if (!path.empty()) {
+      try {
+        text = YAML::LoadFile(path);
+      } catch (const YAML::Exception& e) {
+        throw ConfigError("", 0, "YAML error: " + e.msg);
+      }
+      if (!text.IsMap()) text = YAML::Node(YAML::NodeType::Map);
+    }
+    std::vector<std::pair<std::string, std::string>> given;  // key, "--set KEY=VALUE"
+    for (const std::string& kv : a.sets) {
+      const std::size_t eq = kv.find('=');
+      const std::string key = kv.substr(0, eq);
+      if (eq == std::string::npos || key.empty() || key.front() == '.' || key.back() == '.' ||
+          key.find("..") != std::string::npos)
+        throw ConfigError("", 0, "--set " + kv + ": expected KEY=VALUE with a dotted key, e.g. --set batch.size=64");
+      YAML::Node value;
+      try {
+        value = YAML::Load(kv.substr(eq + 1));
+      } catch (const YAML::Exception& e) {
+        throw ConfigError(key, 0, "malformed YAML value in --set " + kv + ": " + e.msg);
+      }
+      set_key(text, key, value);
+      given.emplace_back(key, "--set " + kv);
+    }
+    YAML::Emitter out;
+    out << text;
+    try {
+      c = imgpipe::Config::from_yaml_string(out.c_str());
+    } catch (const ConfigError& e) {  // its lines are the merged text's: each issue names where it came from
+      std::vector<ConfigError::Issue> issues = e.issues();
+      for (ConfigError::Issue& i : issues) {
+        i.line = 0;
+        std::string from;
+        for (const auto& [key, flag] : given)
+          if (i.key == key || i.key.rfind(key + ".", 0) == 0 || key.rfind(i.key + ".", 0) == 0) from = flag;
+        if (!from.empty()) i.reason += " [in " + from + "]";
+      }
+      throw ConfigError(std::move(issues));
+    }
+  }
+  if (!a.inputs.empty()) c.input.paths = a.inputs;
+  if (a.overwrite) c.sink.overwrite = true;
+  c.validate();
+  return c;
+}
 
 constexpr const char* kExitCodes =
     "Exit codes: 0 success (bad inputs skipped and reported under input.on_error: skip count as success\n"
@@ -152,15 +217,38 @@ void collect_names(const CLI::App& app, std::vector<std::string>& names) {
 }
 
 // "imgpipe: --reprot: did you mean --report?" for each unknown flag near a known one.
+// "imgpipe: valdate: did you mean validate?" for a word near a subcommand;
+// "imgpipe: --x is not an option of validate" for a flag that another
+// command has.
 std::string did_you_mean(const CLI::App& app) {
-  std::vector<std::string> names;
-  collect_names(app, names);
+  std::vector<std::string> names, own, commands;
+  const CLI::App* root = &app;
+  while (root->get_parent() != nullptr) root = root->get_parent();
+  collect_names(*root, names);
+  for (const CLI::Option* o : app.get_options()) {
+    for (const auto& l : o->get_lnames()) own.push_back("--" + l);
+    for (const auto& s : o->get_snames()) own.push_back("-" + s);
+  }
+  for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
   std::string text;
+  bool first_word = true;
   for (const std::string& arg : app.remaining(true)) {
-    if (arg.size() < 2 || arg[0] != '-') continue;
+    if (arg.size() < 2 || arg[0] != '-') {
+      if (first_word && !commands.empty())
+        if (const std::string near = imgpipe::nearest_name(arg, commands); !near.empty() && near != arg)
+          text += "imgpipe: " + arg + ": did you mean " + near + "?\n";
+      first_word = false;
+      continue;
+    }
     const std::string flag = arg.substr(0, arg.find('='));
-    if (const std::string near = imgpipe::nearest_name(flag, names); !near.empty())
+    const std::string near = imgpipe::nearest_name(flag, own.empty() ? names : own);
+    if (!near.empty() && near != flag) {
       text += "imgpipe: " + flag + ": did you mean " + near + "?\n";
+    } else if (std::find(names.begin(), names.end(), flag) != names.end() && app.get_parent() != nullptr) {
+      text += "imgpipe: " + flag + " is not an option of " + app.get_name() + "\n";
+    } else if (const std::string any = imgpipe::nearest_name(flag, names); !any.empty() && any != flag) {
+      text += "imgpipe: " + flag + ": did you mean " + any + "?\n";
+    }
   }
   return text;
 }
@@ -175,6 +263,12 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--device", a.device,
                  "overrides devices: auto (the first GPU, else the host backend) | cpu (the host backend) | "
                  "all (every GPU) | a GPU ordinal such as 0 (several GPUs: devices: [0, 1] in the config)");
+  app.add_option("--set", a.sets,
+                 "set one config key over the file (or the defaults): --set KEY=VALUE, a dotted key and a YAML "
+                 "value, e.g. --set batch.size=64 --set 'transform.resize={width: 224, height: 224}' (repeatable; "
+                 "checked as the file is)");
+  app.add_flag("--overwrite", a.overwrite,
+               "sink: dump: replace an earlier run's batch files and manifest in sink.dir (sink.overwrite)");
   app.add_option("--epoch", a.epoch,
                  "run this epoch of the config (0, 1, ...): input.shuffle's order and the random crops and flips "
                  "a training loop's epoch E gets (default 0)")
@@ -188,9 +282,11 @@ void add_options(CLI::App& app, Args& a) {
   app.footer(kExitCodes);
   // Parse errors carry the prefix of every other message.
   app.failure_message([](const CLI::App* parsed, const CLI::Error& e) {
-    std::string text = std::string("imgpipe: ") + e.what() + "\n";
-    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) text += did_you_mean(*parsed);
-    return text + "Run with --help for more information.\n";
+    // An unknown word near a known one: the suggestion alone, not CLI11's list first.
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr)
+      if (const std::string near = did_you_mean(*parsed); !near.empty())
+        return near + "Run with --help for more information.\n";
+    return std::string("imgpipe: ") + e.what() + "\nRun with --help for more information.\n";
   });
   // The run report and progress (docs/report.md, "The run report").
   app.add_option("--report-html", a.report_html_path, "write the run report as one self-contained HTML page");
@@ -201,10 +297,11 @@ void add_options(CLI::App& app, Args& a) {
 
   a.validate =
       app.add_subcommand("validate", "check a config and its inputs, count the inputs and exit (runs nothing)");
-  a.validate->add_option("file,--config,-c", a.validate_path, "pipeline config (YAML)")
-      ->required()
+  a.validate->add_option("file,--config,-c", a.validate_path, "pipeline config (YAML; or --config FILE before validate)")
       ->check(CLI::ExistingFile);
   a.validate->add_option("--input,-i", a.inputs, "input paths (replace input.paths)");
+  a.validate->add_option("--set", a.sets, "set one config key: --set KEY=VALUE (repeatable)");
+  a.validate->add_option("--device", a.device, "checks a --device selection as a run would take it");
 
   // bench-memory: every host memory kind measured on this machine (memory/tools).
   a.bench_memory = app.add_subcommand("bench-memory", "measure every host memory kind on this machine");
@@ -235,6 +332,7 @@ void print_config_error(const imgpipe::ConfigError& e, const Args& a, const std:
     if (!a.device.empty() && i.key == "devices") std::cerr << "imgpipe: --device: " << i.reason << "\n";
     else if (!a.inputs.empty() && i.key == "input.paths") std::cerr << "imgpipe: --input: " << i.reason << "\n";
     else if (names_file) std::cerr << "imgpipe: " << imgpipe::ConfigError::message(i) << "\n";
+    else if (config_path.empty()) std::cerr << "imgpipe: " << imgpipe::ConfigError::message(i) << "\n";
     else std::cerr << "imgpipe: " << imgpipe::ConfigError::message(i) << " [in " << config_path << "]\n";
   }
 }
@@ -265,13 +363,20 @@ std::string describe(const imgpipe::InputCounts& n) {
 }
 
 int validate(const Args& a) {
+  // `imgpipe validate FILE`, or the config named before it: `imgpipe --config FILE validate`.
+  const std::string& path = a.validate_path.empty() ? a.config_path : a.validate_path;
+  if (path.empty()) {
+    std::cerr << "imgpipe: validate: name the config (imgpipe validate FILE)\n";
+    return 2;
+  }
   try {
-    const imgpipe::Config c = load_config(a.validate_path, a.inputs);
+    imgpipe::Config c = load_config(path, a);
+    if (!a.device.empty()) c.devices = imgpipe::DeviceSelection::parse(a.device);
     const imgpipe::InputCounts n = imgpipe::count_inputs(c.input);
-    std::cout << "config OK: " << a.validate_path << " (" << describe(n) << ")\n";
+    std::cout << "config OK: " << path << " (" << describe(n) << ")\n";
     return 0;
   } catch (const imgpipe::ConfigError& e) {
-    print_config_error(e, a, a.validate_path);
+    print_config_error(e, a, path);
     return 2;
   } catch (const imgpipe::Error& e) {
     std::cerr << "imgpipe: " << e.what() << "\n";
@@ -313,8 +418,10 @@ bool write_file(const std::string& path, const std::string& text, const char* wh
 
 // The pipeline and its run options from the arguments; exit code 2 on a usage or config error.
 int prepare(const Args& a, std::optional<imgpipe::Pipeline>& pipeline, imgpipe::RunOptions& opts) {
-  if (a.config_path.empty()) {
-    std::cerr << "imgpipe: --config is required (try: imgpipe --config configs/pipeline.yaml)\n";
+  // Without --config the defaults run (docs/config.md), on the --input paths.
+  if (a.config_path.empty() && a.inputs.empty()) {
+    std::cerr << "imgpipe: nothing to run: give --input PATH (the defaults) or --config FILE "
+                 "(try: imgpipe --config configs/pipeline.yaml)\n";
     return 2;
   }
   // Every output path is checked before the run: a report that cannot be
@@ -328,7 +435,7 @@ int prepare(const Args& a, std::optional<imgpipe::Pipeline>& pipeline, imgpipe::
   }
   try {
     imgpipe::fault::arm(imgpipe::Diagnostics::from_environment().fault);  // IMGPIPE_FAULT=stage:k, tests and drills
-    pipeline.emplace(load_config(a.config_path, a.inputs));
+    pipeline.emplace(load_config(a.config_path, a));
     if (!a.device.empty()) opts.device = imgpipe::DeviceSelection::parse(a.device);
   } catch (const imgpipe::ConfigError& e) {
     print_config_error(e, a, a.config_path);

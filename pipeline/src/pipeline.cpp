@@ -134,7 +134,8 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   // A missing path is a config error, found before any work (start() checked already).
   if (!pushed && !hooks.checked) stages::check_inputs(cfg.input);
   detail::RunTimes times;
-  const std::vector<int> devices = detail::select_devices(options.device.value_or(cfg.devices));
+  std::string host_why;  // warned once the plan has passed its checks
+  const std::vector<int> devices = detail::select_devices(options.device.value_or(cfg.devices), &host_why);
   // The diagnostics, read once for the run (a malformed one fails it here).
   Diagnostics diagnostics = Diagnostics::from_environment();
   // Discovery first: the plan depends on what the inputs are (a run of
@@ -158,6 +159,7 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   // The dump folder is checked (and, with sink.overwrite, cleared) before any work starts.
   if (cfg.sink.type == SinkType::dump && !hooks.checked)
     stages::prepare_dump_folder(cfg.sink, stages::shard_of(cfg.input));
+  if (!host_why.empty()) detail::warn_host_backend(host_why);  // the config has passed its checks
   gpu::set_device(plan.devices.front());
   std::shared_ptr<stages::BatchResources> kept_or_new = resources_for(plan.layout);
   stages::BatchResources& resources = *kept_or_new;

@@ -306,7 +306,8 @@ codecs::EngineCache::Wanted wanted_decoders(const Config& cfg) {
   if (cfg.decode.where == Where::cpu || cfg.devices.kind == DeviceSelection::Kind::cpu) return {};
   return [cfg]() -> std::vector<std::pair<int, codecs::GpuJpegOptions>> {
     if (gpu::device_count() == 0) return {};
-    const std::vector<int> devices = select_devices(cfg.devices);
+    std::string host;  // the run warns, after its checks
+    const std::vector<int> devices = select_devices(cfg.devices, &host);
     if (devices.front() < 0) return {};
     // A configured input of videos alone makes no JPEG engines (an input
     // that cannot be listed yet, or none for pushed items, keeps them).
@@ -325,7 +326,12 @@ codecs::EngineCache::Wanted wanted_decoders(const Config& cfg) {
   };
 }
 
-std::vector<int> select_devices(const DeviceSelection& sel) {
+void warn_host_backend(const std::string& why) {
+  static std::once_flag once;
+  std::call_once(once, [&] { imgpipe::logger()->warn("{}; running the host backend", why); });
+}
+
+std::vector<int> select_devices(const DeviceSelection& sel, std::string* host_why) {
   using K = DeviceSelection::Kind;
   if (sel.kind == K::cpu) return {-1};
   std::string why;
@@ -353,8 +359,8 @@ std::vector<int> select_devices(const DeviceSelection& sel) {
     default: break;
   }
   if (n == 0) {
-    static std::once_flag once;
-    std::call_once(once, [&] { imgpipe::logger()->warn("{}; running the host backend", why); });
+    if (host_why) *host_why = why;
+    else warn_host_backend(why);
     return {-1};
   }
   // Under a launcher (torchrun, mpirun, srun) each local rank takes its own GPU.

@@ -98,8 +98,14 @@ struct RunPlan {
 codecs::EngineCache::Wanted wanted_decoders(const Config& cfg);
 
 // Resolves config.devices (or --device): {-1} is the host backend. Says once
-// when no GPU is found. Throws ConfigError (key devices) for a GPU that does
+// when no GPU is found (warn_host_backend), unless `host_why` takes the
+// reason. Throws ConfigError (key devices) for a GPU that does
 // not exist (a usage error: nothing ran).
-std::vector<int> select_devices(const DeviceSelection& sel);
+// `host_why`, when given, receives why an automatic selection fell back to
+// the host backend (no GPU); the caller warns once the run's config has
+// passed its checks (a config error is the message then, not the fallback).
+std::vector<int> select_devices(const DeviceSelection& sel, std::string* host_why = nullptr);
+// Warns, once a process, that the run goes on the host backend and why.
+void warn_host_backend(const std::string& why);
 
 }  // namespace imgpipe::detail

@@ -107,11 +107,71 @@ TEST_CASE("cli: usage errors exit 2") {
   copy_samples(d.path(), 1);
   std::string out;
   CHECK(run_cli("", &out) == 2);
-  CHECK(contains(out, "--config is required"));
-  CHECK(run_cli("--input " + q(d.path()), &out) == 2);
-  CHECK(contains(out, "--config is required"));
+  CHECK(contains(out, "nothing to run: give --input PATH"));
   CHECK(run_cli("--config " + q(kConfig) + " --no-such-flag", &out) == 2);
-  CHECK(run_cli("validate", &out) == 2);  // validate needs --config
+  CHECK(run_cli("validate", &out) == 2);  // validate needs a config
+  CHECK(contains(out, "imgpipe: validate: name the config"));
+}
+
+TEST_CASE("cli: what a new user types: the defaults with --input alone, validate after --config, misspelt commands and flags, --set, --overwrite") {
+  TempDir d;
+  const fs::path in = d / "in";
+  fs::create_directories(in);
+  copy_samples(in, 3);
+  std::string out;
+  // No --config: the defaults (docs/config.md) on the --input paths.
+  const fs::path report = d / "r.json";
+  REQUIRE(run_cli("--input " + q(in) + " --report " + q(report) + " --set batch.size=2 --device cpu", &out) == 0);
+  {
+    std::ifstream f(report);
+    const nlohmann::json j = nlohmann::json::parse(f);
+    CHECK(j["batches"] == 2);  // 3 images in batches of 2 (--set)
+    CHECK(j["inputs"]["delivered"] == 3);
+  }
+  // --config before validate, as before a run; validate takes --device and --set too.
+  CHECK(run_cli("--config " + q(kConfig) + " validate --input " + q(in), &out) == 0);
+  CHECK(contains(out, "config OK"));
+  CHECK(run_cli("validate " + q(kConfig) + " --input " + q(in) + " --device 3 --set batch.size=4", &out) == 0);
+  CHECK_FALSE(contains(out, "did you mean"));
+  CHECK(run_cli("validate " + q(kConfig) + " --input " + q(in) + " --device fpga", &out) == 2);
+  CHECK(contains(out, "--device"));
+  // A misspelt subcommand or flag: the suggestion first, not CLI11's list.
+  CHECK(run_cli("valdate " + q(kConfig), &out) == 2);
+  CHECK(out.rfind("imgpipe: valdate: did you mean validate?", 0) == 0);
+  CHECK(run_cli("--confg " + q(kConfig), &out) == 2);
+  CHECK(out.rfind("imgpipe: --confg: did you mean --config?", 0) == 0);
+  CHECK_FALSE(contains(out, "not expected"));
+  // --set: the file's checks and messages, naming the --set.
+  CHECK(run_cli("--input " + q(in) + " --set batch.size=0", &out) == 2);
+  CHECK(contains(out, "config key 'batch.size'"));
+  CHECK(contains(out, "[in --set batch.size=0]"));
+  CHECK(run_cli("--input " + q(in) + " --set input.bogus=1", &out) == 2);
+  CHECK(contains(out, "unknown key"));
+  CHECK(run_cli("--input " + q(in) + " --set batch.size", &out) == 2);
+  CHECK(contains(out, "--set batch.size: expected KEY=VALUE"));
+  CHECK(run_cli("--config " + q(kConfig) + " --input " + q(in) + " --set 'transform.resize={width: 32, height: 24}' "
+                "--set transform.dtype=uint8 --device cpu",
+                &out) == 0);
+  // --overwrite: a second dump into the same folder.
+  const std::string dump = "--input " + q(in) + " --device cpu --set sink.type=dump --set sink.dir=" + q(d / "dump") +
+                           " --set batch.size=2 --set transform.resize.width=16 --set transform.resize.height=16";
+  REQUIRE(run_cli(dump, &out) == 0);
+  CHECK(run_cli(dump, &out) == 2);
+  CHECK(contains(out, "sink"));
+  CHECK(run_cli(dump + " --overwrite", &out) == 0);
+}
+
+TEST_CASE("cli: a config error that stops the run is the message, not the host-backend fallback before it") {
+  IMGPIPE_SKIP_UNLESS(!imgpipe::test::have_gpu(), "a GPU is present: no host-backend fallback to warn about");
+  TempDir d;
+  copy_samples(d.path(), 1);
+  std::string out;
+  CHECK(run_cli("--input " + q(d.path()) + " --set decode.where=gpu", &out) == 2);
+  CHECK(contains(out, "decode.where"));
+  CHECK_FALSE(contains(out, "running the host backend"));
+  // A run that goes on says it.
+  CHECK(run_cli("--input " + q(d.path()) + " --set batch.size=1", &out) == 0);
+  CHECK(contains(out, "running the host backend"));
 }
 
 TEST_CASE("cli: a run writes the JSON report") {
