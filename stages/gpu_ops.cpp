@@ -217,6 +217,7 @@ void GpuOps::finish_front() {
       const SampleId& s = b->samples[j.index];
       const std::string reason = fmt::format("{} (GPU decode: {})", err, codecs::gpu_jpeg_status_name(status[i]));
       failures_.push_back({s.path, s.frame, reason});
+      if (log_) log_->failed(failures_.back());
       failed_count_.fetch_add(1, std::memory_order_relaxed);
       if (on_error_ == OnError::fail) throw InputError(s.path, s.frame, reason);
       drop.emplace_back(b, j.index);

@@ -34,6 +34,7 @@
 #include "kernels/fused.hpp"
 #include "kernels/normalize.hpp"
 #include "batch_slot.hpp"
+#include "failure_log.hpp"
 #include "frame_ring.hpp"
 #include "stage.hpp"
 
@@ -66,6 +67,8 @@ class GpuOps : public Stage<GpuOps, Takes::batches_and_ends> {
 
   // Inputs that failed here (GPU and CPU decode both refused them), in order.
   const std::vector<InputFailure>& failures() const noexcept { return failures_; }
+  // Where each failure is also said as it happens (none: only recorded).
+  void set_failure_log(FailureLog* log) noexcept { log_ = log; }
   // Their number so far; any thread (the progress line).
   std::uint64_t failed_count() const noexcept { return failed_count_.load(std::memory_order_relaxed); }
   // Engine calls made (the report's figure).
@@ -100,6 +103,7 @@ class GpuOps : public Stage<GpuOps, Takes::batches_and_ends> {
   std::vector<std::unique_ptr<Area>> areas_;
   std::deque<std::unique_ptr<Job>> jobs_;  // submitted, in order
   std::vector<InputFailure> failures_;
+  FailureLog* log_ = nullptr;
   std::atomic<std::uint64_t> failed_count_{0};
   std::vector<unsigned char> bytes_;  // CPU fallback
   cv::Mat frame_;

@@ -148,6 +148,7 @@ Tally Pack::run(Work& w) {
   if (!w.is_sample()) return flush(w);  // end of input, or batch.timeout_ms
   if (w.failed()) {
     failures_.push_back({w.sample.input->path, w.sample.frame, w.sample.error});
+    if (log_) log_->failed(failures_.back());
     if (on_error_ == OnError::fail) throw InputError(w.sample.input->path, w.sample.frame, w.sample.error);
     return {0, 0};
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "imgpipe/config.hpp"
+#include "failure_log.hpp"
 #include "imgpipe/report.hpp"
 #include "stage.hpp"
 
@@ -32,6 +33,8 @@ class Pack : public Stage<Pack, Takes::every_token> {
 
   // Failed inputs in input order (path, frame, reason).
   const std::vector<InputFailure>& failures() const noexcept { return failures_; }
+  // Where each failure is also said as it happens (none: only recorded).
+  void set_failure_log(FailureLog* log) noexcept { log_ = log; }
   std::uint64_t dropped() const noexcept { return dropped_; }  // batch.drop_last
   std::uint64_t packed() const noexcept { return packed_; }
   // Video frames the transfer copied out of the decoder's page-locked buffer (no staging copy).
@@ -53,6 +56,7 @@ class Pack : public Stage<Pack, Takes::every_token> {
   OnError on_error_;
   std::size_t decode_bytes_;
   std::vector<InputFailure> failures_;
+  FailureLog* log_ = nullptr;
   std::uint64_t dropped_ = 0, packed_ = 0, batches_ = 0, direct_frames_ = 0;
   BatchSlot* current_ = nullptr;
   std::optional<memory::SlotWriter> writer_;

@@ -42,7 +42,7 @@ void print_stage_rows(const Report& r, std::ostream& os) {
                     kMinRatedWorkSeconds * 1e3, kMinRatedItems);
 }
 
-void print_inputs(const Report& r, std::ostream& os) {
+void print_inputs(const Report& r, std::ostream& os, const std::string& json_path) {
   const auto& in = r.inputs;
   os << fmt::format("inputs: {} discovered = {} delivered + {} failed", in.discovered, in.delivered, in.failed);
   if (in.dropped) os << fmt::format(" + {} dropped (batch.drop_last)", in.dropped);
@@ -58,8 +58,13 @@ void print_inputs(const Report& r, std::ostream& os) {
     if (f.frame >= 0) os << " frame " << f.frame;
     os << ": " << f.reason << "\n";
   }
-  if (in.failures.size() > shown)
-    os << fmt::format("  ... and {} more (see the JSON report)\n", in.failures.size() - shown);
+  if (in.failures.size() > shown) {
+    const std::string where = json_path.empty() ? std::string("the JSON report lists every one: --report FILE, "
+                                                              "Report::to_json(), Python's report()")
+                              : json_path == "-" ? std::string("the JSON report on stdout lists every one")
+                                                 : "the JSON report " + json_path + " lists every one";
+    os << fmt::format("  ... and {} more ({})\n", in.failures.size() - shown, where);
+  }
 }
 
 void print_memory_and_decode(const Report& r, std::ostream& os) {
@@ -150,7 +155,7 @@ nlohmann::json timeline_json(const Timeline& t) {
 
 }  // namespace
 
-void Report::print_table(std::ostream& os) const {
+void Report::print_table(std::ostream& os, const std::string& json_path) const {
   os << fmt::format("imgpipe {} | backend: {} | resize on {}, normalize on {}{}\n", version, backend,
                     resize_where, normalize_where, interrupted ? " | INTERRUPTED" : "");
   print_stage_rows(*this, os);
@@ -173,7 +178,7 @@ void Report::print_table(std::ostream& os) const {
   }
   if (epoch > 0) os << fmt::format("epoch: {}\n", epoch);
   if (!classes.empty()) os << fmt::format("classes: {} (input.labels: folders)\n", classes.size());
-  print_inputs(*this, os);
+  print_inputs(*this, os, json_path);
   print_memory_and_decode(*this, os);
 }
 

@@ -224,7 +224,8 @@ void failures_table(const Report& r, std::ostream& os) {
   }
   os << "</tbody></table>\n";
   if (groups.size() > kMaxFailuresListed)
-    os << "<p class=\"note\">... and " << groups.size() - kMaxFailuresListed << " more paths (see the JSON report).</p>\n";
+    os << "<p class=\"note\">... and " << groups.size() - kMaxFailuresListed
+       << " more paths (the JSON report embedded in this page lists every one).</p>\n";
 }
 
 void inputs_section(const Report& r, std::ostream& os) {

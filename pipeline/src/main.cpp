@@ -496,7 +496,7 @@ int run(const Args& a) {
   }
 
   report.context.command_line = a.command_line;
-  if (!a.quiet) report.print_table(std::cerr);
+  if (!a.quiet) report.print_table(std::cerr, a.report_path);
   if (!a.report_path.empty())
     if (const int rc = write_report(report, a.report_path)) return rc;
   if (!a.report_html_path.empty() && !write_file(a.report_html_path, report.to_html(), "HTML report")) return 1;

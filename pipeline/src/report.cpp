@@ -70,7 +70,8 @@ void add_inputs(Report& r, const StageSet& s, bool resize_on_gpu) {
   r.inputs.failures = s.pack.failures();
   r.inputs.failures.insert(r.inputs.failures.end(), s.gpu_ops.failures().begin(), s.gpu_ops.failures().end());
   r.inputs.failed = r.inputs.failures.size();
-  stages::log_failures(r.inputs.failures);  // a warning per failed input (the first 20), then their count
+  // Each was said as it happened (the first 20: StageSet::failure_log); the count of the rest.
+  s.failure_log.finish(r.inputs.failures.size());
   r.inputs.dropped = s.pack.dropped();
   r.inputs.not_processed = s.source.not_reached();
   r.inputs.cpu_resized = resize_on_gpu ? s.transform.cpu_resized() : 0;

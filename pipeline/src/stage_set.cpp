@@ -97,6 +97,8 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
       gpu_ops(transform.normalize_params(), plan.resize, plan.gpu_op),
       sink(cfg.sink, inputs.shard, resources.ring(), callback, hooks.handoff),
       live(hooks.live.pushed != nullptr || hooks.live.batch_timeout.count() > 0) {
+  pack.set_failure_log(&failure_log);
+  gpu_ops.set_failure_log(&failure_log);
   const auto videos = std::count_if(inputs.items.begin(), inputs.items.end(), [](const auto& i) { return i.video; });
   has_videos = videos > 0;
   if (has_videos) sample_unit = static_cast<std::size_t>(videos) == inputs.items.size() ? "frames" : "samples";

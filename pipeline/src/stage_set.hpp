@@ -42,6 +42,8 @@ struct StageSet {
   // files; page-locked per RunPlan::video_frames_bytes). Frames keep it
   // alive past the run.
   std::shared_ptr<memory::FramePool> video_frames;
+  // Each failed input said as it happens (the report lists them all).
+  stages::FailureLog failure_log;
   stages::Source source;
   stages::Read read;
   std::unique_ptr<stages::Probe> probe;  // null without GPU decode (JPEGs stay on the CPU)

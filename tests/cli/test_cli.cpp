@@ -382,3 +382,24 @@ TEST_CASE("cli: --epoch runs that epoch of a training config (its order and crop
   CHECK(run_cli("--config " + q(cfg) + " --input " + q(in) + " --epoch x", &out) == 2);
   CHECK(contains(out, "--epoch"));
 }
+
+TEST_CASE("cli: past 20 failed inputs the table says where the rest are: the JSON report written, or how to get one") {
+  TempDir d;
+  const fs::path in = d / "in";
+  fs::create_directories(in);
+  copy_samples(in, 1);
+  for (int i = 0; i < 22; ++i) {
+    std::ofstream f(in / ("broken_" + std::to_string(i) + ".jpg"));
+    f << "not a jpeg " << i;
+  }
+  std::string out;
+  const std::string run = "--input " + q(in) + " --device cpu --set batch.size=1";
+  CHECK(run_cli(run, &out) == 0);
+  CAPTURE(out);
+  CHECK(contains(out, "... and 2 more (the JSON report lists every one: --report FILE"));
+  const fs::path report = d / "r.json";
+  CHECK(run_cli(run + " --report " + q(report), &out) == 0);
+  CHECK(contains(out, "... and 2 more (the JSON report " + report.string() + " lists every one)"));
+  // The warnings: the first 20 as they happen, then the count of the rest.
+  CHECK(contains(out, "warning: 2 more failed inputs (the report lists every one)"));
+}

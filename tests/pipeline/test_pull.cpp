@@ -8,12 +8,17 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <spdlog/logger.h>
+#include <spdlog/sinks/base_sink.h>
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -24,6 +29,7 @@
 #endif
 
 #include "common.hpp"
+#include "imgpipe/log.hpp"
 #include "imgpipe/pipeline.hpp"
 #include "stages/latency.hpp"
 
@@ -551,6 +557,72 @@ TEST_CASE("push source: pushed bytes and frames give the files' tensors, from se
     CHECK(seen.size() == 100);
     CHECK(std::all_of(seen.begin(), seen.end(), [](const auto& kv) { return kv.second == 1; }));
   }
+}
+
+namespace {
+
+// The warnings of imgpipe's logger while alive, each with when it came;
+// wait_for() blocks until one holds a text (thread-safe: the run's threads log).
+class WarningWatch : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  bool wait_for(const std::string& needle, std::chrono::milliseconds timeout) {
+    std::unique_lock lk(m_);
+    return cv_.wait_for(lk, timeout, [&] {
+      return std::any_of(lines_.begin(), lines_.end(), [&](const std::string& l) { return l.find(needle) != l.npos; });
+    });
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    {
+      std::lock_guard lk(m_);
+      lines_.emplace_back(msg.payload.data(), msg.payload.size());
+    }
+    cv_.notify_all();
+  }
+  void flush_() override {}
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::vector<std::string> lines_;
+};
+
+}  // namespace
+
+TEST_CASE("push source: a failed input is warned about when it fails, while the run goes on, not at its end") {
+  const auto logger = imgpipe::logger();
+  const auto old_sinks = logger->sinks();
+  const auto old_level = logger->level();
+  auto watch = std::make_shared<WarningWatch>();
+  logger->sinks() = {watch};
+  logger->set_level(spdlog::level::warn);
+  struct Restore {
+    std::shared_ptr<spdlog::logger> l;
+    std::vector<spdlog::sink_ptr> sinks;
+    spdlog::level::level_enum level;
+    ~Restore() {
+      l->sinks() = sinks;
+      l->set_level(level);
+    }
+  } restore{logger, old_sinks, old_level};
+  auto src = std::make_shared<PushSource>(8);
+  Config c = small_config(DeviceSelection::parse("cpu"), 1, 3);
+  c.input.paths.clear();
+  Pipeline p(c);
+  RunOptions opt;
+  opt.source = src;
+  BatchStream stream = p.start(opt);
+  REQUIRE(src->push_encoded(std::vector<unsigned char>{'n', 'o', 'p', 'e'}, "net/bad-1") == PushSource::Result::ok);
+  // The run waits for the next input: the warning is out already.
+  CHECK(watch->wait_for("net/bad-1: ", std::chrono::seconds(10)));
+  const cv::Mat img(40, 60, CV_8UC3, cv::Scalar(10, 200, 30));
+  REQUIRE(src->push_encoded(jpeg_of(img), "good-2") == PushSource::Result::ok);
+  src->close();
+  int n = 0;
+  while (Batch b = stream.next()) n += static_cast<int>(b->size());
+  CHECK(n == 1);
+  CHECK(stream.report().inputs.failed == 1);
 }
 
 TEST_CASE("push source: a bad pushed image is reported with its id, the run goes on") {

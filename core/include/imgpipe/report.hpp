@@ -264,8 +264,10 @@ struct Report {
   // An interrupted run is not one.
   bool nothing_delivered() const noexcept { return !interrupted && inputs.discovered > 0 && inputs.delivered == 0; }
 
-  // Human-readable table (stage rows, inputs, memory, transfer).
-  void print_table(std::ostream& os) const;
+  // Human-readable table (stage rows, inputs, memory, transfer). Past 20
+  // failed inputs it says where the rest are: in `json_path` when a JSON
+  // report is written there, else how to get one.
+  void print_table(std::ostream& os, const std::string& json_path = {}) const;
   // The same as JSON text (rates that could not be measured are null).
   std::string to_json(int indent = 2) const;
   // One self-contained HTML page (inline CSS, SVG and script; nothing
