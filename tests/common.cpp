@@ -195,6 +195,12 @@ int run_cli(const std::string& args, std::string* out, const std::string& env) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+std::size_t first_scan_data(const std::vector<unsigned char>& jpeg) {
+  for (std::size_t i = 2; i + 3 < jpeg.size(); ++i)
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xDA) return i + 2 + ((jpeg[i + 2] << 8) | jpeg[i + 3]);
+  return 0;
+}
+
 fs::path opencv_data_dir() {
   const fs::path d = "/usr/share/doc/opencv-doc/examples/data";
   if (!fs::is_regular_file(d / "vtest.avi"))

@@ -88,6 +88,9 @@ double max_level_diff(const std::vector<float>& a, const std::vector<float>& b);
 // Reads a whole file / writes bytes to a file.
 std::vector<unsigned char> read_bytes(const std::filesystem::path& p);
 void write_bytes(const std::filesystem::path& p, const std::vector<unsigned char>& b);
+// Where a JPEG's first scan's entropy-coded data starts (after its SOS
+// segment); 0 when it has no SOS.
+std::size_t first_scan_data(const std::vector<unsigned char>& jpeg);
 // A whole file as text ("" when it cannot be read).
 std::string read_text(const std::filesystem::path& p);
 

@@ -66,6 +66,21 @@ std::vector<cv::Rect> boxes(int w, int h, int random, unsigned seed) {
   return b;
 }
 
+// Each box decoded alone against the whole decode cut there; how many were.
+int check_boxes(const Bytes& bytes, const cv::Mat& whole, const std::vector<cv::Rect>& list) {
+  int checked = 0;
+  for (const cv::Rect& b : list) {
+    CAPTURE(b);
+    JpegDecodeOptions o;
+    o.region = {b.x, b.y, b.width, b.height};
+    cv::Mat part;
+    REQUIRE(decode_jpeg(bytes, o, part).empty());
+    CHECK(same_image(part, whole(b)));
+    ++checked;
+  }
+  return checked;
+}
+
 struct Variant {
   const char* name;
   int components;
@@ -113,17 +128,7 @@ TEST_CASE("jpeg region: a box decoded alone is the whole decode cut at the box, 
       cv::Mat whole;
       REQUIRE(decode_jpeg(bytes, {}, whole).empty());
       REQUIRE(whole.size() == size);
-      int checked = 0;
-      for (const cv::Rect& b : boxes(size.width, size.height, 40, 3)) {
-        CAPTURE(b);
-        JpegDecodeOptions o;
-        o.region = {b.x, b.y, b.width, b.height};
-        cv::Mat part;
-        REQUIRE(decode_jpeg(bytes, o, part).empty());
-        CHECK(same_image(part, whole(b)));
-        ++checked;
-      }
-      CHECK(checked == 52);
+      CHECK(check_boxes(bytes, whole, boxes(size.width, size.height, 40, 3)) == 52);
     }
   }
 }
@@ -135,14 +140,7 @@ TEST_CASE("jpeg region: on a real photograph the box's pixels are the whole deco
     const Bytes bytes = imgpipe::test::read_bytes(p);
     cv::Mat whole;
     REQUIRE(decode_jpeg(bytes, {}, whole).empty());
-    for (const cv::Rect& b : boxes(whole.cols, whole.rows, 20, 5)) {
-      CAPTURE(b);
-      JpegDecodeOptions o;
-      o.region = {b.x, b.y, b.width, b.height};
-      cv::Mat part;
-      REQUIRE(decode_jpeg(bytes, o, part).empty());
-      CHECK(same_image(part, whole(b)));
-    }
+    CHECK(check_boxes(bytes, whole, boxes(whole.cols, whole.rows, 20, 5)) == 32);
   }
 }
 
@@ -197,14 +195,8 @@ TEST_CASE("jpeg region: damage outside the box gets the whole decode's verdict, 
   imgpipe::test::JpegWriteOptions wo;
   wo.h_samp = wo.v_samp = 2;
   const Bytes good = jpeg_of(textured(320, 240, 3, 9), wo);
-  std::size_t sos = 0;
-  for (std::size_t i = 2; i + 3 < good.size(); ++i)
-    if (good[i] == 0xFF && good[i + 1] == 0xDA) {
-      sos = i;
-      break;
-    }
-  REQUIRE(sos > 0);
-  const std::size_t data = sos + 2 + ((good[sos + 2] << 8) | good[sos + 3]);
+  const std::size_t data = imgpipe::test::first_scan_data(good);
+  REQUIRE(data > 0);
   const std::size_t scan = good.size() - 2 - data;
   std::mt19937 rng(3);
   // Damage near the end of the scan (the image's last rows), and near its start.

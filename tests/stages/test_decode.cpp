@@ -357,14 +357,8 @@ TEST_CASE("decode: JPEGs with damaged entropy-coded data are reported with libjp
   const Bytes good = first_jpeg();
   // The first scan's data starts after the SOS segment; damage its middle
   // with bytes that are not 0xFF (no accidental markers).
-  std::size_t sos = 0;
-  for (std::size_t i = 2; i + 3 < good.size(); ++i)
-    if (good[i] == 0xFF && good[i + 1] == 0xDA) {
-      sos = i;
-      break;
-    }
-  REQUIRE(sos > 0);
-  const std::size_t data = sos + 2 + ((good[sos + 2] << 8) | good[sos + 3]);
+  const std::size_t data = imgpipe::test::first_scan_data(good);
+  REQUIRE(data > 0);
   std::mt19937 rng(7);
   // (JPEG has no checksum: a few damaged bytes can decode without a warning
   // to a slightly wrong image, and no decoder can tell. Longer damage
