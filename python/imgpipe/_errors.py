@@ -52,6 +52,10 @@ class InternalError(Error):
 
 CLASSES = {c.__name__: c for c in (Error, ConfigError, InputError, CudaError, Interrupted, NothingDelivered, UsageError,
                                    InternalError)}
+# Tracebacks and reprs name them as users import them: imgpipe.ConfigError.
+for _cls in CLASSES.values():
+    _cls.__module__ = "imgpipe"
+del _cls
 FIELDS = {"ConfigError": ("key", "line", "reason"), "InputError": ("path", "frame", "reason"),
           "CudaError": ("name", "code")}
 _INTS = {"line", "frame", "code"}

@@ -75,9 +75,19 @@ def test_a_corrupt_image_under_fail_is_an_input_error(tmp_path):
 
 
 def test_errors_keep_their_class_names():
-    for name in ("Error", "ConfigError", "InputError", "CudaError", "Interrupted", "UsageError"):
+    for name in ("Error", "ConfigError", "InputError", "CudaError", "Interrupted", "UsageError", "NothingDelivered",
+                 "InternalError"):
         cls = getattr(imgpipe, name)
         assert issubclass(cls, imgpipe.Error) and cls.__name__ == name
+        # A traceback's last line reads imgpipe.ConfigError, not imgpipe._errors.ConfigError.
+        assert cls.__module__ == "imgpipe"
+    import traceback
+    try:
+        imgpipe.Pipeline(None, inputs=["."], **{"batch.size": 0})
+    except imgpipe.ConfigError as e:
+        assert traceback.format_exception_only(type(e), e)[-1].startswith("imgpipe.ConfigError: ")
+    else:
+        raise AssertionError("batch.size 0 was accepted")
 
 
 def test_a_run_that_delivers_nothing_raises_nothing_delivered_and_warns_per_input(tmp_path, capfd):
