@@ -238,7 +238,7 @@ TEST_CASE("jpeg region: damage outside the box gets the whole decode's verdict, 
   CHECK(decode_jpeg(cut, o, part) == cut_err);
 }
 
-TEST_CASE("jpeg region: the decode stage decodes random_crop's box alone (decode.region), at its corner; off decodes whole") {
+TEST_CASE("jpeg region: the decode stage decodes random_crop's box alone (decode.region), at its corner, and off decodes whole") {
   imgpipe::TransformConfig t;
   t.resize.mode = imgpipe::ResizeMode::random_crop;
   t.resize.width = 32;

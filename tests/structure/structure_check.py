@@ -8,7 +8,11 @@ kernels (__global__ functions and .cu files' device code) aside.
 Library files are the layers' sources (core, kernels, memory, codecs, stages,
 pipeline, capi): .hpp, .h, .cpp, .cu, .cuh. Prints each violation as
 "path:line: ..." and exits 1 when there is one. tests/structure/fixture holds
-one of each, to prove the check sees them (structure_check_detects_*)."""
+one of each, to prove the check sees them (structure_check_detects_*).
+
+It also checks the test cases' names under tests/ (the fixture's own aside):
+none may hold a ';', which CTest takes for a list separator, so that
+doctest_discover_tests registers two tests that match nothing and fail."""
 import argparse
 import os
 import re
@@ -99,6 +103,30 @@ def functions(text):
     return found
 
 
+TEST_CASE = re.compile(r'TEST_CASE\(\s*"((?:[^"\\]|\\.)*)"')
+
+
+def test_case_names(root):
+    """A 'path:line: ...' for each TEST_CASE name under root/tests with a ';'."""
+    found = []
+    tests = os.path.join(root, "tests")
+    for d, _, files in os.walk(tests):
+        if os.path.relpath(d, root).startswith(os.path.join("tests", "structure", "fixture")):
+            continue  # the fixture's bad names prove the check in the fixture's own run
+        for f in sorted(files):
+            if not f.endswith((".cpp", ".cu", ".hpp")):
+                continue
+            p = os.path.join(d, f)
+            with open(p, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            for m in TEST_CASE.finditer(text):
+                if ";" in m.group(1):
+                    line = text.count("\n", 0, m.start()) + 1
+                    found.append(f"{os.path.relpath(p, root)}:{line}: test case name holds a ';' "
+                                 f"(CTest splits the name there and both halves fail)")
+    return found
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("root")
@@ -124,6 +152,7 @@ def main():
                     if last - first + 1 > a.max_func:
                         problems.append(f"{rel}:{first}: {name} is {last - first + 1} lines "
                                         f"(at most {a.max_func} a function)")
+    problems += test_case_names(a.root)
     for p in problems:
         print(p)
     if problems:
