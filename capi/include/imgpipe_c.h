@@ -79,12 +79,25 @@ const char* imgpipe_last_error_field(const char* name);
 
 /* Level of imgpipe's logger (stderr): "error", "warn", "info", "debug" or "off". */
 imgpipe_status imgpipe_set_log_level(const char* level);
+/* Routes imgpipe's log messages to `callback` instead of stderr: each
+ * message that passes the level, as (level: 0 trace, 1 debug, 2 info,
+ * 3 warn, 4 error, 5 critical; the message, UTF-8, without time or name,
+ * valid during the call; user). It is called on the thread that logs (any of
+ * a run's), one call at a time. NULL restores stderr; returns once no call of
+ * the previous callback is under way. IMGPIPE_E_USAGE when the application
+ * registered its own spdlog logger named "imgpipe" (that one is left alone).
+ * Python's package routes them to the `logging` logger "imgpipe". */
+typedef void (*imgpipe_log_callback)(int level, const char* message, void* user);
+imgpipe_status imgpipe_set_log_callback(imgpipe_log_callback callback, void* user);
 
 /* ---- pipeline ---------------------------------------------------------- */
 
 typedef enum imgpipe_config_kind {
   IMGPIPE_CONFIG_FILE = 0, /* `config` is the path of a YAML file */
-  IMGPIPE_CONFIG_YAML = 1  /* `config` is YAML (or JSON) text */
+  IMGPIPE_CONFIG_YAML = 1, /* `config` is YAML (or JSON) text */
+  IMGPIPE_CONFIG_MAPPING = 2 /* `config` is JSON (or YAML) text a binding made from a mapping of its
+                                language (a Python dict): its errors name no line, they say
+                                "[in the dict config]" */
 } imgpipe_config_kind;
 
 /* Makes a Pipeline (Config::from_yaml_file / from_yaml_string, validated).
@@ -109,6 +122,17 @@ void imgpipe_pipeline_request_stop(imgpipe_pipeline* p);
  * order from (seed, epoch), the same on every rank. NULL is a no-op / 0. */
 void imgpipe_pipeline_set_epoch(imgpipe_pipeline* p, uint64_t epoch);
 uint64_t imgpipe_pipeline_epoch(const imgpipe_pipeline* p);
+
+/* The checks a run begins with, without starting one (Pipeline::check): the
+ * inputs named exist (ConfigError, key "input.paths" or "input.list") and
+ * the devices exist (ConfigError, key "devices"). device: as for
+ * imgpipe_pipeline_start (NULL: the config's). */
+imgpipe_status imgpipe_pipeline_check(imgpipe_pipeline* p, const char* device);
+/* The number of batches the next run delivers when every input decodes
+ * (Pipeline::planned_batches): *known 1 and *batches set; or *known 0 when
+ * it cannot be known before decoding (videos, streams) and *why the reason
+ * (owned by p, valid until the next call on p). Runs the whole discovery. */
+imgpipe_status imgpipe_pipeline_planned_batches(imgpipe_pipeline* p, uint64_t* batches, int* known, const char** why);
 
 /* Starts a run whose batches the caller pulls (Pipeline::start). device:
  * NULL for the config's `devices`, else "auto", "cpu", "all", "N" or

@@ -24,18 +24,35 @@ YAML::Node merged(const YAML::Node& base, const YAML::Node& over) {
   }
   return out;
 }
+// Config::from_yaml_string(text), its errors without a line and marked `where`.
+imgpipe::Config unlined(const char* text, const char* where) {
+  try {
+    return imgpipe::Config::from_yaml_string(text);
+  } catch (const imgpipe::ConfigError& e) {
+    std::vector<imgpipe::ConfigError::Issue> issues = e.issues();
+    for (imgpipe::ConfigError::Issue& i : issues) {
+      i.line = 0;
+      i.reason += where;
+    }
+    throw imgpipe::ConfigError(std::move(issues));
+  }
+}
 }  // namespace
 
 imgpipe::Config load_config(const char* config, imgpipe_config_kind kind, const char* overrides) {
   using imgpipe::Config;
   using imgpipe::ConfigError;
   const bool file = kind == IMGPIPE_CONFIG_FILE;
-  if (kind != IMGPIPE_CONFIG_FILE && kind != IMGPIPE_CONFIG_YAML)
-    throw std::invalid_argument("imgpipe_pipeline_create: kind must be IMGPIPE_CONFIG_FILE or IMGPIPE_CONFIG_YAML");
+  if (kind != IMGPIPE_CONFIG_FILE && kind != IMGPIPE_CONFIG_YAML && kind != IMGPIPE_CONFIG_MAPPING)
+    throw std::invalid_argument("imgpipe_pipeline_create: kind must be IMGPIPE_CONFIG_FILE, IMGPIPE_CONFIG_YAML "
+                                "or IMGPIPE_CONFIG_MAPPING");
   if (file && (config == nullptr || *config == '\0'))
     throw std::invalid_argument("imgpipe_pipeline_create: no config file named");
   // The config alone first, so that its errors name its own lines (and file).
-  Config c = config == nullptr ? Config{} : file ? Config::from_yaml_file(config) : Config::from_yaml_string(config);
+  Config c = config == nullptr                ? Config{}
+             : file                           ? Config::from_yaml_file(config)
+             : kind == IMGPIPE_CONFIG_MAPPING ? unlined(config, " [in the dict config]")
+                                              : Config::from_yaml_string(config);
   if (overrides == nullptr || *overrides == '\0') return c;
   YAML::Node over;
   try {
@@ -55,16 +72,7 @@ imgpipe::Config load_config(const char* config, imgpipe_config_kind kind, const 
   }
   YAML::Emitter text;
   text << merged(base && base.IsMap() ? base : YAML::Node(YAML::NodeType::Map), over);
-  try {
-    return Config::from_yaml_string(text.c_str());
-  } catch (const ConfigError& e) {  // its lines are the merged text's: meaningless here
-    std::vector<ConfigError::Issue> issues = e.issues();
-    for (ConfigError::Issue& i : issues) {
-      i.line = 0;
-      i.reason += " [in overrides]";
-    }
-    throw ConfigError(std::move(issues));
-  }
+  return unlined(text.c_str(), " [in overrides]");  // its lines are the merged text's: meaningless here
 }
 
 }  // namespace imgpipe::capi

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "config_load.hpp"
+#include "handles.hpp"
 #include "cuda_calls.hpp"
 #include "imgpipe/error.hpp"
 #include "imgpipe/log.hpp"
@@ -31,101 +32,15 @@
 #include "core/geometry_json.hpp"
 #include "memory/gpu.hpp"
 
-// ---- handles ---------------------------------------------------------------
-
-// Held by the caller and by each of its streams: freed when the last is gone.
-struct imgpipe_pipeline {
-  explicit imgpipe_pipeline(imgpipe::Pipeline p) : pipeline(std::move(p)) {}
-  imgpipe::Pipeline pipeline;
-  std::string config_yaml;
-  std::atomic<int> refs{1};
-  std::mutex m;
-  imgpipe_stream* running = nullptr;  // the stream started last, until destroyed
-};
+using imgpipe::capi::fail;
+using imgpipe::capi::from_exception;
+using imgpipe::capi::guarded;
+using imgpipe::capi::KeepDevice;
+using imgpipe::capi::null_handle;
 
 namespace {
 void unref(imgpipe_pipeline* p) noexcept {
   if (p != nullptr && p->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p;
-}
-}  // namespace
-
-struct imgpipe_stream {
-  imgpipe::BatchStream stream;
-  imgpipe_pipeline* owner = nullptr;
-  std::string report_json;
-};
-
-struct imgpipe_batch {
-  std::atomic<int> refs{1};
-  imgpipe::Batch batch;
-  std::mutex m;
-  std::vector<void*> after;  // consumers' streams the release waits for
-  std::optional<std::string> samples_json;
-};
-
-namespace {
-
-// ---- errors ----------------------------------------------------------------
-
-struct LastError {
-  std::string message, cls;
-  std::map<std::string, std::string> fields;
-};
-thread_local LastError t_error;
-
-imgpipe_status fail(imgpipe_status status, const char* cls, std::string message,
-                    std::map<std::string, std::string> fields = {}) noexcept {
-  try {
-    t_error.message = std::move(message);
-    t_error.cls = cls;
-    t_error.fields = std::move(fields);
-  } catch (...) {
-  }
-  return status;
-}
-
-// The status and last error for the exception being handled.
-imgpipe_status from_exception() noexcept {
-  try {
-    throw;
-  } catch (const imgpipe::ConfigError& e) {
-    return fail(IMGPIPE_E_CONFIG, "ConfigError", e.what(),
-                {{"key", e.key()}, {"line", std::to_string(e.line())}, {"reason", e.reason()}});
-  } catch (const imgpipe::InputError& e) {
-    return fail(IMGPIPE_E_INPUT, "InputError", e.what(),
-                {{"path", e.path()}, {"frame", std::to_string(e.frame())}, {"reason", e.reason()}});
-  } catch (const imgpipe::CudaError& e) {
-    return fail(IMGPIPE_E_CUDA, "CudaError", e.what(), {{"name", e.name()}, {"code", std::to_string(e.code())}});
-  } catch (const imgpipe::Interrupted& e) {
-    return fail(IMGPIPE_E_INTERRUPTED, "Interrupted", e.what());
-  } catch (const imgpipe::Error& e) {
-    return fail(IMGPIPE_E_ERROR, "Error", e.what());
-  } catch (const std::logic_error& e) {  // std::invalid_argument too
-    return fail(IMGPIPE_E_USAGE, "UsageError", e.what());
-  } catch (const std::exception& e) {
-    return fail(IMGPIPE_E_INTERNAL, "InternalError", e.what());
-  } catch (...) {
-    return fail(IMGPIPE_E_INTERNAL, "InternalError", "unknown exception");
-  }
-}
-
-imgpipe_status null_handle(const char* what) noexcept {
-  return fail(IMGPIPE_E_USAGE, "UsageError", std::string(what) + " is NULL");
-}
-
-// Every entry point leaves the caller's CUDA device and context as it found
-// them (a PyTorch consumer's current device included): the library
-// switches devices freely inside.
-using KeepDevice = imgpipe::gpu::CurrentDeviceGuard;
-
-template <typename F>
-imgpipe_status guarded(F&& f) noexcept {
-  const KeepDevice keep;
-  try {
-    return f();
-  } catch (...) {
-    return from_exception();
-  }
 }
 
 // ---- batches -----------------------------------------------------------------
@@ -277,12 +192,13 @@ const char* imgpipe_version(void) { return imgpipe::version(); }
 int imgpipe_c_api_version(void) { return IMGPIPE_C_API_VERSION; }
 int imgpipe_built_with_cuda(void) { return imgpipe::capi::built_with_cuda() ? 1 : 0; }
 
-const char* imgpipe_last_error(void) { return t_error.message.c_str(); }
-const char* imgpipe_last_error_class(void) { return t_error.cls.c_str(); }
+const char* imgpipe_last_error(void) { return imgpipe::capi::last_error().message.c_str(); }
+const char* imgpipe_last_error_class(void) { return imgpipe::capi::last_error().cls.c_str(); }
 const char* imgpipe_last_error_field(const char* name) {
   if (name == nullptr) return "";
-  const auto it = t_error.fields.find(name);
-  return it == t_error.fields.end() ? "" : it->second.c_str();
+  const auto& fields = imgpipe::capi::last_error().fields;
+  const auto it = fields.find(name);
+  return it == fields.end() ? "" : it->second.c_str();
 }
 
 imgpipe_status imgpipe_pipeline_create(const char* config, imgpipe_config_kind kind, const char* overrides,
@@ -554,22 +470,6 @@ int64_t imgpipe_dlpack_layout(const char* name) {
 #undef IMGPIPE_LAYOUT_ROW
   const auto it = rows.find(name);
   return it == rows.end() ? -1 : it->second;
-}
-
-imgpipe_status imgpipe_set_log_level(const char* level) {
-  if (level == nullptr) return null_handle("level");
-  return guarded([&] {
-    const std::string l = level;
-    spdlog::level::level_enum v;
-    if (l == "error") v = spdlog::level::err;
-    else if (l == "warn") v = spdlog::level::warn;
-    else if (l == "info") v = spdlog::level::info;
-    else if (l == "debug") v = spdlog::level::debug;
-    else if (l == "off") v = spdlog::level::off;
-    else throw std::invalid_argument("log level must be error, warn, info, debug or off (got '" + l + "')");
-    imgpipe::logger()->set_level(v);
-    return IMGPIPE_OK;
-  });
 }
 
 }  // extern "C"

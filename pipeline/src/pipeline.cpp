@@ -2,6 +2,8 @@
 
 #include <future>
 
+#include <fmt/format.h>
+
 #include <spdlog/logger.h>
 
 #include "core/diagnostics.hpp"
@@ -14,7 +16,9 @@
 #include "report.hpp"
 #include "run_plan.hpp"
 #include "stage_set.hpp"
+#include "stages/discovery.hpp"
 #include "stages/dump_folder.hpp"
+#include "stages/live_input.hpp"
 #include "stages/source.hpp"
 
 #ifndef IMGPIPE_VERSION
@@ -203,13 +207,40 @@ Report Pipeline::run(const BatchCallback& callback, const RunOptions& options) {
   return impl_->run(callback, options, {}, {});
 }
 
+void Pipeline::check(const RunOptions& options) const {
+  if (!options.source) stages::check_inputs(impl_->config.input);
+  std::string host_why;  // the host backend chosen for want of a GPU: the run warns
+  (void)detail::select_devices(options.device.value_or(impl_->config.devices), &host_why);
+}
+
+std::optional<std::uint64_t> Pipeline::planned_batches(std::string* why_unknown) const {
+  const Config& cfg = impl_->config;
+  stages::check_inputs(cfg.input);
+  const stages::InputList list = stages::build_input_list(cfg.input, epoch());
+  std::uint64_t images = 0, videos = 0, live = 0;
+  for (const stages::InputItem& item : list.items) {
+    if (!item.error.empty()) continue;  // reported, never delivered
+    if (item.video && stages::is_live_input(item.path)) ++live;
+    else if (item.video) ++videos;
+    else ++images;
+  }
+  if (videos + live > 0) {
+    if (why_unknown != nullptr)
+      *why_unknown = fmt::format("the inputs hold {} video file(s) and {} stream(s) or camera(s): their frames "
+                                 "are counted only by decoding them", videos, live);
+    return std::nullopt;
+  }
+  const auto size = static_cast<std::uint64_t>(cfg.batch.size);
+  return cfg.batch.drop_last ? images / size : (images + size - 1) / size;
+}
+
 BatchStream Pipeline::start(const RunOptions& options) {
   if (auto p = impl_->pulling.lock()) {
     if (!p->done()) throw std::logic_error("Pipeline::start: a stream of this Pipeline is still running");
     impl_->hand_back(*p);
   }
   // What run() checks before any work, here, so that it throws from start().
-  if (!options.source) stages::check_inputs(impl_->config.input);
+  check(options);
   if (impl_->config.sink.type == SinkType::dump)
     stages::prepare_dump_folder(impl_->config.sink, stages::shard_of(impl_->config.input));
   auto run = std::make_shared<detail::PullRun>(impl_->stop);

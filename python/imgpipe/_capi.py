@@ -19,7 +19,7 @@ API_VERSION = 1  # IMGPIPE_C_API_VERSION this package speaks
 
 OK, END, TIMEOUT = 0, 1, 2
 E_USAGE = -6
-CONFIG_FILE, CONFIG_YAML = 0, 1
+CONFIG_FILE, CONFIG_YAML, CONFIG_MAPPING = 0, 1, 2
 FLOAT32, FLOAT16, UINT8 = 0, 1, 2
 NCHW, NHWC = 0, 1
 
@@ -90,6 +90,10 @@ for name, res, args in [
     ("imgpipe_last_error_class", _s, []),
     ("imgpipe_last_error_field", _s, [_s]),
     ("imgpipe_set_log_level", _st, [_s]),
+    ("imgpipe_set_log_callback", _st, [_p, _p]),
+    ("imgpipe_pipeline_check", _st, [_p, _s]),
+    ("imgpipe_pipeline_planned_batches", _st, [_p, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_int),
+                                                _ps]),
     ("imgpipe_pipeline_create", _st, [_s, ctypes.c_int, _s, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t, _pp]),
     ("imgpipe_pipeline_destroy", None, [_p]),
     ("imgpipe_pipeline_config_yaml", _st, [_p, _ps]),
@@ -122,6 +126,10 @@ for name, res, args in [
 if lib.imgpipe_c_api_version() != API_VERSION:
     raise ImportError(f"imgpipe: libimgpipe_c.so speaks C API version {lib.imgpipe_c_api_version()}, "
                       f"this package {API_VERSION}: rebuild (the library and the package come from one build)")
+
+
+# imgpipe_log_callback: (level, message, user)
+LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
 
 def text(b: Optional[bytes]) -> str:

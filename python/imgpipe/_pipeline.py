@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 from . import _capi
 from ._capi import lib, check, text
 from ._errors import NothingDelivered, UsageError
+from ._samples import Sample
 
 # How long one wait for a batch lasts before Python gets a chance to handle a
 # signal (Ctrl-C): a signal is only acted on between bytecodes, and ctypes
@@ -78,41 +79,6 @@ _capsule_destructor_ptr = ctypes.cast(_capsule_destructor_c, ctypes.c_void_p)
 
 
 # ---- batches -----------------------------------------------------------------
-
-class _Fields(Dict[str, Any]):
-    """A dict whose keys are also attributes (d.width is d["width"]), as the C++ struct's fields."""
-
-    __slots__ = ()
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-class Geometry(_Fields):
-    """How a sample's tensor maps to its original (imgpipe::SampleGeometry's fields, by key or
-    attribute): width, height, stored_width, stored_height, orientation, decode_scale, crop_x,
-    crop_y, resized_width, resized_height, scale_x, scale_y, offset_x, offset_y, pad_left, pad_top,
-    tensor_width, tensor_height, resize."""
-
-    __slots__ = ()
-
-
-class Sample(_Fields):
-    """Where one sample came from: a dict whose keys are also attributes: path, frame (-1 for an
-    image), input_index (position in the discovered input list), route ("cpu" or "gpu": where it
-    was decoded), label (-1: none) and geometry (a Geometry: SampleGeometry's fields, e.g.
-    g.width, g.scale_x, g.pad_left; Batch.to_image maps boxes with it)."""
-
-    __slots__ = ()
-
-    def __init__(self, fields: Dict[str, Any]) -> None:
-        super().__init__(fields)
-        if isinstance(self.get("geometry"), dict):
-            self["geometry"] = Geometry(self["geometry"])
-
 
 _T = TypeVar("_T", bound="_Owned")
 
@@ -524,7 +490,7 @@ def _config_source(config: ConfigSource) -> Tuple[Optional[bytes], int]:
     if config is None:
         return None, _capi.CONFIG_YAML
     if isinstance(config, dict):
-        return json.dumps(_nested(config)).encode(), _capi.CONFIG_YAML
+        return json.dumps(_nested(config)).encode(), _capi.CONFIG_MAPPING
     if isinstance(config, os.PathLike):
         return os.fsencode(config), _capi.CONFIG_FILE
     if isinstance(config, (str, bytes)):
@@ -582,6 +548,20 @@ class Pipeline(_Owned):
         out = ctypes.c_void_p()
         check(lib.imgpipe_pipeline_create(src, kind, over, arr, len(paths), ctypes.byref(out)))
         self._h = out.value
+        # As the CLI before a run: a missing input or a device that is not there raises here.
+        check(lib.imgpipe_pipeline_check(self._h, self._device))
+
+    def __len__(self) -> int:
+        """The number of batches the next run delivers when every input decodes (as a DataLoader's
+        len): this process's share of the images, batch.size at a time (batch.drop_last honoured).
+        Files found damaged while decoding make a run deliver fewer. TypeError when it cannot be known
+        before decoding (videos' frames, streams), with the reason. Runs the inputs' discovery."""
+        n, known, why = ctypes.c_uint64(), ctypes.c_int(), ctypes.c_char_p()
+        check(lib.imgpipe_pipeline_planned_batches(self._handle(), ctypes.byref(n), ctypes.byref(known),
+                                                   ctypes.byref(why)))
+        if not known.value:
+            raise TypeError(f"len() of an imgpipe.Pipeline is not known before its run: {text(why.value)}")
+        return int(n.value)
 
     def _handle(self) -> int:
         if self._h is None:

@@ -57,6 +57,10 @@ class Loader:
             del batch  # the tensor holds the memory now
             yield x, y
 
+    def __len__(self) -> int:
+        """Batches per epoch, as a DataLoader's len (Pipeline.__len__: TypeError for videos)."""
+        return len(self.pipeline)
+
     def set_epoch(self, epoch: int) -> None:
         """The epoch of the next iteration (as DistributedSampler.set_epoch): with input.shuffle each
         epoch has its own order, the same on every rank. Without it iterations count 0, 1, 2, ..."""

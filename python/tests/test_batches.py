@@ -147,3 +147,21 @@ def test_epochs_draw_a_new_order_and_set_epoch_replays_one():
     assert order() == e0
     with pytest.raises(ValueError):
         p.set_epoch(-1)
+
+
+def test_len_is_the_runs_batch_count_when_known(tmp_path):
+    p = imgpipe.Pipeline(None, inputs=[SAMPLES], device="cpu", transform={"resize": {"width": 16, "height": 16}},
+                         batch={"size": 8})
+    assert len(p) == 3 == sum(1 for _ in p)  # 20 images: 8 + 8 + 4
+    p = imgpipe.Pipeline(None, inputs=[SAMPLES], device="cpu", transform={"resize": {"width": 16, "height": 16}},
+                         batch={"size": 8, "drop_last": True})
+    assert len(p) == 2 == sum(1 for _ in p)
+    p = imgpipe.Pipeline(None, inputs=[SAMPLES], device="cpu", transform={"resize": {"width": 16, "height": 16}},
+                         batch={"size": 8},
+                         input={"loop": 2, "shard": {"rank": 1, "world_size": 3}})
+    assert len(p) == 2 == sum(1 for _ in p)  # 40 over 3 ranks: rank 1 has 13 (uneven)
+    (tmp_path / "clip.mp4").write_bytes(b"\0" * 64)  # named a video: its frames are unknown before decoding
+    p = imgpipe.Pipeline(None, inputs=[SAMPLES, tmp_path / "clip.mp4"], device="cpu",
+                         transform={"resize": {"width": 16, "height": 16}})
+    with pytest.raises(TypeError, match="not known before its run.*1 video file"):
+        len(p)

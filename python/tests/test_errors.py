@@ -90,7 +90,7 @@ def test_errors_keep_their_class_names():
         raise AssertionError("batch.size 0 was accepted")
 
 
-def test_a_run_that_delivers_nothing_raises_nothing_delivered_and_warns_per_input(tmp_path, capfd):
+def test_a_run_that_delivers_nothing_raises_nothing_delivered_and_warns_per_input(tmp_path, caplog):
     for i in range(3):
         (tmp_path / f"broken{i}.jpg").write_bytes(b"not a JPEG")
     p = imgpipe.Pipeline(None, inputs=[str(tmp_path)], transform=SMALL)
@@ -98,9 +98,29 @@ def test_a_run_that_delivers_nothing_raises_nothing_delivered_and_warns_per_inpu
         drain(p)
     assert isinstance(e.value, imgpipe.Error)
     assert e.value.report["inputs"]["delivered"] == 0 and p.report()["inputs"]["failed"] == 3
-    err = capfd.readouterr().err
-    for i in range(3):  # a warning line per failed input at the default level
+    err = "\n".join(r.getMessage() for r in caplog.records if r.name == "imgpipe")  # imgpipe/_log.py
+    for i in range(3):  # a warning per failed input at the default level
         assert f"{tmp_path / f'broken{i}.jpg'}: " in err
     # One good image: delivered, no exception.
     shutil.copy(sample_images()[0], tmp_path)
     assert drain(imgpipe.Pipeline(None, inputs=[str(tmp_path)], transform=SMALL)) == 1
+
+
+def test_a_missing_input_or_a_missing_device_raises_at_construction(tmp_path):
+    missing = tmp_path / "not_there"
+    with pytest.raises(imgpipe.ConfigError) as e:
+        imgpipe.Pipeline(None, inputs=[missing], device="cpu", transform=SMALL)  # no iteration
+    assert str(missing) in str(e.value) and e.value.key == "input.paths"
+    with pytest.raises(imgpipe.ConfigError) as e:
+        imgpipe.Pipeline(None, inputs=[SAMPLES], device=7, transform=SMALL)
+    assert e.value.key == "devices" and "GPU 7 requested" in str(e.value)
+    with pytest.raises(imgpipe.ConfigError) as e:
+        imgpipe.Pipeline({"input": {"paths": [str(missing)]}, "transform": SMALL})
+    assert e.value.key == "input.paths"
+
+
+def test_a_dict_configs_errors_say_so_and_name_no_line():
+    with pytest.raises(imgpipe.ConfigError) as e:
+        imgpipe.Pipeline({"input": {"paths": [str(SAMPLES)]}, "batch": {"sise": 4}})
+    assert e.value.key == "batch.sise" and e.value.line == 0
+    assert "[in the dict config]" in str(e.value) and "line" not in str(e.value), str(e.value)

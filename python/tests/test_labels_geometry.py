@@ -7,7 +7,7 @@ import cv2
 import pytest
 
 import imgpipe
-from conftest import sample_images
+from conftest import SAMPLES, sample_images
 
 
 @pytest.fixture
@@ -66,3 +66,19 @@ def test_geometry_fields_are_attributes_as_in_cpp(host):
     assert (g.tensor_width, g.tensor_height, g.resize) == (320, 320, "letterbox")
     with pytest.raises(AttributeError, match="no_such_field"):
         g.no_such_field
+
+
+def test_sample_and_geometry_fields_are_typed():
+    import typing
+    b = next(iter(imgpipe.Pipeline(None, inputs=[SAMPLES], device="cpu",
+                                   transform={"resize": {"width": 32, "height": 32}})))
+    s = b.samples[0]
+    assert typing.get_type_hints(type(s).path.fget)["return"] is str
+    assert typing.get_type_hints(type(s).geometry.fget)["return"] is imgpipe.Geometry
+    for obj in (s, s.geometry):
+        keys = set(k for k in obj if k != "geometry")
+        typed = {k for k in dir(type(obj)) if isinstance(getattr(type(obj), k), property)} - {"geometry"}
+        assert keys == typed, (keys ^ typed)  # every JSON field, and no other, is a typed attribute
+        for k in keys:
+            t = typing.get_type_hints(getattr(type(obj), k).fget)["return"]
+            assert isinstance(getattr(obj, k), t) and getattr(obj, k) == obj[k], k

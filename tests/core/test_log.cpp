@@ -5,8 +5,12 @@
 
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
@@ -137,4 +141,27 @@ TEST_CASE("log: a run that delivers nothing is nothing_delivered(), each failed 
   CHECK(ok.nothing_delivered());
   ok.interrupted = true;
   CHECK_FALSE(ok.nothing_delivered());
+}
+
+TEST_CASE("log: set_log_handler routes imgpipe's messages to the handler, with their level, until it is cleared") {
+  const auto l = imgpipe::logger();
+  const auto old_level = l->level();
+  l->set_level(spdlog::level::info);
+  std::vector<std::pair<int, std::string>> got;
+  std::mutex m;
+  REQUIRE(imgpipe::set_log_handler([&](int level, std::string_view message) {
+    std::lock_guard lock(m);
+    got.emplace_back(level, std::string(message));
+  }));
+  provoke_library_error();
+  l->info("an info line for the handler");
+  l->debug("below the level: not passed on");
+  REQUIRE(imgpipe::set_log_handler({}));
+  l->warn("after the handler was cleared");
+  l->set_level(old_level);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].first == spdlog::level::err);  // a misuse the library survived
+  CHECK(got[0].second.find("not a slot") != std::string::npos);
+  CHECK(got[0].second.find("[imgpipe]") == std::string::npos);  // the bare message: no time, no name
+  CHECK(got[1] == std::pair<int, std::string>{spdlog::level::info, "an info line for the handler"});
 }

@@ -9,11 +9,20 @@
 include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 file(REMOVE_RECURSE ${WORK})
 run(NAME venv COMMAND ${PYTHON} -m venv --system-site-packages ${WORK}/venv)
-set(cmake_args "-DIMGPIPE_WITH_CUDA=off -DCMAKE_CXX_COMPILER=${CXX} ${PIP_CMAKE_ARGS}")
+# No IMGPIPE_WITH_CUDA here: setup.py picks the backend (the host one on a
+# machine without a GPU, as CI's and the development machine) and says so.
+set(cmake_args "-DCMAKE_CXX_COMPILER=${CXX} ${PIP_CMAKE_ARGS}")
 string(TIMESTAMP t0 "%s")
 run(NAME "pip install" COMMAND ${CMAKE_COMMAND} -E env IMGPIPE_PIP_BUILD_DIR=${PIP_BUILD}
     "IMGPIPE_CMAKE_ARGS=${cmake_args}" PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-    ${WORK}/venv/bin/python -m pip install -v --no-build-isolation --no-index ${SOURCE_DIR})
+    ${WORK}/venv/bin/python -m pip install -v --no-build-isolation --no-index ${SOURCE_DIR} OUTPUT pip_out)
+expect_match("pip -v shows the backend's choice"
+             "imgpipe: (no GPU found \\([^)]*\\): building the host backend alone|building for this machine's GPU)"
+             "${pip_out}")
+execute_process(COMMAND nvidia-smi -L RESULT_VARIABLE smi_rc OUTPUT_QUIET ERROR_QUIET)
+if(NOT smi_rc EQUAL 0)
+  expect_match("no GPU: no CUDA compiled" "-DIMGPIPE_WITH_CUDA=off" "${pip_out}")
+endif()
 string(TIMESTAMP t1 "%s")
 math(EXPR took "${t1} - ${t0}")
 message(STATUS "pip install took ${took} s")

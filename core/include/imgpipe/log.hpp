@@ -12,7 +12,9 @@
 // plan applied), debug (details), error (a misuse the library survived).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string_view>
 
 namespace spdlog {
 class logger;
@@ -23,5 +25,15 @@ namespace imgpipe {
 // The library's logger; never null, the same object on every call.
 // Thread-safe. Include <spdlog/logger.h> to call it.
 std::shared_ptr<spdlog::logger> logger();
+
+// Where the library's own logger writes: `handler` receives each message
+// that passes the logger's level, as (spdlog level: 0 trace ... 5 critical,
+// the message without time or name), in place of stderr, on the thread that
+// logs (any of the pipeline's). An empty handler restores stderr. Returns
+// once no call of the previous handler is under way. Thread-safe. The C API's
+// imgpipe_set_log_callback and Python's `logging` routing sit on it. A logger
+// the application registered as "imgpipe" first is left alone (returns false).
+using LogHandler = std::function<void(int level, std::string_view message)>;
+bool set_log_handler(LogHandler handler);
 
 }  // namespace imgpipe

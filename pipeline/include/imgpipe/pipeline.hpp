@@ -210,6 +210,25 @@ class Pipeline {
   // stream of this Pipeline is still running.
   BatchStream start(const RunOptions& options = {});
 
+  // The checks a run (run() and start()) begins with, without running: the
+  // inputs named exist (unless options.source pushes them; ConfigError with
+  // key "input.paths" or "input.list", as run() says) and the devices asked
+  // for (options.device, else config.devices) exist (ConfigError, key
+  // "devices"). Python's Pipeline calls it at construction, as the CLI
+  // checks before a run. The devices' check asks CUDA for the GPUs' count.
+  void check(const RunOptions& options = {}) const;
+
+  // The number of batches the next run (epoch()) delivers when every input
+  // decodes: this process's share of the discovered images (after
+  // input.loop and the shard's remainder rule), batch.size at a time, the
+  // last one short unless batch.drop_last. Inputs already known to fail
+  // (an input.list entry that does not exist) are left out; files found
+  // damaged while decoding make a run deliver fewer. nullopt when it cannot
+  // be known before decoding (videos' frames, streams, cameras), with the
+  // reason in *why_unknown. Runs the whole discovery (slow on a very large
+  // tree) and the inputs' check (ConfigError as run()).
+  std::optional<std::uint64_t> planned_batches(std::string* why_unknown = nullptr) const;
+
   // Thread- and async-signal-safe: asks the current (or the next) run() to
   // stop soon; the request is spent when that run returns.
   void request_stop() noexcept;
