@@ -1,4 +1,5 @@
-# codecs/video: the video frame (frame.cpp), the reader (video_file.cpp,
+# codecs/video: the video frame (frame.cpp), the frame index (frame_index.cpp:
+# frames in display order and their keyframes, for seeking), the reader (video_file.cpp,
 # with demuxer.cpp and damage.cpp, driving a decoder of video_decoder.hpp),
 # NVDEC's packet filter, the libavcodec backend (libav/) and the NVDEC
 # backend (nvdec/).
@@ -7,6 +8,7 @@
 target_sources(imgpipe_codecs PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/frame.cpp
   ${CMAKE_CURRENT_LIST_DIR}/demuxer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/frame_index.cpp
   ${CMAKE_CURRENT_LIST_DIR}/damage.cpp
   ${CMAKE_CURRENT_LIST_DIR}/video_file.cpp
   ${CMAKE_CURRENT_LIST_DIR}/packet_filter.cpp
