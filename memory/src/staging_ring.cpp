@@ -1,5 +1,6 @@
 #include "memory/staging_ring.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -21,9 +22,12 @@ std::string_view to_string(StagingMemory m) noexcept {
 }
 
 struct StagingRing::Slot {
-  void* host = nullptr;
-  void* device = nullptr;  // mapped slots only
-  MemoryKind kind = MemoryKind::pageable;
+  // A fixed table, not a vector: writers of the slot's earlier chunks read
+  // their entries while the slot's holder adds one.
+  std::array<SlotChunk, kMaxChunks> chunks{};
+  int count = 0;              // chunks made
+  std::size_t capacity = 0;   // their room
+  bool pooled = false;        // chunks[0] is a block of the FixedSlotResource (made at construction)
   // One release event per device that has read the slot; acquire() waits for
   // the last one recorded (streams of one device complete in order, and the
   // slot's users are serialised by the pipeline).
@@ -36,9 +40,20 @@ void SlotWriter::write(std::size_t offset, const void* src, std::size_t bytes) c
   if (offset > capacity_ || bytes > capacity_ - offset)
     throw std::out_of_range("staging slot write of " + std::to_string(bytes) + " bytes at offset " +
                             std::to_string(offset) + " passes the slot's end (" + std::to_string(capacity_) + ")");
-  // A plain sequential memcpy: glibc streams large copies, which is what
-  // write-combined memory wants. Never a read of the slot.
-  std::memcpy(p_ + offset, src, bytes);
+  // A plain sequential memcpy per chunk: glibc streams large copies, which
+  // is what write-combined memory wants. Never a read of the slot. Only the
+  // chunks up to the range's end are looked at: they existed when this
+  // writer was made (the holder may be adding a later one).
+  const auto* from = static_cast<const unsigned char*>(src);
+  for (const SlotChunk* c = chunks_; bytes > 0; ++c) {
+    if (offset >= c->offset + c->bytes) continue;
+    const std::size_t at = offset - c->offset;
+    const std::size_t n = std::min(bytes, c->bytes - at);
+    std::memcpy(c->host + at, from, n);
+    from += n;
+    offset += n;
+    bytes -= n;
+  }
 }
 
 namespace {
@@ -51,6 +66,11 @@ int step(MemoryKind k) noexcept {
     case MemoryKind::pageable: return 3;
     default: return 1;
   }
+}
+
+std::size_t whole_pages(std::size_t bytes) {
+  constexpr std::size_t page = FixedSlotResource::slot_alignment;
+  return std::max<std::size_t>((bytes + page - 1) / page, 1) * page;
 }
 
 HostChainOptions chain_options(const StagingOptions& o) {
@@ -76,35 +96,97 @@ StagingRing::StagingRing(int device, int slots, std::size_t slot_bytes, StagingM
 StagingRing::StagingRing(const StagingOptions& o) : slot_bytes_(o.slot_bytes) {
   if (o.slots < 2) throw std::invalid_argument("StagingRing: at least 2 slots are needed");
   if (o.slot_bytes == 0) throw std::invalid_argument("StagingRing: slot size is 0");
-  chain_ = std::make_unique<HostMemoryChain>(chain_options(o));
-  slot_resource_ = std::make_unique<FixedSlotResource>(*chain_, o.slot_bytes, static_cast<std::size_t>(o.slots));
-  if (o.track) tracker_ = std::make_unique<TrackingAdaptor<FixedSlotResource>>(*slot_resource_, "staging");
+  // Kernels read a zero-copy slot in place, as one mapped block: made whole.
+  const bool whole = o.transfer == TransferMode::zero_copy;
+  initial_bytes_ = whole || o.initial_bytes == 0 ? o.slot_bytes : std::min(o.initial_bytes, o.slot_bytes);
+  const int made = whole || o.initial_slots < 0 ? o.slots : std::min(o.initial_slots, o.slots);
+  const HostChainOptions chain = chain_options(o);
+  kind_ = chain.kind;
+  chain_ = std::make_unique<HostMemoryChain>(chain);
+  if (made > 0) {
+    slot_resource_ = std::make_unique<FixedSlotResource>(*chain_, initial_bytes_, static_cast<std::size_t>(made));
+    if (o.track) tracker_ = std::make_unique<TrackingAdaptor<FixedSlotResource>>(*slot_resource_, "staging");
+  }
+  if (o.track) grow_tracker_ = std::make_unique<TrackingAdaptor<HostMemoryChain>>(*chain_, "staging (grown)");
   for (int i = 0; i < o.slots; ++i) {
     auto s = std::make_unique<Slot>();
-    s->host = allocate_slot(o.slot_bytes);
-    s->kind = chain_->kind_of(s->host);
-    s->device = chain_->device_pointer(s->host);
-    // Fault every page in now, not on the hot path (a write: allowed for WC).
-    std::memset(s->host, 0, o.slot_bytes);
+    if (i < made) add_chunk(*s, initial_bytes_, true);
     slots_.push_back(std::move(s));
   }
-  // Every slot is asked for with the same kind; after a fallback they may
-  // differ (a budget reached, a failure halfway): kind(slot) tells each, and
-  // the ring reports the furthest step down the chain that a slot took.
-  kind_ = slots_.front()->kind;
-  zero_copy_ = o.transfer == TransferMode::zero_copy;
-  for (const auto& s : slots_) {
-    if (step(s->kind) > step(kind_)) kind_ = s->kind;
-    if (!s->device) zero_copy_ = false;
-  }
+  // Every chunk is asked for with the same kind; after a fallback they may
+  // differ (a budget reached, a failure halfway): kind(slot) tells each
+  // slot's, and the ring reports the furthest step down the chain that a
+  // chunk took (add_chunk).
+  zero_copy_ = whole;
+  for (const auto& s : slots_)
+    for (int k = 0; k < s->count; ++k)
+      if (!s->chunks[k].device) zero_copy_ = false;
   if (o.transfer == TransferMode::zero_copy && !zero_copy_)
     imgpipe::logger()->warn("staging.transfer zero_copy: the slots are not mapped ({}); copying instead",
                             fallback_reason().empty() ? std::string("no CUDA device") : fallback_reason());
 }
 
-void* StagingRing::allocate_slot(std::size_t bytes) {
-  if (tracker_) return tracker_->allocate(bytes, FixedSlotResource::slot_alignment);
-  return slot_resource_->allocate(bytes, FixedSlotResource::slot_alignment);
+void StagingRing::add_chunk(Slot& s, std::size_t bytes, bool initial) {
+  if (s.count == kMaxChunks) throw std::logic_error("StagingRing: a slot has all its chunks");
+  constexpr std::size_t align = FixedSlotResource::slot_alignment;
+  void* p = nullptr;
+  if (initial)
+    p = tracker_ ? tracker_->allocate(bytes, align) : slot_resource_->allocate(bytes, align);
+  else
+    p = grow_tracker_ ? grow_tracker_->allocate(whole_pages(bytes), align) : chain_->allocate(whole_pages(bytes), align);
+  SlotChunk c;
+  c.host = static_cast<unsigned char*>(p);
+  c.kind = chain_->kind_of(p);
+  c.device = chain_->device_pointer(p);
+  c.offset = s.capacity;
+  c.bytes = bytes;
+  // Fault every page in now, not on the hot path (a write: allowed for WC);
+  // plain memory on huge pages (page-locked memory is the driver's).
+  if (c.kind == MemoryKind::pageable) gpu::advise_huge_pages(c.host, bytes);
+  std::memset(c.host, 0, bytes);
+  s.chunks[static_cast<std::size_t>(s.count)] = c;
+  if (s.count == 0) s.pooled = initial;
+  ++s.count;
+  s.capacity += bytes;
+  staged_bytes_ += bytes;
+  if (step(c.kind) > step(kind_.load())) kind_ = c.kind;  // one thread adds chunks: the packer (or the constructor)
+}
+
+void StagingRing::free_chunk(const SlotChunk& c, bool pooled) noexcept {
+  constexpr std::size_t align = FixedSlotResource::slot_alignment;
+  if (pooled) {
+    if (tracker_) tracker_->deallocate(c.host, initial_bytes_, align);
+    else slot_resource_->deallocate(c.host, initial_bytes_, align);
+  } else if (grow_tracker_) {
+    grow_tracker_->deallocate(c.host, whole_pages(c.bytes), align);
+  } else {
+    chain_->deallocate(c.host, whole_pages(c.bytes), align);
+  }
+}
+
+SlotWriter StagingRing::grow(int slot, std::size_t bytes) {
+  Slot& s = *slots_.at(static_cast<std::size_t>(slot));
+  if (bytes > slot_bytes_)
+    throw std::out_of_range("StagingRing::grow: " + std::to_string(bytes) + " bytes are more than a slot holds (" +
+                            std::to_string(slot_bytes_) + ")");
+  {
+    std::lock_guard lk(m_);
+    if (!s.held) throw std::logic_error("StagingRing::grow: slot " + std::to_string(slot) + " is not held");
+  }
+  if (bytes > s.capacity) {
+    if (zero_copy_) throw std::logic_error("StagingRing::grow: a zero-copy slot is one mapped block");
+    // Page-locked memory of the ring's device's context (the holder's thread
+    // may have another current), as the constructor's.
+    const gpu::CurrentDeviceGuard on(chain_->options().device);
+    std::size_t target = s.count == 0 ? initial_bytes_ : s.capacity > slot_bytes_ / 2 ? slot_bytes_ : 2 * s.capacity;
+    target = std::min(std::max(target, bytes), slot_bytes_);
+    if (s.count == kMaxChunks - 1) target = slot_bytes_;
+    add_chunk(s, target - s.capacity, false);
+    ++grown_;
+    imgpipe::logger()->debug("staging slot {} grew to {} bytes ({} chunk(s), {})", slot, s.capacity, s.count,
+                             to_string(s.chunks[static_cast<std::size_t>(s.count - 1)].kind));
+  }
+  return SlotWriter(s.chunks.data(), s.capacity, slot);
 }
 
 StagingRing::~StagingRing() {
@@ -113,13 +195,9 @@ StagingRing::~StagingRing() {
   } catch (...) {
     // A sticky CUDA error at shutdown: the memory is freed regardless.
   }
-  for (auto& s : slots_) {
-    if (tracker_)
-      tracker_->deallocate(s->host, slot_bytes_, FixedSlotResource::slot_alignment);
-    else
-      slot_resource_->deallocate(s->host, slot_bytes_, FixedSlotResource::slot_alignment);
-  }
-  // Members then go in reverse order: tracker, slot resource (returns the
+  for (auto& s : slots_)
+    for (int k = 0; k < s->count; ++k) free_chunk(s->chunks[static_cast<std::size_t>(k)], k == 0 && s->pooled);
+  // Members then go in reverse order: trackers, slot resource (returns the
   // blocks to the chain), chain.
 }
 
@@ -161,7 +239,7 @@ SlotWriter StagingRing::acquire() {
     }
   }
   wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-  return SlotWriter(static_cast<unsigned char*>(s.host), slot_bytes_, i);
+  return SlotWriter(s.chunks.data(), s.capacity, i);
 }
 
 void StagingRing::copy_to_device(int slot, void* d_dst, std::size_t bytes, const gpu::Stream& stream) const {
@@ -170,14 +248,24 @@ void StagingRing::copy_to_device(int slot, void* d_dst, std::size_t bytes, const
 
 void StagingRing::copy_to_device(int slot, std::size_t offset, void* d_dst, std::size_t bytes,
                                  const gpu::Stream& stream) const {
-  if (offset > slot_bytes_ || bytes > slot_bytes_ - offset)
+  const Slot& s = *slots_.at(static_cast<std::size_t>(slot));
+  if (offset > s.capacity || bytes > s.capacity - offset)
     throw std::out_of_range("StagingRing::copy_to_device: past the end of the slot");
-  gpu::copy_h2d_async(d_dst, static_cast<const char*>(slots_.at(slot)->host) + offset, bytes, stream);
+  auto* to = static_cast<unsigned char*>(d_dst);
+  for (const SlotChunk* c = s.chunks.data(); bytes > 0; ++c) {  // one copy per chunk the range spans
+    if (offset >= c->offset + c->bytes) continue;
+    const std::size_t at = offset - c->offset;
+    const std::size_t n = std::min(bytes, c->bytes - at);
+    gpu::copy_h2d_async(to, c->host + at, n, stream);
+    to += n;
+    offset += n;
+    bytes -= n;
+  }
 }
 
 gpu::DeviceAddress StagingRing::device_pointer(int slot) const {
-  const Slot& s = *slots_.at(slot);
-  return zero_copy_ ? gpu::DeviceAddress(s.device) : gpu::DeviceAddress();
+  const Slot& s = *slots_.at(static_cast<std::size_t>(slot));
+  return zero_copy_ && s.count > 0 ? gpu::DeviceAddress(s.chunks[0].device) : gpu::DeviceAddress();
 }
 
 void StagingRing::release(int slot, const gpu::Stream& stream) {
@@ -231,7 +319,20 @@ bool StagingRing::release_or_wait(int slot, const gpu::Stream& stream) noexcept 
   return false;
 }
 
-MemoryKind StagingRing::kind(int slot) const { return slots_.at(static_cast<std::size_t>(slot))->kind; }
+MemoryKind StagingRing::kind(int slot) const {
+  const Slot& s = *slots_.at(static_cast<std::size_t>(slot));
+  MemoryKind k = s.count > 0 ? s.chunks[0].kind : MemoryKind::pageable;
+  for (int i = 1; i < s.count; ++i)
+    if (step(s.chunks[static_cast<std::size_t>(i)].kind) > step(k)) k = s.chunks[static_cast<std::size_t>(i)].kind;
+  return k;
+}
+
+std::size_t StagingRing::capacity(int slot) const { return slots_.at(static_cast<std::size_t>(slot))->capacity; }
+
+void StagingRing::rewind() {
+  std::lock_guard lk(m_);
+  next_ = 0;
+}
 
 void StagingRing::abandon(bool on) {
   {
@@ -259,7 +360,7 @@ void StagingRing::drain() {
 }
 
 StagingMemory StagingRing::memory() const noexcept {
-  switch (kind_) {
+  switch (kind_.load()) {
     case MemoryKind::pageable: return StagingMemory::pageable;
     case MemoryKind::write_combined: return StagingMemory::write_combined;
     default: return StagingMemory::pinned;
@@ -287,11 +388,17 @@ StagingStats StagingRing::stats() const {
   s.pinned_bytes = locked.bytes;
   s.pinned_peak = locked.peak_bytes;
   s.hits = acquires_.load();
-  s.misses = slot_resource_->upstream_allocations();
+  s.misses = (slot_resource_ ? slot_resource_->upstream_allocations() : 0) + grown_.load();
+  s.staged_bytes = staged_bytes_.load();
+  s.grown = grown_.load();
   s.fallbacks = chain_->fallback_count();
   return s;
 }
 
-std::string StagingRing::tracking_report() const { return tracker_ ? tracker_->leak_report() : std::string(); }
+std::string StagingRing::tracking_report() const {
+  std::string out = tracker_ ? tracker_->leak_report() : std::string();
+  if (grow_tracker_) out += grow_tracker_->leak_report();
+  return out;
+}
 
 }  // namespace imgpipe::memory
