@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -100,6 +101,7 @@ struct BatchSlot {
   int slot = 0;                   // staging ring slot
   std::uint64_t index = 0;        // batch number
   int count = 0;                  // samples in this batch
+  int room = 0;                   // samples the slot and dev's buffers for it hold now (BatchResources::make_room)
   std::size_t staged_bytes = 0;   // bytes written into the slot
   std::size_t out_sample_bytes = 0;
   std::vector<SampleId> samples;  // size = batch.size; first `count` valid
@@ -138,6 +140,11 @@ struct BatchLayout {
   memory::StagingOptions staging;   // slots, slot bytes, memory kind, transfer, budget
   int batch_size = 32;
   std::size_t out_sample_bytes = 0;  // bytes of one sample of the output tensor
+  // The most bytes one sample takes in a staging slot (RunPlan::frame_bytes;
+  // 0: staging.slot_bytes / batch_size). A slot's room in samples is its
+  // capacity over this, at most batch_size; its device buffers are sized
+  // from that room and grow with the slot.
+  std::size_t staged_sample_bytes = 0;
   // Kernels write d_output; false: the CPU made the tensor, and the staged
   // data is the output (copied into d_output on a GPU in zero-copy mode).
   bool device_output = true;
@@ -155,8 +162,10 @@ struct BatchLayout {
 };
 
 // Owns the staging ring, the batch slots and the per-device streams and
-// buffers of one run. Everything is allocated by the constructor (never on
-// the hot path); the destructor waits for every device's stream before
+// buffers of one run. The constructor allocates the room the layout asks for
+// (layout.staging: every slot whole, or less for a run that carries less);
+// a slot and its buffers grow only through make_room(), by the packer, for
+// the slot it holds. The destructor waits for every device's stream before
 // anything is freed, however the run ended, and makes each decoder forget
 // this run's streams. Throws what the allocations throw (CudaError,
 // AllocationError, std::bad_alloc).
@@ -172,6 +181,25 @@ class BatchResources {
   // per-run figures start from zero, each device's decoder is asked of
   // `engines` again (it may have been remade).
   void begin_run(const codecs::EngineSource& engines);
+  // For the packer, which holds b's staging slot (acquired, not released)
+  // and has dispatched its batch (b.dev): room in the slot for `samples`
+  // samples and `bytes` staged bytes, growing the ring's slot
+  // (StagingRing::grow) and b.dev's buffers for it (d_input: the slot's
+  // room; d_output: its samples' tensor), and b.room set. The buffers are
+  // replaced, not copied: the batch's data reaches them only later
+  // (transfer, kernels), the work that used them last is done (acquire()
+  // waited for the slot's release), and a batch the caller still holds
+  // keeps its slot held (or moved out with its buffer). Returns the slot's
+  // writer when the slot grew. Throws what the allocations throw,
+  // std::out_of_range past the slot's most (staging.slot_bytes).
+  std::optional<memory::SlotWriter> make_room(BatchSlot& b, int samples, std::size_t bytes);
+  // How long the constructor took for each part (the run's set-up log).
+  struct MadeIn {
+    double decoders_s = 0;  // starting the JPEG decoders (made in the background)
+    double staging_s = 0;   // the staging ring
+    double buffers_s = 0;   // streams, events, device buffers, batch slots
+  };
+  const MadeIn& made_in() const noexcept { return made_in_; }
   // The ring's figures for this run (since construction or begin_run).
   memory::StagingStats ring_stats() const;
   double ring_wait_seconds() const;
@@ -185,8 +213,11 @@ class BatchResources {
   std::vector<std::unique_ptr<BatchSlot>>& slots() noexcept { return slots_; }
   std::vector<std::unique_ptr<DeviceContext>>& devices() noexcept { return devices_; }
   const std::vector<std::unique_ptr<DeviceContext>>& devices() const noexcept { return devices_; }
-  // Device memory allocated per device (0 on the host backend).
-  std::size_t device_bytes() const noexcept { return device_bytes_; }
+  // Device memory allocated, all devices (0 on the host backend). Any thread.
+  std::size_t device_bytes() const noexcept { return device_bytes_.load(std::memory_order_relaxed); }
+  // The device buffers' bytes on the host backend (its "device" memory is
+  // host memory). Any thread.
+  std::size_t host_buffer_bytes() const noexcept { return host_buffer_bytes_.load(std::memory_order_relaxed); }
   // Waits for every slot's and device's outstanding work; throws a sticky CUDA error.
   void finish();
 
@@ -197,7 +228,12 @@ class BatchResources {
   std::unique_ptr<memory::StagingRing> ring_;
   std::vector<std::unique_ptr<DeviceContext>> devices_;
   std::vector<std::unique_ptr<BatchSlot>> slots_;
-  std::size_t device_bytes_ = 0;
+  std::atomic<std::size_t> device_bytes_{0};
+  std::atomic<std::size_t> host_buffer_bytes_{0};
+  MadeIn made_in_;
+  int room_of(std::size_t capacity) const noexcept;
+  void fit_buffers(DeviceContext& dev, int slot);
+  void replace(gpu::DeviceBuffer& buffer, int device, std::size_t bytes);
 };
 
 }  // namespace imgpipe::stages

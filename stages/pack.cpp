@@ -51,6 +51,7 @@ void Pack::start_batch() {
   current_ = res_.slots()[writer_->slot()].get();
   current_->index = batches_;
   current_->dev = choose_device();  // round robin from batches_
+  (void)res_.make_room(*current_, 0, 0);  // the device's buffers as large as the slot (it may have grown for another)
   ++batches_;
   ++current_->dev->in_flight;
   current_->count = 0;
@@ -154,8 +155,13 @@ Tally Pack::run(Work& w) {
   }
   if (!current_) start_batch();
   const FrameView& f = w.pixels.out;
-  if (f.bytes > writer_->capacity() - current_->staged_bytes)
+  // A slot that carries less than a full batch grows as its batch needs
+  // (staging.slot_bytes at most), while nothing but this batch's own
+  // writes (disjoint, earlier) use it.
+  if (f.bytes > res_.ring().slot_bytes() - current_->staged_bytes)
     throw std::logic_error("pack: a frame does not fit its staging slot (frame budget violated)");
+  if (current_->count >= current_->room || f.bytes > writer_->capacity() - current_->staged_bytes)
+    if (auto grown = res_.make_room(*current_, current_->count + 1, current_->staged_bytes + f.bytes)) writer_ = *grown;
   switch (w.route) {
     case Route::gpu_video:  // in device memory already: nothing staged
       place_gpu_video(w);

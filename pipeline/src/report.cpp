@@ -89,13 +89,17 @@ void add_memory_and_transfer(Report& r, const Config& cfg, const StageSet& s, co
   const memory::StagingRing& ring = res.ring();
   const memory::StagingStats ps = res.ring_stats();  // this run's
   r.memory.staging_kind = std::string(memory::to_string(ring.kind()));
-  r.memory.staging_bytes = ring.slot_bytes() * ring.slots();
+  // The room the slots hold (a run that carries less than full batches, or
+  // whose count is not known, has less than staging.slots full ones), and
+  // how many slots hold any.
+  r.memory.staging_bytes = ring.staged_bytes();
   r.memory.pinned_bytes = ps.pinned_bytes;
   r.memory.pinned_peak = ps.pinned_peak;
   r.memory.slot_reuses = ps.hits;
   r.memory.slot_allocations = ps.misses;
   r.memory.device_bytes = res.device_bytes();
-  r.memory.slots = ring.slots();
+  r.memory.slots = 0;
+  for (int i = 0; i < ring.slots(); ++i) r.memory.slots += ring.capacity(i) > 0 ? 1 : 0;
   r.memory.slot_wait_s = res.ring_wait_seconds();
   r.memory.fallbacks = ring.fallbacks();
   r.memory.fallback_reason = ring.fallback_reason();

@@ -11,7 +11,6 @@
 
 #include "imgpipe/log.hpp"
 #include "codecs/image/nvjpeg/jpeg_gpu.hpp"
-#include "stages/source.hpp"
 #include "memory/gpu.hpp"
 #include "stages/source.hpp"
 
@@ -250,10 +249,27 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
                                      : std::vector<std::int64_t>{cfg.batch.size, H, W, 3};
   l.dtype = t.dtype;
   l.layout = t.layout;
+}
+
+// See RunPlan::kModestStaging. A zero-copy ring makes its slots whole
+// whatever the initial room (kernels read each as one mapped block).
+void plan_staging(RunPlan& p, const Config& cfg, InputMix mix) {
+  stages::BatchLayout& l = p.layout;
+  l.staged_sample_bytes = p.frame_bytes;
   memory::StagingOptions& so = l.staging;
   so.device = p.devices.front();
   so.slots = p.slots;
-  so.slot_bytes = checked_mul(p.frame_bytes, static_cast<std::size_t>(cfg.batch.size), "batch.size");
+  const auto batch = static_cast<std::size_t>(cfg.batch.size);
+  so.slot_bytes = checked_mul(p.frame_bytes, batch, "batch.size");
+  p.known_samples = mix.samples;
+  if (mix.samples >= 0) {
+    const auto n = static_cast<std::size_t>(mix.samples);
+    so.initial_bytes = p.frame_bytes * std::clamp<std::size_t>(n, 1, batch);
+    so.initial_slots = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(p.slots), (n + batch - 1) / batch));
+  } else {
+    so.initial_bytes = p.frame_bytes * std::clamp<std::size_t>(RunPlan::kModestStaging / p.frame_bytes, 1, batch);
+    so.initial_slots = -1;
+  }
   so.memory = cfg.staging.memory;
   so.transfer = cfg.staging.transfer;
   so.portable = p.devices.size() > 1;
@@ -279,11 +295,13 @@ void plan_video_frames(RunPlan& p, const Config& cfg, const HostFacts& host, Inp
 
 InputMix input_mix(const std::vector<stages::InputItem>& items, bool pushed) {
   if (pushed) return {};
-  InputMix m{false, false};
+  InputMix m{false, false, 0};
   for (const stages::InputItem& i : items) {
     if (!i.error.empty()) continue;
     (i.video ? m.videos : m.images) = true;
+    ++m.samples;
   }
+  if (m.videos) m.samples = -1;  // frames are counted by decoding them
   return m;
 }
 
@@ -298,6 +316,7 @@ RunPlan RunPlan::make(const Config& cfg, std::vector<int> devices, const HostFac
   plan_tokens(p, cfg, host, p.slots);
   plan_group(p, cfg, pushed);
   plan_layout(p, cfg, host);
+  plan_staging(p, cfg, mix);
   plan_video_frames(p, cfg, host, mix);
   return p;
 }

@@ -34,9 +34,14 @@ struct HostFacts {
 struct InputMix {
   bool images = true;   // image files (or pushed items)
   bool videos = false;  // video files, streams or cameras
+  // The most samples the inputs give, when known before the run: image files
+  // alone (one sample each); -1: not known (videos' frames, streams,
+  // cameras, pushed items).
+  std::int64_t samples = -1;
 };
 
-// The mix of an input list: items that failed discovery count as neither.
+// The mix of an input list: items that failed discovery count as neither
+// (nor as samples).
 InputMix input_mix(const std::vector<stages::InputItem>& items, bool pushed);
 
 struct RunPlan {
@@ -80,6 +85,13 @@ struct RunPlan {
   int gpu_cycle_free = 0;  // of those, the last ones without CPU-route JPEGs
   kernels::ResizeBatch resize;  // the GPU resize's target, fit, interpolation, padding
   stages::BatchLayout layout;   // what BatchResources allocates
+  // Staging for what the run carries (plan_staging): with the inputs' count
+  // known (InputMix::samples), room for min(batch.size, count) samples in
+  // as many slots as its batches (at most `slots`); else every slot starts
+  // with room for the samples that kModestStaging holds (at least one) and
+  // grows, as its batches need, up to a full batch (StagingRing::grow).
+  static constexpr std::size_t kModestStaging = std::size_t{16} << 20;
+  std::int64_t known_samples = -1;  // InputMix::samples
   // The diagnostics set for this run (core/diagnostics.hpp): not decided by
   // make(); the run reads them once and sets them here.
   Diagnostics diagnostics;

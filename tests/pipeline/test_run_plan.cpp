@@ -327,3 +327,39 @@ TEST_CASE("run plan: page-locked memory for the CPU route's video frames only wh
   mapped.staging.transfer = imgpipe::TransferMode::zero_copy;  // the kernels read the slot in place
   CHECK(RunPlan::make(mapped, {0}, h, false, videos).video_frames_bytes == 0);
 }
+
+TEST_CASE("run plan: staging for what the run carries, a known count's room and slots, else a modest room that grows") {
+  using imgpipe::detail::InputMix;
+  Config c;  // float32 640x640, batches of 32, 2 slots
+  for (int device : {-1, 0}) {
+    CAPTURE(device);
+    const auto plan = [&](std::int64_t samples) {
+      return RunPlan::make(c, {device}, facts(8, 16 * GiB), false, InputMix{true, false, samples});
+    };
+    const RunPlan twenty = plan(20);
+    const auto& s = twenty.layout.staging;
+    CHECK(twenty.known_samples == 20);
+    CHECK(twenty.layout.staged_sample_bytes == twenty.frame_bytes);
+    CHECK(s.slot_bytes == twenty.frame_bytes * 32);      // the most a slot may grow to
+    CHECK(s.initial_bytes == twenty.frame_bytes * 20);   // room for the 20 samples, made at the start
+    CHECK(s.initial_slots == 1);                         // one batch: one slot
+    CHECK(plan(70).layout.staging.initial_bytes == twenty.frame_bytes * 32);
+    CHECK(plan(70).layout.staging.initial_slots == 2);   // 3 batches, 2 slots
+    CHECK(plan(0).layout.staging.initial_slots == 0);
+    // Not known (pushed items, videos): every slot, with room for what 16 MiB holds.
+    for (const RunPlan& unknown : {plan(-1), RunPlan::make(c, {device}, facts(8, 16 * GiB), true)}) {
+      CHECK(unknown.known_samples == -1);
+      CHECK(unknown.layout.staging.initial_slots == -1);
+      const std::size_t room = std::max<std::size_t>(1, RunPlan::kModestStaging / unknown.frame_bytes);
+      CHECK(unknown.layout.staging.initial_bytes == unknown.frame_bytes * room);
+      CHECK(unknown.layout.staging.initial_bytes < unknown.layout.staging.slot_bytes);
+    }
+  }
+  // The inputs' mix: image files count, failed ones do not, a video makes the count unknown.
+  std::vector<imgpipe::stages::InputItem> items(5);
+  items[1].error = "missing";
+  CHECK(imgpipe::detail::input_mix(items, false).samples == 4);
+  CHECK(imgpipe::detail::input_mix(items, true).samples == -1);
+  items[2].video = true;
+  CHECK(imgpipe::detail::input_mix(items, false).samples == -1);
+}
