@@ -141,7 +141,16 @@ inline void copy_d2d_async(void* dst, DeviceAddress src, std::size_t bytes, cons
 void copy_2d_async(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t row_bytes,
                    std::size_t rows, const Stream& s);
 
-// Device memory (host memory for device -1), RAII.
+// Asks the kernel to back the whole pages of [p, p + bytes), ordinary host
+// memory not touched yet, with transparent huge pages where it offers them
+// (Linux, madvise mode): the first touch of a large block then faults it in
+// 2 MiB at a time instead of 4 KiB, which is most of the cost of making a
+// large buffer (docs/benchmarks.md#staging-size-and-set-up). Blocks under 2 MiB, and
+// page-locked memory, are left alone. Never fails: the advice is optional.
+void advise_huge_pages(void* p, std::size_t bytes) noexcept;
+
+// Device memory (host memory for device -1, on huge pages where it is
+// large: advise_huge_pages), RAII.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;

@@ -1,5 +1,8 @@
 #include "memory/gpu.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -363,6 +366,22 @@ void copy_2d_async(void* dst, std::size_t dst_pitch, const void* src, std::size_
 }
 
 // ---------------------------------------------------------------- DeviceBuffer
+void advise_huge_pages(void* p, std::size_t bytes) noexcept {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  if (p == nullptr || bytes < kHuge) return;
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  if (page_size <= 0) return;
+  const auto page = static_cast<std::uintptr_t>(page_size);
+  const auto first = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
+  if (end > first) (void)::madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
 DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : bytes_(bytes), device_(device) {
   if (bytes == 0) return;
 #if IMGPIPE_HAS_CUDA
@@ -374,6 +393,7 @@ DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : bytes_(bytes), devic
 #endif
   p_ = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!p_) throw std::bad_alloc();
+  advise_huge_pages(p_, bytes);
   std::memset(p_, 0, bytes);  // fault the pages in now, not on the hot path
 }
 DeviceBuffer::~DeviceBuffer() { reset(); }
