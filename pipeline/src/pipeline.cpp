@@ -15,6 +15,7 @@
 #include "monitor.hpp"
 #include "report.hpp"
 #include "run_plan.hpp"
+#include "setup_log.hpp"
 #include "stage_set.hpp"
 #include "stages/discovery.hpp"
 #include "stages/dump_folder.hpp"
@@ -43,9 +44,11 @@ struct Pipeline::Impl {
   std::weak_ptr<detail::PullRun> pulling;  // the stream of start() while it runs
   std::atomic<std::uint64_t> next_epoch{0};  // the epoch the next run gets
 
-  std::shared_ptr<stages::BatchResources> resources_for(const stages::BatchLayout& layout) {
+  // `reused`: whether the kept ones serve (for the set-up log).
+  std::shared_ptr<stages::BatchResources> resources_for(const stages::BatchLayout& layout, bool& reused) {
     std::shared_ptr<stages::BatchResources> r = std::move(kept);
-    if (r && r.use_count() == 1 && r->ring().held() == 0 && r->fits(layout)) {
+    reused = r && r.use_count() == 1 && r->ring().held() == 0 && r->fits(layout);
+    if (reused) {
       r->ring().abandon(false);
       r->begin_run(engines.source());
       return r;
@@ -138,10 +141,12 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   // A missing path is a config error, found before any work (start() checked already).
   if (!pushed && !hooks.checked) stages::check_inputs(cfg.input);
   detail::RunTimes times;
+  detail::SetupLog setup(times.start);  // --log-level debug: each set-up step as it ends
   std::string host_why;  // warned once the plan has passed its checks
   const std::vector<int> devices = detail::select_devices(options.device.value_or(cfg.devices), &host_why);
   // The diagnostics, read once for the run (a malformed one fails it here).
   Diagnostics diagnostics = Diagnostics::from_environment();
+  setup.step("devices", detail::describe_devices(devices, host_why));
   // Discovery first: the plan depends on what the inputs are (a run of
   // videos alone makes no JPEG engines and converts its frames on the GPU).
   const std::uint64_t epoch = options.epoch.value_or(next_epoch.load());
@@ -149,6 +154,7 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   const stages::InputList inputs = pushed ? stages::InputList{} : stages::build_input_list(cfg.input, epoch);
   if (inputs.items.empty() && !pushed) throw no_inputs(cfg.input, inputs.shard);
   const detail::InputMix mix = detail::input_mix(inputs.items, pushed);
+  setup.step("discovery", pushed ? "pushed inputs, counted as they come" : std::to_string(inputs.items.size()) + " inputs");
   const detail::RunPlan plan = [&] {
     const bool jpeg = cfg.decode.where != Where::cpu && mix.images;
     detail::RunPlan p = detail::RunPlan::make(cfg, devices, detail::HostFacts::of_this_machine(devices.front(), jpeg),
@@ -156,6 +162,7 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
     p.diagnostics = std::move(diagnostics);
     return p;
   }();
+  setup.step("plan", detail::describe_plan(plan));
   if (plan.tokens < plan.wanted_tokens)
     imgpipe::logger()->info(
         "frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more", plan.tokens,
@@ -165,13 +172,18 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
     stages::prepare_dump_folder(cfg.sink, stages::shard_of(cfg.input));
   if (!host_why.empty()) detail::warn_host_backend(host_why);  // the config has passed its checks
   gpu::set_device(plan.devices.front());
-  std::shared_ptr<stages::BatchResources> kept_or_new = resources_for(plan.layout);
+  setup.step("checks", "the dump folder and the backend's warning");
+  bool reused = false;
+  std::shared_ptr<stages::BatchResources> kept_or_new = resources_for(plan.layout, reused);
   stages::BatchResources& resources = *kept_or_new;
+  setup.resources(plan, resources, reused);
   if (on_resources) on_resources(kept_or_new);
 
   hooks.live = {options.source, std::chrono::milliseconds(cfg.batch.timeout_ms), cfg.batch.size};
   detail::StageSet stages(cfg, plan, inputs, resources, callback, stop, hooks);
+  setup.step("stages", std::to_string(plan.threads) + " worker threads to start with the first inputs (oneTBB)");
   times.pipeline = detail::RunTimes::clock::now();
+  setup.total(times.pipeline);
   Timeline timeline;
   {
     detail::RunMonitor monitor(stages, resources.ring(), inputs.items.size(), options, times.pipeline);
