@@ -149,8 +149,8 @@ void copy_2d_async(void* dst, std::size_t dst_pitch, const void* src, std::size_
 // page-locked memory, are left alone. Never fails: the advice is optional.
 void advise_huge_pages(void* p, std::size_t bytes) noexcept;
 
-// Device memory (host memory for device -1, on huge pages where it is
-// large: advise_huge_pages), RAII.
+// Device memory (host memory for device -1: a large block mapped from the
+// kernel and unmapped when freed, on huge pages: advise_huge_pages), RAII.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;

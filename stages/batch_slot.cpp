@@ -111,10 +111,13 @@ int BatchResources::room_of(std::size_t capacity) const noexcept {
 void BatchResources::replace(gpu::DeviceBuffer& buffer, int device, std::size_t bytes) {
   // The thread keeps its device (the packer's may be the caller's thread).
   const gpu::CurrentDeviceGuard keep;
-  gpu::DeviceBuffer fresh(device, bytes);  // first: on a throw the old one stays
   std::atomic<std::size_t>& count = device >= 0 ? device_bytes_ : host_buffer_bytes_;
+  // The old one goes first: nothing in it is wanted (make_room), and a
+  // growing slot then never holds both. A throw leaves the buffer empty
+  // and fails the run, whose resources are then not kept.
   count -= buffer.size();
-  buffer = std::move(fresh);
+  buffer = gpu::DeviceBuffer();
+  buffer = gpu::DeviceBuffer(device, bytes);
   count += buffer.size();
 }
 

@@ -366,6 +366,10 @@ void copy_2d_async(void* dst, std::size_t dst_pitch, const void* src, std::size_
 }
 
 // ---------------------------------------------------------------- DeviceBuffer
+namespace {
+constexpr std::size_t kMappedHostBytes = std::size_t{2} << 20;  // host backend buffers this large: mmap
+}  // namespace
+
 void advise_huge_pages(void* p, std::size_t bytes) noexcept {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
@@ -391,8 +395,17 @@ DeviceBuffer::DeviceBuffer(int device, std::size_t bytes) : bytes_(bytes), devic
     return;
   }
 #endif
-  p_ = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-  if (!p_) throw std::bad_alloc();
+  if (bytes >= kMappedHostBytes) {
+    // Straight from the kernel, and back to it when freed: a staging slot's
+    // buffers are replaced as it grows, and blocks that malloc mapped would
+    // raise its threshold and leave the next ones in its heap.
+    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    p_ = m;
+  } else {
+    p_ = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (!p_) throw std::bad_alloc();
+  }
   advise_huge_pages(p_, bytes);
   std::memset(p_, 0, bytes);  // fault the pages in now, not on the hot path
 }
@@ -406,7 +419,10 @@ void DeviceBuffer::reset() noexcept {
     return;
   }
 #endif
-  std::free(p_);
+  if (bytes_ >= kMappedHostBytes)
+    (void)::munmap(p_, bytes_);
+  else
+    std::free(p_);
   p_ = nullptr;
 }
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
