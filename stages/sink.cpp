@@ -1,5 +1,6 @@
 #include "sink.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <stdexcept>
@@ -128,6 +129,8 @@ Tally Sink::deliver(BatchSlot& b) {
     release();
     return {0, 0};
   }
+  const auto frames = static_cast<std::uint64_t>(std::count_if(
+      b.samples.begin(), b.samples.begin() + b.count, [](const SampleId& s) { return s.kind == SampleKind::frame; }));
   try {
     fill(b);
     const BatchRecord rec{b.index, static_cast<std::uint64_t>(b.count),
@@ -143,6 +146,7 @@ Tally Sink::deliver(BatchSlot& b) {
       const std::size_t bytes = b.batch.bytes;
       handoff_(b);  // the slot is the hand-off's now
       delivered_ += count;
+      delivered_frames_ += frames;
       return {1, bytes};
     }
   } catch (...) {
@@ -158,6 +162,7 @@ Tally Sink::deliver(BatchSlot& b) {
   const std::size_t bytes = b.batch.bytes;
   release();
   delivered_ += count;
+  delivered_frames_ += frames;
   return {1, bytes};
 }
 

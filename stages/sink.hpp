@@ -45,6 +45,8 @@ class Sink : public Stage<Sink, Takes::batches> {
   Tally run(Work& w);
 
   std::uint64_t delivered() const noexcept { return delivered_; }
+  // Of those, the video frames (SampleKind::frame); the others are images.
+  std::uint64_t delivered_frames() const noexcept { return delivered_frames_; }
   const std::vector<BatchRecord>& records() const noexcept { return records_; }
   const LatencyHistogram& latency() const noexcept { return latency_; }
 
@@ -64,6 +66,7 @@ class Sink : public Stage<Sink, Takes::batches> {
   BatchHandoff handoff_;
   LatencyHistogram latency_;
   std::uint64_t delivered_ = 0;
+  std::uint64_t delivered_frames_ = 0;
   std::vector<BatchRecord> records_;
   std::vector<unsigned char> host_copy_;  // dump: the batch copied back
   std::ofstream manifest_;

@@ -8,6 +8,22 @@
 
 namespace imgpipe::stages {
 
+namespace {
+// Adds the scope's duration to `total`: the source waiting for a video's
+// next frame, which is the decoder's time (VideoDecodeStats), not the source's.
+class Waiting {
+ public:
+  explicit Waiting(std::chrono::steady_clock::duration& total) : total_(total), t0_(std::chrono::steady_clock::now()) {}
+  ~Waiting() { total_ += std::chrono::steady_clock::now() - t0_; }
+  Waiting(const Waiting&) = delete;
+  Waiting& operator=(const Waiting&) = delete;
+
+ private:
+  std::chrono::steady_clock::duration& total_;
+  std::chrono::steady_clock::time_point t0_;
+};
+}  // namespace
+
 Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, int threads,
                const std::atomic<bool>& stop, LiveOptions live, codecs::VideoRouter* router,
                std::shared_ptr<memory::FramePool> frames)
@@ -22,8 +38,9 @@ Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, in
   // Threads auto: the decode threads shared among the videos decoding at once.
   const int at_once = static_cast<int>(std::min<std::int64_t>(interleave_, files));
   video_threads_ = video.threads > 0 ? video.threads : std::max(1, threads / std::max(1, at_once));
-  VideoOptions opts{video.start, video.stride, video.max_frames, {video.open_timeout_s, video.read_timeout_s},
-                    video_threads_, router, std::move(frames)};
+  video_decode_ = std::make_shared<VideoDecodeStats>();
+  VideoOptions opts{video.start,  video.stride, video.max_frames,  {video.open_timeout_s, video.read_timeout_s},
+                    video_threads_, router,     std::move(frames), video_decode_};
   // Open beside the videos in turn a few more, so that the next one's header
   // is read before its turn comes.
   const int ahead = interleave_ + std::max(2, threads / 4);
@@ -49,13 +66,14 @@ void Source::start_videos() {
 
 Source::Step Source::video_step(std::size_t item) {
   VideoReader& r = videos_->reader(item);
-  if (cut_pending_) {  // batch.timeout_ms: wait no longer than the pending batch may
-    bool timed_out = false;
-    if (r.next_until(frame_, frame_index_, cut_deadline_, timed_out)) return Step::frame;
-    if (timed_out) return Step::cut;
-  } else if (r.next(frame_, frame_index_)) {
-    return Step::frame;
+  bool got = false, timed_out = false;
+  {
+    const Waiting waiting(starved_);
+    // batch.timeout_ms: wait no longer than the pending batch may.
+    got = cut_pending_ ? r.next_until(frame_, frame_index_, cut_deadline_, timed_out) : r.next(frame_, frame_index_);
   }
+  if (got) return Step::frame;
+  if (timed_out) return Step::cut;
   if (!r.finished()) return Step::end;  // the stop came while waiting for a frame: next() sees it
   return reader_ended(r, item);
 }
@@ -94,6 +112,7 @@ Source::Step Source::ready_step(std::size_t& item) {
       if (clock::now() >= cut_deadline_) return Step::cut;
       until = std::min(until, cut_deadline_);
     }
+    const Waiting waiting(starved_);
     notify_->wait_until(seen, until);
   }
 }
@@ -105,17 +124,16 @@ void Source::take_frame(Work& w) {
   px.video_rotation = frame_.rotation;
   px.video_flip = frame_.flip;
   frame_.yuv.reset();
-  if (px.video) {
-    // px.decoded keeps the Work's buffer: the decode stage converts into it.
-    stats_.bytes += px.video->bytes();
-  } else {
-    std::swap(px.decoded, frame_.bgr);  // frame_.bgr now holds the Work's spent buffer, recycled by the live reader
-    stats_.bytes += px.decoded.total() * px.decoded.elemSize();
-  }
+  // The frame's bytes are the decoder's (VideoDecodeStats); px.decoded keeps
+  // the Work's buffer, which the decode stage converts a file's frame into.
+  if (!px.video) std::swap(px.decoded, frame_.bgr);  // frame_.bgr now holds the Work's spent buffer, recycled by the live reader
 }
 
 void Source::finish_video(std::size_t item) {
-  videos_->release(item);
+  {
+    const Waiting waiting(starved_);  // for its reader to close the decoder and end
+    videos_->release(item);
+  }
   const auto at = std::find(active_.begin(), active_.end(), item);
   if (at == active_.end()) return;
   // The next video file in the list takes the finished one's turn.

@@ -72,7 +72,8 @@ class Source {
   template <typename Acquire>
   Work* next(Acquire&& acquire) {
     const nvtx::Range range("source", next_);
-    BusyTimer t(stats_);
+    starved_ = {};
+    BusyTimer t(stats_, &starved_);
     if (done_) return nullptr;
     if (live_.pushed) return next_pushed(acquire);
     for (;;) {
@@ -117,7 +118,10 @@ class Source {
     }
   }
 
+  // The source's own time: handing items out. Its waits for a video's next
+  // frame are the video decoders' time, in video_decode() (null without videos).
   const StageStats& stats() const noexcept { return stats_; }
+  const VideoDecodeStats* video_decode() const noexcept { return video_decode_.get(); }
 
   // Work items emitted: one per image, per video frame and per failed video.
   std::uint64_t emitted() const noexcept { return emitted_; }
@@ -188,6 +192,9 @@ class Source {
   StageStats stats_{"source"};
   const std::atomic<bool>& stop_;
   std::unique_ptr<VideoPrefetcher> videos_;  // null when the list has no video
+  std::shared_ptr<VideoDecodeStats> video_decode_;  // null when the list has no video
+  // This call's waits for a video's next frame (left out of its busy time).
+  std::chrono::steady_clock::duration starved_{};
   std::size_t next_ = 0;    // the first item not yet started
   // The videos decoding at once whose frames are taken
   // (input.video.interleave), in the order they joined; turn_ indexes the one

@@ -4,6 +4,7 @@
 // stage does not work on (DALI's Operator::Run -> RunImpl).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -38,7 +39,8 @@ struct InputItem {
 // What a stage's items are.
 enum class Counts : std::uint8_t {
   samples,  // images and video frames
-  images,   // image files (video frames are decoded by the source)
+  images,   // image files (video frames are decoded by the video readers)
+  frames,   // video frames (the video decoders' rows, VideoDecodeStats)
   batches,
 };
 
@@ -61,18 +63,24 @@ struct StageStats {
   }
 };
 
-// Adds the scope's duration to a stage's busy time.
+// Adds the scope's duration to a stage's busy time, less `*excluded` (when
+// given, read at the end of the scope): time inside the call that is not the
+// stage's work but upstream's (the source waiting for a video's next frame).
 class BusyTimer {
  public:
-  explicit BusyTimer(StageStats& s) : s_(s), t0_(std::chrono::steady_clock::now()) {}
+  explicit BusyTimer(StageStats& s, const std::chrono::steady_clock::duration* excluded = nullptr)
+      : s_(s), excluded_(excluded), t0_(std::chrono::steady_clock::now()) {}
   ~BusyTimer() {
-    s_.busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
+    auto d = std::chrono::steady_clock::now() - t0_;
+    if (excluded_) d -= std::min(*excluded_, d);
+    s_.busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
   }
   BusyTimer(const BusyTimer&) = delete;
   BusyTimer& operator=(const BusyTimer&) = delete;
 
  private:
   StageStats& s_;
+  const std::chrono::steady_clock::duration* excluded_;
   std::chrono::steady_clock::time_point t0_;
 };
 

@@ -60,6 +60,9 @@ struct VideoReader::State {
   bool take(VideoPayload& out, std::int64_t& index);  // the queue's first frame, with m held
   void finish(std::string error, std::int64_t at);
   void exited();
+  // The reader's time in the decoder since `since`, on the route of `device`
+  // (-1: the CPU), and the frame it delivered, if any (VideoOptions::decode_stats).
+  void count_decode(int device, clock::time_point since, std::size_t frame_bytes, bool delivered);
   // Wakes the source waiting on any reader (input.video.order: ready).
   void signal_waiter() {
     if (notify) notify->signal();
@@ -81,6 +84,7 @@ struct VideoReader::State {
   bool detached = false;
   std::string error;
   std::int64_t stopped_at = -1;
+  bool delivered_on[2] = {false, false};  // a frame delivered on the CPU route, on NVDEC (count_decode)
 };
 
 namespace {
@@ -159,6 +163,20 @@ void VideoReader::State::exited() {
   thread_exited = true;
   if (detached) --detached_readers;
   cv.notify_all();
+}
+
+void VideoReader::State::count_decode(int device, clock::time_point since, std::size_t frame_bytes, bool delivered) {
+  if (!opts.decode_stats) return;
+  VideoDecodeStats& v = *opts.decode_stats;
+  StageStats& s = v.route(device);
+  s.busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - since).count();
+  if (!delivered) return;
+  ++s.items;
+  s.bytes += frame_bytes;
+  if (bool& seen = delivered_on[device >= 0 ? 1 : 0]; !seen) {
+    seen = true;
+    ++(device >= 0 ? v.nvdec_videos : v.cpu_videos);
+  }
 }
 
 void VideoReader::State::finish(std::string why, std::int64_t at) {
@@ -241,15 +259,29 @@ void VideoReader::State::end_of_stream(std::int64_t index, std::int64_t expected
 // first frame that is not whole, after every frame before it.
 void VideoReader::State::read_file(std::int64_t& index) {
   std::unique_ptr<codecs::VideoFile> file;
+  const clock::time_point opening = clock::now();
   try {
     file = std::make_unique<codecs::VideoFile>(path, codecs::VideoFileOptions{opts.threads, opts.router, opts.frames});
   } catch (const std::exception& e) {
+    count_decode(-1, opening, 0, false);
     // VideoFile's message starts with the path, which the failure names already.
     std::string why = e.what();
     const std::string prefix = "'" + path + "': ";
     if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
     return finish(std::move(why), 0);
   }
+  count_decode(file->device(), opening, 0, false);
+  // Closing the decoder is its time too (destroyed before `file`, on every return).
+  struct Closing {
+    State& s;
+    std::unique_ptr<codecs::VideoFile>& file;
+    ~Closing() {
+      const clock::time_point t0 = clock::now();
+      const int device = file->device();
+      file.reset();
+      s.count_decode(device, t0, 0, false);
+    }
+  } closing{*this, file};
   const codecs::VideoInfo& info = file->info();
   std::int64_t delivered = 0;
   cv::Mat unused;  // a file's frames need no spare BGR buffer
@@ -257,13 +289,16 @@ void VideoReader::State::read_file(std::int64_t& index) {
     if (opts.max_frames > 0 && delivered >= opts.max_frames) break;
     if (!wait_for_room(false, unused)) break;
     std::shared_ptr<codecs::VideoFrame> frame;
+    const clock::time_point asked = clock::now();
     const codecs::VideoFile::Next n = file->next(frame);
+    const bool wanted = n == codecs::VideoFile::Next::frame && index >= opts.start &&
+                        (index - opts.start) % opts.stride == 0;
+    count_decode(frame ? frame->device() : file->device(), asked, wanted ? frame->bytes() : 0, wanted);
     if (n == codecs::VideoFile::Next::end) {
       if (index == 0) return finish("opened but yielded no frames", 0);
       break;
     }
     if (n == codecs::VideoFile::Next::broken) return finish(file->error(), index);
-    const bool wanted = index >= opts.start && (index - opts.start) % opts.stride == 0;
     if (!wanted) continue;
     VideoPayload p;
     p.yuv = std::move(frame);
@@ -303,6 +338,7 @@ void VideoReader::State::read_frames(cv::VideoCapture& cap, std::int64_t& index)
     const clock::time_point read_start = clock::now();
     const bool ok = wanted ? cap.read(frame) : cap.grab();  // grab() skips without converting the frame
     const double read_s = std::chrono::duration<double>(clock::now() - read_start).count();
+    count_decode(-1, read_start, ok && wanted ? frame.total() * frame.elemSize() : 0, ok && wanted);
     if (!ok) {
       const bool stalled = live && !camera && previous_read_s + read_s >= 0.9 * opts.stream.read_s;
       return end_of_stream(index, expected, covered, stalled, pending);

@@ -23,6 +23,7 @@
 
 #include "codecs/video/video_file.hpp"
 #include "codecs/route/video_route.hpp"
+#include "imgpipe/report.hpp"
 #include "live_input.hpp"
 #include "stage.hpp"
 
@@ -32,6 +33,23 @@ class VideoCapture;
 
 namespace imgpipe::stages {
 
+// The video decoders' own figures, per route (the report's rows "video cpu"
+// and "video nvdec", before the source's): the reader threads' time inside
+// the decoder (opening a file, then each call for its next frame; waiting for
+// room in a reader's queue is not counted), the frames delivered and their
+// bytes. Stream URLs and cameras count on the CPU route (OpenCV decodes them
+// there; their time includes waiting for the stream or the camera). Written
+// by the readers, shared with them: a live input's reader may outlive the run.
+struct VideoDecodeStats {
+  StageStats cpu{std::string(kVideoCpuRow), true, Counts::frames};
+  StageStats nvdec{std::string(kVideoNvdecRow), true, Counts::frames};
+  // Videos that delivered a frame on each route (a file moved from NVDEC to
+  // the CPU mid-way counts on both).
+  std::atomic<std::uint64_t> cpu_videos{0}, nvdec_videos{0};
+
+  StageStats& route(int device) noexcept { return device >= 0 ? nvdec : cpu; }
+};
+
 struct VideoOptions {
   std::int64_t start = 0;       // first frame index delivered
   std::int64_t stride = 1;      // deliver every stride-th frame from start
@@ -40,6 +58,7 @@ struct VideoOptions {
   int threads = 1;              // files: the CPU video decoder's threads
   codecs::VideoRouter* router = nullptr;  // files: picks NVDEC or the CPU (null: the CPU)
   std::shared_ptr<memory::FramePool> frames = nullptr;  // files: the pool the CPU video decoder decodes into (null: its own)
+  std::shared_ptr<VideoDecodeStats> decode_stats = nullptr;  // where the readers count their decoding (null: nowhere)
 };
 
 // One frame from a reader: a file's decoded YUV frame (`yuv`, with the

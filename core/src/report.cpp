@@ -20,7 +20,7 @@ using report_format::number;
 using report_format::unit_for;
 
 void print_stage_rows(const Report& r, std::ostream& os) {
-  os << fmt::format("{:<10} {:>4}  {:<16} {:>8} {:>8} {:>19} {:>8} {:>5} {:>8}\n", "stage", "thr", "items", "busy s",
+  os << fmt::format("{:<11} {:>4}  {:<16} {:>8} {:>8} {:>19} {:>8} {:>5} {:>8}\n", "stage", "thr", "items", "busy s",
                     "wait s", "rate", "MB/s", "util", "idle s");
   for (const auto& s : r.stages) {
     // The count right-aligned, its unit after it ("   20 images").
@@ -28,7 +28,7 @@ void print_stage_rows(const Report& r, std::ostream& os) {
     const std::string rate =
         s.items_per_s ? fmt::format("{:>9} {:<9}", number(*s.items_per_s), s.unit + "/s") : fmt::format("{:>9} {:<9}", "–", "");
     const std::string mb = s.mb_per_s ? number(*s.mb_per_s) : "–";
-    os << fmt::format("{:<10} {:>4}  {} {:>8.3f} {:>8.3f} {} {:>8} {:>4.0f}% {:>8.3f}{}\n", s.name, s.concurrency, items,
+    os << fmt::format("{:<11} {:>4}  {} {:>8.3f} {:>8.3f} {} {:>8} {:>4.0f}% {:>8.3f}{}\n", s.name, s.concurrency, items,
                       s.busy_s, s.wait_s, rate, mb, 100.0 * s.utilization, s.idle_s,
                       !r.bottleneck.empty() && s.name == r.bottleneck ? "  <- bottleneck" : "");
   }
@@ -40,6 +40,9 @@ void print_stage_rows(const Report& r, std::ostream& os) {
                     "  util: share of the run its threads worked; wait s: blocked inside the stage (free staging "
                     "slot, GPU);\n  idle s: starved by upstream or held by the token limit\n",
                     kMinRatedWorkSeconds * 1e3, kMinRatedItems);
+  if (std::any_of(r.stages.begin(), r.stages.end(), [](const StageReport& s) { return is_video_decoder_row(s.name); }))
+    os << "  video cpu, video nvdec: decoding the videos (libavcodec, NVDEC), thr: videos at once; "
+          "the source's time leaves out its waits for their frames\n";
 }
 
 void print_inputs(const Report& r, std::ostream& os, const std::string& json_path) {
@@ -159,10 +162,11 @@ void Report::print_table(std::ostream& os, const std::string& json_path) const {
   os << fmt::format("imgpipe {} | backend: {} | resize on {}, normalize on {}{}\n", version, backend,
                     resize_where, normalize_where, interrupted ? " | INTERRUPTED" : "");
   print_stage_rows(*this, os);
-  os << fmt::format("run: {:.3f} s ({:.3f} s set-up), {} delivered, {:.1f} images/s end to end, "
-                    "{:.1f} images/s after set-up, {}\n",
-                    wall_s, setup_s, count(inputs.delivered, "images"), images_per_s, steady_images_per_s,
-                    count(batches, "batches"));
+  os << fmt::format("run: {:.3f} s ({:.3f} s set-up), {}, {:.1f} {}/s end to end, "
+                    "{:.1f} {}/s after set-up, {}\n",
+                    wall_s, setup_s,
+                    report_format::delivered(inputs.delivered, samples.unit, samples.images, samples.frames),
+                    samples_per_s, samples.unit, steady_samples_per_s, samples.unit, count(batches, "batches"));
   if (!diagnostics.empty()) {
     std::string set;
     for (const auto& [name, value] : diagnostics) set += fmt::format("{}{}={}", set.empty() ? "" : ", ", name, value);
@@ -272,8 +276,11 @@ std::string Report::to_json(int indent) const {
   j["wall_s"] = wall_s;
   j["setup_s"] = setup_s;
   j["pipeline_s"] = pipeline_s;
-  j["images_per_s"] = images_per_s;
-  j["steady_images_per_s"] = steady_images_per_s;
+  j["samples"] = {{"unit", samples.unit}, {"images", samples.images}, {"frames", samples.frames}};
+  j["samples_per_s"] = samples_per_s;
+  j["steady_samples_per_s"] = steady_samples_per_s;
+  j["images_per_s"] = samples_per_s;  // deprecated aliases (docs/report.md)
+  j["steady_images_per_s"] = steady_samples_per_s;
   j["cpu_s"] = cpu_s;
   j["normalize_where"] = normalize_where;
   j["resize_where"] = resize_where;

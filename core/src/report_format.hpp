@@ -24,6 +24,15 @@ inline std::string count(std::uint64_t n, std::string_view plural) {
   return fmt::format("{} {}", n, unit_for(n, plural));
 }
 
+// The delivered samples as the run's unit names them: "20 images delivered",
+// "1 frame delivered", "200 samples delivered (30 images, 170 frames)".
+inline std::string delivered(std::uint64_t n, const std::string& unit, std::uint64_t images, std::uint64_t frames) {
+  std::string s = count(n, unit) + " delivered";
+  if (unit == "samples" && images + frames > 0)
+    s += fmt::format(" ({}, {})", count(images, "images"), count(frames, "frames"));
+  return s;
+}
+
 // Three significant figures at most, no exponent: 0.123, 1.23, 12.3, 1234.
 inline std::string number(double v) {
   const double a = std::abs(v);

@@ -110,8 +110,8 @@ using report_html::escape;
 // At most this many failed paths are listed on the page (all are in the JSON report).
 constexpr std::size_t kMaxFailuresListed = 1000;
 
-void figure(std::ostream& os, const std::string& value, const char* label) {
-  os << "<div class=\"figure\"><b>" << escape(value) << "</b><span>" << label << "</span></div>\n";
+void figure(std::ostream& os, const std::string& value, const std::string& label) {
+  os << "<div class=\"figure\"><b>" << escape(value) << "</b><span>" << escape(label) << "</span></div>\n";
 }
 
 void kv(std::ostream& os, const char* key, const std::string& value) {
@@ -129,9 +129,12 @@ void header(const Report& r, std::ostream& os) {
   os << "</p></header>\n<div class=\"figures\" id=\"figures\">\n";
   figure(os, fmt::format("{:.3f} s", r.wall_s), "wall time");
   figure(os, fmt::format("{:.3f} s", r.setup_s), "set-up");
-  figure(os, count(r.inputs.delivered, "images"), "delivered");
-  figure(os, fmt::format("{:.1f}/s", r.images_per_s), "images end to end");
-  figure(os, fmt::format("{:.1f}/s", r.steady_images_per_s), "images after set-up");
+  const auto& n = r.samples;
+  figure(os, count(r.inputs.delivered, n.unit),
+         n.unit == "samples" ? fmt::format("delivered ({}, {})", count(n.images, "images"), count(n.frames, "frames"))
+                             : std::string("delivered"));
+  figure(os, fmt::format("{:.1f}/s", r.samples_per_s), n.unit + " end to end");
+  figure(os, fmt::format("{:.1f}/s", r.steady_samples_per_s), n.unit + " after set-up");
   figure(os, count(r.batches, "batches"), "delivered");
   figure(os, std::to_string(r.inputs.failed), "failed inputs");
   figure(os, r.bottleneck.empty() ? "none" : r.bottleneck, "bottleneck");
@@ -251,6 +254,17 @@ void transfer_section(const Report& r, std::ostream& os) {
     if (r.devices.size() > 1)
       kv(os, "device", fmt::format("{}: {}, {} in {:.3f} s = {:.2f} GB/s", d.device, count(d.batches, "batches"),
                                    mib(static_cast<double>(d.bytes)), d.copy_s, d.gb_per_s));
+  if (const auto& v = r.video; v.nvdec_files + v.cpu_files > 0) {
+    std::string line = fmt::format("NVDEC {} ({}), CPU {} ({})", count(v.nvdec_files, "files"),
+                                   count(v.nvdec_frames, "frames"), count(v.cpu_files, "files"),
+                                   count(v.cpu_frames, "frames"));
+    for (const auto& s : r.stages)
+      if (is_video_decoder_row(s.name))
+        line += fmt::format("; {}: {:.3f} s decoding{}", s.name, s.busy_s,
+                            report_html::shows_rate(s) ? ", " + number(*s.items_per_s) + " frames/s" : "");
+    for (const auto& [why, n] : v.cpu_reasons) line += fmt::format("; on the CPU ({}): {}", n, why);
+    kv(os, "video", line);
+  }
   const auto& d = r.decode;
   kv(os, "decode", d.where + (d.note.empty() ? "" : " (GPU route off: " + d.note + ")"));
   if (d.where != "cpu")

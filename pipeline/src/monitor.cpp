@@ -120,10 +120,27 @@ void RunMonitor::loop() {
 Timeline RunMonitor::finish() {
   stop();
   const double t = seconds_since(t0_);
-  if (sampling_) timeline_.ticks.push_back(sample(t));
+  if (sampling_) {
+    timeline_.ticks.push_back(sample(t));
+    drop_unreported_lanes();
+  }
   if (printer_) printer_->finish(progress(t));
   printer_.reset();
   return std::move(timeline_);
+}
+
+void RunMonitor::drop_unreported_lanes() {
+  const std::vector<const stages::StageStats*> kept = s_.reported_stats();
+  for (std::size_t j = stats_.size(); j-- > 0;) {
+    if (std::find(kept.begin(), kept.end(), stats_[j]) != kept.end()) continue;
+    const auto at = [j](auto& v) { v.erase(v.begin() + static_cast<std::ptrdiff_t>(j)); };
+    at(timeline_.stages);
+    for (Timeline::Tick& k : timeline_.ticks) {
+      at(k.items);
+      at(k.busy_s);
+      at(k.wait_s);
+    }
+  }
 }
 
 }  // namespace imgpipe::detail

@@ -42,6 +42,8 @@ class RunMonitor {
   void loop();
   void stop();
   Timeline::Tick sample(double t_s) const;
+  // The lanes of the rows the report leaves out (StageSet::reported_stats) go.
+  void drop_unreported_lanes();
   ProgressFigures progress(double t_s) const;
 
   const StageSet& s_;

@@ -22,7 +22,10 @@ StageReport make_stage_report(const stages::StageStats& s, int concurrency, doub
                               const std::string& sample_unit) {
   StageReport r;
   r.name = s.name;
-  r.unit = s.counts == stages::Counts::batches ? "batches" : s.counts == stages::Counts::images ? "images" : sample_unit;
+  r.unit = s.counts == stages::Counts::batches  ? "batches"
+           : s.counts == stages::Counts::images ? "images"
+           : s.counts == stages::Counts::frames ? "frames"
+                                                : sample_unit;
   r.parallel = s.parallel;
   r.concurrency = s.parallel ? concurrency : 1;
   r.items = s.items.load();
@@ -75,13 +78,19 @@ void add_inputs(Report& r, const StageSet& s, bool resize_on_gpu) {
   r.inputs.dropped = s.pack.dropped();
   r.inputs.not_processed = s.source.not_reached();
   r.inputs.cpu_resized = resize_on_gpu ? s.transform.cpu_resized() : 0;
+  r.samples.frames = s.sink.delivered_frames();
+  r.samples.images = r.inputs.delivered - r.samples.frames;
+  r.samples.unit = r.samples.images == 0 && r.samples.frames == 0 ? s.sample_unit  // what the inputs were
+                   : r.samples.frames == 0                        ? "images"
+                   : r.samples.images == 0                        ? "frames"
+                                                                  : "samples";
   r.batches = s.sink.records().size();
   r.batch_records = s.sink.records();
 }
 
 void add_stages(Report& r, const StageSet& s, int threads) {
-  for (const stages::StageStats* st : s.stats())
-    r.stages.push_back(make_stage_report(*st, threads, r.pipeline_s, s.sample_unit));
+  for (const stages::StageStats* st : s.reported_stats())
+    r.stages.push_back(make_stage_report(*st, s.concurrency(*st, threads), r.pipeline_s, s.sample_unit));
   r.bottleneck = pick_bottleneck(r.stages, r.inputs.delivered);
 }
 
@@ -215,8 +224,10 @@ Report assemble_report(const Config& cfg, const RunPlan& plan, const StageSet& s
   r.pipeline_s = seconds(t.end - t.pipeline);
   r.wall_s = seconds(t.end - t.start);
   add_inputs(r, s, plan.resize_on_gpu);
-  r.images_per_s = r.wall_s > 0 ? r.inputs.delivered / r.wall_s : 0;
-  r.steady_images_per_s = r.pipeline_s > 0 ? r.inputs.delivered / r.pipeline_s : 0;
+  r.samples_per_s = r.wall_s > 0 ? r.inputs.delivered / r.wall_s : 0;
+  r.steady_samples_per_s = r.pipeline_s > 0 ? r.inputs.delivered / r.pipeline_s : 0;
+  r.images_per_s = r.samples_per_s;  // the deprecated names
+  r.steady_images_per_s = r.steady_samples_per_s;
   r.cpu_s = process_cpu_s();
   add_stages(r, s, plan.threads);
   add_memory_and_transfer(r, cfg, s, res);

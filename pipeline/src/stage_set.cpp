@@ -128,12 +128,32 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
 }
 
 std::vector<const stages::StageStats*> StageSet::stats() const {
-  std::vector<const stages::StageStats*> v{&source.stats(), &read.stats()};
+  std::vector<const stages::StageStats*> v;
+  if (const stages::VideoDecodeStats* video = source.video_decode()) {
+    v.push_back(&video->cpu);
+    v.push_back(&video->nvdec);
+  }
+  v.push_back(&source.stats());
+  v.push_back(&read.stats());
   if (probe) v.push_back(&probe->stats());
   for (const stages::StageStats* st : {&decode.stats(), &transform.stats(), &pack.stats(), &pack_copy.stats(),
                                        &transfer.stats(), &gpu_ops.stats(), &sink.stats()})
     v.push_back(st);
   return v;
+}
+
+std::vector<const stages::StageStats*> StageSet::reported_stats() const {
+  std::vector<const stages::StageStats*> v = stats();
+  if (const stages::VideoDecodeStats* video = source.video_decode(); video && video->nvdec.items.load() == 0)
+    std::erase(v, &video->nvdec);
+  return v;
+}
+
+int StageSet::concurrency(const stages::StageStats& st, int threads) const {
+  const stages::VideoDecodeStats* video = source.video_decode();
+  if (!video || (&st != &video->cpu && &st != &video->nvdec)) return threads;
+  const std::uint64_t videos = (&st == &video->cpu ? video->cpu_videos : video->nvdec_videos).load();
+  return static_cast<int>(std::clamp<std::uint64_t>(videos, 1, static_cast<std::uint64_t>(source.interleave())));
 }
 
 namespace {

@@ -62,8 +62,17 @@ struct StageSet {
   bool has_videos = false;
   bool live = false;  // inputs pushed (RunHooks::live) or batches cut by batch.timeout_ms
 
-  // Every stage's statistics, in pipeline order (probe only with GPU decode).
+  // Every stage's statistics, in pipeline order: the video decoders' rows
+  // first with video inputs (stages::VideoDecodeStats), the probe only with
+  // GPU decode.
   std::vector<const stages::StageStats*> stats() const;
+  // The rows the report shows, once the run is over: stats() less the NVDEC
+  // decoder's row when it decoded nothing.
+  std::vector<const stages::StageStats*> reported_stats() const;
+  // The threads that could run the stage: a video decoder's row, the videos
+  // that decoded at once on its route (input.video.interleave, at most the
+  // videos it decoded); any other, `threads`.
+  int concurrency(const stages::StageStats& st, int threads) const;
   // Inputs failed so far: at the sink, plus those the GPU ops stage dropped. Any thread.
   std::uint64_t failed_so_far() const noexcept { return failed.load() + gpu_ops.failed_count(); }
 };

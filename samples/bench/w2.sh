@@ -178,7 +178,7 @@ try:
 except (OSError, ValueError) as e:
     print(json.dumps({"error": f"exit {rc}, no report ({e})"})); sys.exit()
 n = r["inputs"]["delivered"]
-print(json.dumps({"frames": n, "seconds": r["wall_s"], "fps": r["images_per_s"], "steady_fps": r["steady_images_per_s"],
+print(json.dumps({"frames": n, "seconds": r["wall_s"], "fps": r["samples_per_s"], "steady_fps": r["steady_samples_per_s"],
                   "cpu_s": r.get("cpu_s"),
                   "setup_s": r["setup_s"], "failed": r["inputs"]["failed"], "exit": rc, "bottleneck": r.get("bottleneck"),
                   "backend": r.get("backend"), **({"error": f"exit {rc}"} if rc not in (0,) else {})}))

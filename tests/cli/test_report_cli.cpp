@@ -152,6 +152,55 @@ TEST_CASE("cli: --report-html writes one self-contained page with every failed i
   CHECK(contains(out, "--report-html: cannot write"));
 }
 
+TEST_CASE("cli: a run of images and a video names its samples by kind and times video decoding on its own row") {
+  TempDir d;
+  make_inputs(d / "in", 1);
+  fs::copy_file(imgpipe::test::opencv_data_dir() / "Megamind.avi", d / "in" / "clip.avi");
+  const std::size_t images = imgpipe::test::sample_images().size();
+  std::string out;
+  REQUIRE(run_cli("--device cpu --input " + q(d / "in") +
+                      " --set input.video.max_frames=40 --set transform.resize.width=64"
+                      " --set transform.resize.height=48 --report " + q(d / "r.json") + " --report-html " +
+                      q(d / "r.html"),
+                  &out) == 0);
+  CAPTURE(out);
+  // The table: a mix, counted per kind; rates in samples.
+  CHECK(contains(out, fmt::format("{} samples delivered ({} images, 40 frames), ", images + 40, images)));
+  CHECK(std::regex_search(out, std::regex("[0-9.]+ samples/s end to end, [0-9.]+ samples/s after set-up")));
+  // The video decoder's row, before the source's; no NVDEC row on the host backend.
+  const auto decoder = lines_with(out, "video cpu ");
+  REQUIRE(decoder.size() == 1);
+  CHECK(contains(decoder[0], "40 frames"));
+  CHECK(out.find("\nvideo cpu ") < out.find("\nsource "));
+  CHECK(lines_with(out, "video nvdec ").empty());
+
+  const auto j = nlohmann::json::parse(read_text(d / "r.json"));
+  CHECK(j["samples"]["images"] == images);
+  CHECK(j["samples"]["frames"] == 40);
+  CHECK(j["samples"]["unit"] == "samples");
+  CHECK(j["samples_per_s"].get<double>() > 0);
+  CHECK(j["images_per_s"] == j["samples_per_s"]);  // deprecated alias, kept for a release
+  CHECK(j["steady_images_per_s"] == j["steady_samples_per_s"]);
+  REQUIRE(j["stages"].size() >= 2);
+  const auto& video = j["stages"][0];
+  const auto& source = j["stages"][1];
+  CHECK(video["name"] == "video cpu");
+  CHECK(video["unit"] == "frames");
+  CHECK(video["items"] == 40);
+  CHECK(source["name"] == "source");
+  // The source hands out what the decoder made: the decoder's time is not the source's.
+  CHECK(source["busy_s"].get<double>() < 0.5 * video["busy_s"].get<double>());
+  CHECK(j["bottleneck"] != "source");
+  CHECK(j["timeline"]["stages"][0] == "video cpu");
+
+  const std::string html = read_text(d / "r.html");
+  CHECK(contains(html, fmt::format("<b>{} samples</b><span>delivered ({} images, 40 frames)</span>", images + 40,
+                                   images)));
+  CHECK(contains(html, "<span>samples end to end</span>"));
+  CHECK(contains(html, "<dt>video</dt><dd>NVDEC 0 files (0 frames), CPU 1 file (40 frames); video cpu: "));
+  CHECK(std::regex_search(html, std::regex("<tr( class=\"bottleneck\")?><td>video cpu( \\(bottleneck\\))?</td>")));
+}
+
 TEST_CASE("report html: the page renders in headless Chromium without a console error, every chart drawn") {
   const std::string chromium = find_chromium();
   IMGPIPE_SKIP_UNLESS(!chromium.empty(), "chromium not found (apt-get install chromium; or set IMGPIPE_CHROMIUM)");
@@ -182,7 +231,7 @@ TEST_CASE("report html: the page renders in headless Chromium without a console 
     CHECK(at != std::string::npos);
   }
   // One bar and one lane per stage (9 stages on the host backend), four series.
-  const std::size_t stages = occurrences(read_text(d / "r.json"), "\"unit\":");
+  const std::size_t stages = nlohmann::json::parse(read_text(d / "r.json"))["stages"].size();
   CHECK(stages >= 9);
   CHECK(occurrences(r.dom, "class=\"bar\"") == stages);
   CHECK(occurrences(r.dom, "class=\"lane\"") == stages);

@@ -169,3 +169,58 @@ TEST_CASE("report JSON: the timeline, tick by tick") {
   CHECK(t["ticks"][0]["ring_in_use"] == 2);
   CHECK(t["ticks"][0]["rss_bytes"] == 123456789);
 }
+
+TEST_CASE("report table: samples named by what they are, a mix counted per kind") {
+  Report r = sample_report();
+  r.samples_per_s = 150;
+  r.steady_samples_per_s = 190;
+  r.inputs.discovered = r.inputs.delivered = 200;
+  r.samples = {0, 200, "frames"};
+  std::string t = table(r);
+  CAPTURE(t);
+  CHECK(contains(t, "200 frames delivered, 150.0 frames/s end to end, 190.0 frames/s after set-up"));
+  CHECK_FALSE(contains(t, "images delivered"));
+  r.samples = {30, 170, "samples"};
+  t = table(r);
+  CHECK(contains(t, "200 samples delivered (30 images, 170 frames), 150.0 samples/s end to end"));
+  r.samples = {200, 0, "images"};
+  CHECK(contains(table(r), "200 images delivered, 150.0 images/s end to end"));
+  r.samples = {1, 0, "images"};
+  r.inputs.delivered = 1;
+  CHECK(contains(table(r), "1 image delivered,"));
+}
+
+TEST_CASE("report JSON: samples by kind and per second, the old names kept as deprecated aliases") {
+  Report r = sample_report();
+  r.samples = {30, 170, "samples"};
+  r.inputs.delivered = 200;
+  r.samples_per_s = 150;
+  r.steady_samples_per_s = 190;
+  const nlohmann::json j = nlohmann::json::parse(r.to_json());
+  CHECK(j["samples"] == nlohmann::json({{"unit", "samples"}, {"images", 30}, {"frames", 170}}));
+  CHECK(j["samples_per_s"] == 150.0);
+  CHECK(j["steady_samples_per_s"] == 190.0);
+  CHECK(j["images_per_s"] == 150.0);
+  CHECK(j["steady_images_per_s"] == 190.0);
+}
+
+TEST_CASE("report table: the video decoders' rows come first, named, with a note on what they time") {
+  Report r = sample_report();
+  CHECK_FALSE(contains(table(r), "video cpu"));
+  r.stages.insert(r.stages.begin(), {stage("video cpu", 170, "frames", 1.0, 0.8), stage("video nvdec", 30, "frames", 0.1, 0.05)});
+  r.bottleneck = "video cpu";
+  const std::string t = table(r);
+  CAPTURE(t);
+  CHECK(contains(row(t, "video cpu"), "170 frames"));
+  CHECK(contains(row(t, "video cpu"), "170 frames/s"));
+  CHECK(contains(row(t, "video cpu"), "<- bottleneck"));
+  CHECK(contains(row(t, "video nvdec"), "30 frames"));
+  // The columns stay aligned with the longest name: "rate" ends where the rows' rates do.
+  const std::string head = t.substr(t.find("stage"), t.find('\n', t.find("stage")) - t.find("stage"));
+  const std::string nvdec = row(t, "video nvdec");
+  REQUIRE(nvdec.find("frames/s") != std::string::npos);
+  CHECK(head.find("rate") + 4 == nvdec.find("frames/s") + 9);  // the unit's column is 9 wide
+  CHECK(head.find("rate") + 4 == row(t, "decode").find("images/s") + 9);
+  CHECK(contains(t, "video cpu, video nvdec: decoding the videos"));
+  CHECK(contains(t, "the source's time leaves out its waits for their frames"));
+}

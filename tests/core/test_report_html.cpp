@@ -273,3 +273,52 @@ TEST_CASE("report html: latency percentiles and the run context, escaped") {
   r.latency = {};
   CHECK(contains(r.to_html(), "No sample delivered."));
 }
+
+TEST_CASE("report html: the figures name the samples by kind, a mix with its counts") {
+  Report r = report_with_failure(false);
+  r.inputs.delivered = 200;
+  r.samples_per_s = 150;
+  r.steady_samples_per_s = 190;
+  r.samples = {0, 200, "frames"};
+  std::string page = r.to_html();
+  CHECK(contains(page, "<b>200 frames</b><span>delivered</span>"));
+  CHECK(contains(page, "<b>150.0/s</b><span>frames end to end</span>"));
+  CHECK(contains(page, "<b>190.0/s</b><span>frames after set-up</span>"));
+  CHECK_FALSE(contains(page, "<span>images end to end"));
+  r.samples = {30, 170, "samples"};
+  page = r.to_html();
+  CHECK(contains(page, "<b>200 samples</b><span>delivered (30 images, 170 frames)</span>"));
+  CHECK(contains(page, "<span>samples end to end</span>"));
+  r.samples = {200, 0, "images"};
+  CHECK(contains(r.to_html(), "<b>200 images</b><span>delivered</span>"));
+}
+
+TEST_CASE("report html: a video line with the files and frames per route and each decoder's time") {
+  Report r = report_with_failure(false);
+  CHECK_FALSE(contains(r.to_html(), "<dt>video</dt>"));  // no video files
+  r.video.cpu_files = 2;
+  r.video.cpu_frames = 170;
+  r.video.nvdec_files = 1;
+  r.video.nvdec_frames = 30;
+  r.video.cpu_reasons = {{"its display rotation is applied on the CPU route", 1}};
+  imgpipe::StageReport cpu, nvdec;
+  cpu.name = "video cpu";
+  cpu.unit = nvdec.unit = "frames";
+  cpu.items = 170;
+  cpu.busy_s = cpu.work_s = 1.0;
+  cpu.items_per_s = 170;
+  cpu.utilization = 0.8;
+  nvdec.name = "video nvdec";
+  nvdec.items = 30;
+  nvdec.busy_s = nvdec.work_s = 0.25;
+  nvdec.items_per_s = 120;
+  nvdec.utilization = 0.2;
+  r.stages.insert(r.stages.begin(), {cpu, nvdec});
+  const std::string page = r.to_html();
+  CHECK(contains(page, "<dt>video</dt><dd>NVDEC 1 file (30 frames), CPU 2 files (170 frames); video cpu: 1.000 s "
+                       "decoding, 170 frames/s; video nvdec: 0.250 s decoding, 120 frames/s; on the CPU (1): its "
+                       "display rotation is applied on the CPU route</dd>"));
+  // Their rows in the stage table too.
+  CHECK(contains(page, "<tr><td>video cpu</td><td>1</td><td>170 frames</td>"));
+  CHECK(contains(page, "<tr><td>video nvdec</td><td>1</td><td>30 frames</td>"));
+}

@@ -12,6 +12,11 @@
 
 namespace imgpipe {
 
+// What a sample is: the picture of an image file, or a video frame (a video
+// file's, a stream's or a camera's, or one pushed with PushSource::push_frame).
+// The run report counts the delivered samples by kind (Report::samples).
+enum class SampleKind : std::uint8_t { image, frame };
+
 // Where one sample came from, and how its tensor relates to that image.
 struct SampleId {
   std::uint64_t input_index = 0;  // position in the discovered input list
@@ -26,6 +31,7 @@ struct SampleId {
   // Original size, orientation, resize, scale and padding/crop of the tensor
   // (imgpipe/geometry.hpp maps boxes and points back with it).
   SampleGeometry geometry;
+  SampleKind kind = SampleKind::image;
 };
 
 // A batch resident in device memory (host memory on the host backend).

@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,17 @@ struct StageReport {
   double utilization = 0;  // work_s / (pipeline_s x concurrency)
   double idle_s = 0;       // pipeline_s x concurrency - busy_s: starved by upstream or held by the token limit
 };
+
+// The video decoders' rows, first in a run with video inputs
+// (docs/report.md): the reader threads' time inside libavcodec (and
+// OpenCV's capture for streams and cameras), and inside NVDEC, shown only
+// when it decoded a frame. The source's row leaves out its waits for their
+// frames.
+inline constexpr std::string_view kVideoCpuRow = "video cpu";
+inline constexpr std::string_view kVideoNvdecRow = "video nvdec";
+inline bool is_video_decoder_row(std::string_view name) noexcept {
+  return name == kVideoCpuRow || name == kVideoNvdecRow;
+}
 
 struct InputFailure {
   std::string path;
@@ -103,8 +115,23 @@ struct Report {
   double wall_s = 0;
   double setup_s = 0;     // device initialisation, discovery and allocation before the first input
   double pipeline_s = 0;  // from the first input to the final synchronise
-  double images_per_s = 0;  // delivered / wall_s, including set-up and the final synchronise
-  double steady_images_per_s = 0;  // delivered / pipeline_s
+  double samples_per_s = 0;         // delivered / wall_s, including set-up and the final synchronise
+  double steady_samples_per_s = 0;  // delivered / pipeline_s
+  // Deprecated: the same as samples_per_s and steady_samples_per_s (which
+  // count video frames too), kept for one release, as the JSON report's
+  // keys of these names are.
+  double images_per_s = 0;
+  double steady_images_per_s = 0;
+  // The delivered samples by kind (their sum is inputs.delivered): the
+  // pictures of image files and the video frames (SampleKind). `unit` is
+  // what the run's samples are called: "images" or "frames" when every one
+  // delivered is of that kind, "samples" for a mix; with none delivered,
+  // what the inputs were. A later kind gets a count of its own.
+  struct Samples {
+    std::uint64_t images = 0;
+    std::uint64_t frames = 0;
+    std::string unit = "images";
+  } samples;
   // The process's CPU time (user + system, every thread, FFmpeg's and the
   // drivers' included) up to the report: cpu_s / delivered is the CPU cost
   // of a frame, to set beside a peer's.
