@@ -69,10 +69,27 @@ bool shows_rate(const StageReport& s) { return s.items_per_s && s.utilization >=
 
 bool shows_mb_rate(const StageReport& s) { return shows_rate(s) && s.mb_per_s && s.bytes > 0; }
 
+namespace {
+// Which intervals count for the scale: those as long as the timeline's
+// interval (within the monitor's rounding; ticks come late, never early),
+// or all when none is.
+std::vector<bool> scaled_intervals(const Timeline& t) {
+  std::vector<bool> full;
+  double t0 = 0;
+  for (const auto& k : t.ticks) {
+    full.push_back(t.interval_s <= 0 || k.t_s - t0 >= 0.9 * t.interval_s);
+    t0 = k.t_s;
+  }
+  if (std::find(full.begin(), full.end(), true) == full.end()) full.assign(full.size(), true);
+  return full;
+}
+}  // namespace
+
 Lanes lane_rates(const Report& r) {
   Lanes l;
   const auto& ticks = r.timeline.ticks;
   const double per_batch = r.batches ? static_cast<double>(r.inputs.delivered) / r.batches : 1;
+  const std::vector<bool> scaled = scaled_intervals(r.timeline);
   for (std::size_t j = 0; j < r.timeline.stages.size(); ++j) {
     const bool batches = j < r.stages.size() && r.stages[j].unit == "batches";
     std::vector<double>& lane = l.rates.emplace_back();
@@ -86,13 +103,16 @@ Lanes lane_rates(const Report& r) {
       t0 = k.t_s;
       n0 = n;
     }
+    double top = 0;
+    for (std::size_t i = 0; i < lane.size(); ++i)
+      if (scaled[i]) top = std::max(top, lane[i]);
+    l.tops.push_back(top);
   }
   // The scale: the lanes of stages whose rate the page shows (a stage that
   // only hands paths out would flatten every other lane), else all lanes.
   for (const bool shown_only : {true, false}) {
-    for (std::size_t j = 0; j < l.rates.size(); ++j)
-      if (!shown_only || j >= r.stages.size() || shows_rate(r.stages[j]))
-        for (const double v : l.rates[j]) l.peak = std::max(l.peak, v);
+    for (std::size_t j = 0; j < l.tops.size(); ++j)
+      if (!shown_only || j >= r.stages.size() || shows_rate(r.stages[j])) l.peak = std::max(l.peak, l.tops[j]);
     if (l.peak > 0) break;
   }
   return l;
@@ -180,7 +200,8 @@ void timeline_sections(const Report& r, std::ostream& os) {
   chart(r, os, "chart-lanes",
         fmt::format("Samples per second between ticks (every {:.2g} s; lanes that count batches at the run's "
                     "samples per batch), every lane on one scale: {}/s at the top, the highest rate of the stages that "
-                    "show one.",
+                    "show one. The last interval, cut short by the run's end, is left out of the scale (clipped "
+                    "there): a few items over a short time make a rate no stage sustained.",
                     r.timeline.interval_s, number(report_html::lane_rates(r).peak))
             .c_str());
   os << "</section>\n<section id=\"ring\"><h2>Staging ring occupancy</h2>\n";
@@ -315,7 +336,8 @@ std::string page_data(const Report& r) {
   nlohmann::json j = nlohmann::json::parse(r.to_json(-1));
   j.erase("batch_records");
   const report_html::Lanes lanes = report_html::lane_rates(r);
-  j["lanes"] = {{"rates", lanes.rates}, {"peak", lanes.peak}};
+  j["lanes"] = {{"rates", lanes.rates}, {"tops", lanes.tops}, {"peak", lanes.peak},
+                {"height_px", report_html::kLaneHeightPx}};
   return report_html::script_safe_json(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 

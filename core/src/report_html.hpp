@@ -45,14 +45,22 @@ bool shows_rate(const StageReport& s);
 bool shows_mb_rate(const StageReport& s);
 
 // The throughput lanes on one scale, so lanes compare: per stage (the
-// timeline's lanes), samples per second between ticks (a lane that counts
-// batches is converted at the run's samples per batch), and the scale every
-// lane is drawn against (clipped there): the highest rate of the lanes whose
-// stage's rate the page shows (shows_rate), or of all lanes when none.
+// timeline's lanes), samples per second between ticks, each interval over
+// its own length (a lane that counts batches is converted at the run's
+// samples per batch), and the scale every lane is drawn against (clipped
+// there): the highest rate of the lanes whose stage's rate the page shows
+// (shows_rate), or of all lanes when none. Intervals shorter than the
+// timeline's (the last one, cut short by the run's end) are drawn but left
+// out of the scale and of each lane's top: a few items counted over a short
+// time make a rate no stage sustained. A run with no full interval scales on
+// the short ones.
 struct Lanes {
   std::vector<std::vector<double>> rates;  // [lane][interval]; interval i ends at ticks[i]
+  std::vector<double> tops;                // [lane]: its highest rate, as the scale counts them
   double peak = 0;
 };
 Lanes lane_rates(const Report& r);
+// How tall the page draws each throughput lane, in CSS pixels.
+inline constexpr int kLaneHeightPx = 64;
 
 }  // namespace imgpipe::report_html

@@ -114,15 +114,15 @@ const char* const kScript = R"JS(
   }
 
   // One lane per stage: samples per second between ticks (data.lanes,
-  // Report::to_html), every lane against the same peak so lanes compare.
+  // Report::to_html), every lane against the same peak so lanes compare;
+  // a lane's top (and the peak) leave out the last, short interval.
   function drawLanes(data) {
-    var t = ticks(data), lanes = data.timeline.stages, lane = 34, end = t[t.length - 1].t_s || 1e-3;
+    var t = ticks(data), lanes = data.timeline.stages, lane = data.lanes.height_px, end = t[t.length - 1].t_s || 1e-3;
     var s = svg("chart-lanes", lanes.length * lane + 26), plot = W - LEFT - RIGHT, peak = data.lanes.peak;
     lanes.forEach(function (name, j) {
-      var rates = data.lanes.rates[j], top = 0;
+      var rates = data.lanes.rates[j], top = data.lanes.tops[j];
       var y0 = j * lane, base = y0 + lane - 4, h = lane - 8, d = "M" + LEFT + " " + base;
       for (var k = 0; k < rates.length; k++) {
-        if (rates[k] > top) top = rates[k];
         var y = base - (peak > 0 ? h * Math.min(rates[k], peak) / peak : 0);
         d += " L" + (LEFT + plot * t[k].t_s / end).toFixed(1) + " " + y.toFixed(1) +
              " L" + (LEFT + plot * t[k + 1].t_s / end).toFixed(1) + " " + y.toFixed(1);

@@ -235,6 +235,10 @@ TEST_CASE("report html: the page renders in headless Chromium without a console 
   CHECK(stages >= 9);
   CHECK(occurrences(r.dom, "class=\"bar\"") == stages);
   CHECK(occurrences(r.dom, "class=\"lane\"") == stages);
+  // Lanes tall enough to read (at least 60 px each).
+  std::smatch lanes_svg;
+  REQUIRE(std::regex_search(r.dom, lanes_svg, std::regex("id=\"chart-lanes\"><svg[^>]* height=\"([0-9]+)\"")));
+  CHECK(std::stoul(lanes_svg[1].str()) >= 60 * stages);
   CHECK(occurrences(r.dom, "class=\"series\"") == 4);
   // The failed input, as text: one row for its 3 failures, the reason counted.
   CHECK(contains(r.dom, "Failed inputs (3 from 1 path)"));

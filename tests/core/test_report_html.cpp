@@ -322,3 +322,51 @@ TEST_CASE("report html: a video line with the files and frames per route and eac
   CHECK(contains(page, "<tr><td>video cpu</td><td>1</td><td>170 frames</td>"));
   CHECK(contains(page, "<tr><td>video nvdec</td><td>1</td><td>30 frames</td>"));
 }
+
+TEST_CASE("report html: the last interval, cut short by the run's end, is drawn but left out of the scale") {
+  using imgpipe::report_html::lane_rates;
+  Report r;
+  r.inputs.delivered = 96;
+  r.batches = 12;  // 8 samples per batch
+  imgpipe::StageReport decode, sink;
+  decode.name = "decode";
+  decode.utilization = 0.5;
+  decode.items_per_s = 100;
+  sink.name = "sink";
+  sink.unit = "batches";
+  sink.utilization = 0.1;
+  sink.items_per_s = 110;
+  r.stages = {decode, sink};
+  r.timeline.interval_s = 0.1;
+  r.timeline.stages = {"decode", "sink"};
+  // 10 samples (about a batch) each 0.1 s, then the final tick 0.01 s later: the last batches in it.
+  for (const auto& [t, items] : std::vector<std::pair<double, std::vector<std::uint64_t>>>{
+           {0.1, {10, 1}}, {0.2, {20, 2}}, {0.3, {30, 4}}, {0.4, {40, 5}}, {0.41, {42, 7}}}) {
+    imgpipe::Timeline::Tick k;
+    k.t_s = t;
+    k.items = items;
+    r.timeline.ticks.push_back(k);
+  }
+  const auto l = lane_rates(r);
+  REQUIRE(l.rates.size() == 2);
+  REQUIRE(l.rates[1].size() == 5);
+  // Each interval over its own length: the short one's rates are drawn as they are.
+  CHECK(l.rates[0][4] == doctest::Approx(200));   // 2 samples in 0.01 s
+  CHECK(l.rates[1][4] == doctest::Approx(1600));  // 2 batches of 8 in 0.01 s
+  CHECK(l.rates[1][2] == doctest::Approx(160));
+  // The scale and each lane's top come from the full intervals only.
+  REQUIRE(l.tops.size() == 2);
+  CHECK(l.tops[0] == doctest::Approx(100));
+  CHECK(l.tops[1] == doctest::Approx(160));
+  CHECK(l.peak == doctest::Approx(160));
+  // A run shorter than one interval has only its short tick: that is the scale.
+  r.timeline.ticks = {r.timeline.ticks.back()};
+  r.timeline.ticks[0].t_s = 0.05;
+  CHECK(lane_rates(r).peak == doctest::Approx(7 * 8 / 0.05));  // the sink's 7 batches
+  // The page's data carries the tops and the lanes' height, which is readable.
+  r.timeline.ticks[0].t_s = 0.41;
+  const nlohmann::json j = nlohmann::json::parse(page_data(r.to_html()));
+  CHECK(j["lanes"]["tops"].size() == 2);
+  CHECK(j["lanes"]["height_px"].get<int>() >= 60);
+  CHECK(contains(r.to_html(), "left out of the scale"));
+}
