@@ -109,8 +109,10 @@ int BatchResources::room_of(std::size_t capacity) const noexcept {
 }
 
 void BatchResources::replace(gpu::DeviceBuffer& buffer, int device, std::size_t bytes) {
-  // The thread keeps its device (the packer's may be the caller's thread).
-  const gpu::CurrentDeviceGuard keep;
+  // The thread keeps its device (the packer's may be the caller's thread);
+  // no CUDA call at all on the host backend.
+  std::optional<gpu::CurrentDeviceGuard> keep;
+  if (device >= 0) keep.emplace();
   std::atomic<std::size_t>& count = device >= 0 ? device_bytes_ : host_buffer_bytes_;
   // The old one goes first: nothing in it is wanted (make_room), and a
   // growing slot then never holds both. A throw leaves the buffer empty

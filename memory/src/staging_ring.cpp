@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include <spdlog/logger.h>
@@ -176,8 +177,10 @@ SlotWriter StagingRing::grow(int slot, std::size_t bytes) {
   if (bytes > s.capacity) {
     if (zero_copy_) throw std::logic_error("StagingRing::grow: a zero-copy slot is one mapped block");
     // Page-locked memory of the ring's device's context (the holder's thread
-    // may have another current), as the constructor's.
-    const gpu::CurrentDeviceGuard on(chain_->options().device);
+    // may have another current), as the constructor's; no CUDA call at all
+    // on the host backend.
+    std::optional<gpu::CurrentDeviceGuard> on;
+    if (chain_->options().device >= 0) on.emplace(chain_->options().device);
     std::size_t target = s.count == 0 ? initial_bytes_ : s.capacity > slot_bytes_ / 2 ? slot_bytes_ : 2 * s.capacity;
     target = std::min(std::max(target, bytes), slot_bytes_);
     if (s.count == kMaxChunks - 1) target = slot_bytes_;
