@@ -44,6 +44,8 @@ class Demuxer {
   // av_read_frame's result (AVERROR_EOF: the file ends there).
   int peek();
   void drop_peeked() noexcept;
+  // The packet peek() read (null when none is kept).
+  const AVPacket* peeked() const noexcept { return have_ahead_ ? ahead_ : nullptr; }
 
   // What the demuxer logged first while it read (since the file was opened
   // or clear_skipped()): the data it skipped. Empty: nothing.

@@ -60,8 +60,22 @@ struct VideoFile::Impl {
   std::int64_t last_pts = AV_NOPTS_VALUE;  // of the frame delivered last
   // After relocate(): frames decoded again are dropped until the one
   // delivered last has come again (`overlap`), or by count from the start.
-  enum class Resync { none, overlap, count } resync = Resync::none;
+  // After seek(): frames shown before `target_pts` are dropped (`target`).
+  enum class Resync { none, overlap, count, target } resync = Resync::none;
   std::int64_t skip = 0;  // Resync::count: frames still to drop
+  std::int64_t target_pts = AV_NOPTS_VALUE;  // Resync::target: the frame seek() asked for
+  std::unique_ptr<FrameIndex> findex;        // built by the first seek()
+  // Since a seek the frames are checked against the index: the keyframe
+  // decoding started from (the index's keys), -1 from the file's start. A
+  // decoder may drop, without a word, frames decoded from a keyframe that
+  // does not reset it (an H.264 I-frame that is not an IDR): a frame the
+  // index lists that does not come out is decoded again from the keyframe
+  // before, and finally from the start.
+  std::int64_t seek_key = -1;
+  bool seeked = false;
+  // Packets the container marks to be discarded (an MP4 edit list's cut):
+  // decoded, never shown, yet in the frame count the container declares.
+  std::int64_t discarded = 0;
   bool relocated = false;
   // Damage found while reading or decoding: the reason, and the presentation
   // time from which frames are not whole (INT64_MIN: no frame drained after
@@ -151,6 +165,23 @@ struct VideoFile::Impl {
   }
   bool relocate();
   bool restart(Resync how, int threads = 1, const std::string& why = {});
+  bool seek(std::int64_t index);
+  const FrameIndex& frame_index() {
+    if (!findex) {
+      Demuxer scan(path);
+      findex = std::make_unique<FrameIndex>(FrameIndex::scan(scan));
+    }
+    return *findex;
+  }
+  bool landed_on(const FrameIndex::Key& key);
+  bool missed(const Decoded& d) const noexcept {
+    return seeked && d.pts != AV_NOPTS_VALUE && static_cast<std::size_t>(frames) < findex->size() &&
+           d.pts != findex->pts[static_cast<std::size_t>(frames)];
+  }
+  bool missing_tail() const noexcept {
+    return seeked && damage.empty() && static_cast<std::size_t>(frames) < findex->size();
+  }
+  bool decode_again_earlier();
   // A libavcodec decoder from the keyframe before the frame delivered last
   // (from the start when the container cannot seek there, or nothing was
   // delivered): restart()'s overlap, else its count.
@@ -241,8 +272,14 @@ bool VideoFile::Impl::relocate() {
 bool VideoFile::Impl::restart(Resync how, int with_threads, const std::string& why) {
   if (how == Resync::overlap) {
     if (!demux->seek_before(last_pts)) return false;
+  } else if (how == Resync::target) {
+    const FrameIndex::Key& key = findex->keys.at(static_cast<std::size_t>(seek_key));
+    demux->drop_peeked();
+    if (!demux->seek_before(key.dts != INT64_MIN ? key.dts : key.pts) || !landed_on(key)) return false;
   } else if (!demux->reopen()) {  // from the start
     return false;
+  } else {
+    discarded = 0;  // read again
   }
   try {
     auto lib = std::make_unique<LibavDecoder>(demux->stream(), demux->decoder(), with_threads, frame_pool);
@@ -260,10 +297,56 @@ bool VideoFile::Impl::restart(Resync how, int with_threads, const std::string& w
   demux->clear_skipped();
   crc_drain = false;
   draining = drained = false;
-  demux->drop_peeked();
+  if (how != Resync::target) demux->drop_peeked();  // a seek keeps the packet it checked (landed_on)
   resync = how;
   skip = frames;
   return true;
+}
+
+// The packet a seek landed on is `key` itself (the same position, or the
+// same presentation time where positions are unknown): it stays peeked, the
+// first read after the seek.
+bool VideoFile::Impl::landed_on(const FrameIndex::Key& key) {
+  if (demux->peek() < 0) return false;
+  const AVPacket* p = demux->peeked();
+  if ((p->flags & AV_PKT_FLAG_KEY) == 0) return false;
+  if (key.pos >= 0 && p->pos >= 0) return p->pos == key.pos;
+  return (p->pts != AV_NOPTS_VALUE ? p->pts : p->dts) == key.pts;
+}
+
+// The frame the index lists next did not come out: decode again, from the
+// keyframe before the one decoding started at (from the start after the first).
+bool VideoFile::Impl::decode_again_earlier() {
+  if (resync == Resync::count || seek_key < 0) return false;  // from the start already: as it decodes
+  target_pts = findex->pts[static_cast<std::size_t>(frames)];
+  seek_key = std::min<std::int64_t>(seek_key, findex->key_of[static_cast<std::size_t>(frames)]) - 1;
+  if (seek_key >= 0 && restart(Resync::target, threads)) return true;
+  seek_key = -1;
+  return restart(Resync::count, threads);
+}
+
+bool VideoFile::Impl::seek(std::int64_t index) {
+  const FrameIndex& x = frame_index();
+  // What the file's frames so far found is forgotten: the frames from `index` on are judged afresh.
+  done = Next::frame;
+  error.clear();
+  damage.clear();
+  damage_pts = AV_NOPTS_VALUE;
+  damage_seq = INT64_MAX;
+  relocated = false;
+  last_pts = AV_NOPTS_VALUE;
+  if (index < 0 || static_cast<std::size_t>(index) >= x.size()) {
+    frames = covered = static_cast<std::int64_t>(x.size());
+    done = Next::end;
+    return false;
+  }
+  frames = covered = index;
+  target_pts = x.pts[static_cast<std::size_t>(index)];
+  seek_key = x.key_of[static_cast<std::size_t>(index)];
+  seeked = true;
+  if (restart(Resync::target, threads) || restart(Resync::count, threads)) return true;
+  broken(fmt::format("the decoder cannot start again at frame {}", index));
+  return false;
 }
 
 bool VideoFile::Impl::seen_before(const Decoded& d) {
@@ -275,6 +358,15 @@ bool VideoFile::Impl::seen_before(const Decoded& d) {
         return false;
       }
       --skip;
+      return true;
+    case Resync::target:
+      if (d.pts == target_pts) {  // the frame seek() asked for
+        resync = Resync::none;
+        return false;
+      }
+      // Shown after it, or no time to tell: the seek is not where the index
+      // says (a container's odd timestamps); from the start, by count.
+      if (!restart(Resync::count, threads)) damaged("the decoder lost its place in the file", INT64_MIN);
       return true;
     case Resync::overlap:
       if (d.pts != AV_NOPTS_VALUE && d.pts < last_pts) return true;
@@ -294,7 +386,11 @@ bool VideoFile::Impl::seen_before(const Decoded& d) {
 VideoFile::Next VideoFile::Impl::finish() {
   if (!damage.empty()) return broken(fmt::format("damaged data at frame {}: {}", frames, damage));
   if (frames == 0) return broken("no frame could be decoded");
-  if (std::string why = truncation(info, frames, covered, ts_cut); !why.empty()) return broken(std::move(why));
+  // The declared count holds the frames an edit list cuts: the index's count
+  // of them since a seek (the frames before it were not read), else those read.
+  const std::int64_t cut = seeked ? static_cast<std::int64_t>(findex->discarded) : discarded;
+  if (std::string why = truncation(info, frames + cut, covered + cut, ts_cut); !why.empty())
+    return broken(std::move(why));
   done = Next::end;
   return done;
 }
@@ -319,9 +415,14 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
   for (;;) {
     // Once damage is found, frames wait for the drain: it tells which are missing.
     if (!held.empty() && (drained || (held.size() > hold && damage.empty() && decoded_before_out(held.front()) &&
-                                      !suspect(held.front()))))
+                                      !suspect(held.front())))) {
+      if (missed(held.front()) && decode_again_earlier()) continue;
       return deliver(out);
-    if (drained) return finish();
+    }
+    if (drained) {
+      if (missing_tail() && decode_again_earlier()) continue;
+      return finish();
+    }
     Decoded d;
     const int r = dec->receive(d);
     if (r == 0) {
@@ -330,6 +431,7 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
       on_drained();
     } else if (r != AVERROR(EAGAIN)) {
       if (r == AVERROR(ENOMEM) && leave_nvdec()) continue;
+      if (resync == Resync::target) continue;  // a frame before a seek's target (send_packet)
       // Frame threading reports a packet's damage when its frame is due.
       decoder_damage(dec->reason(r), INT64_MIN);
     } else if (draining) {
@@ -352,6 +454,9 @@ void VideoFile::Impl::take(Decoded d) {
       pending.erase(it);
     }
   }
+  // Before the frame a seek asked for: dropped, whatever the decoder says of
+  // it (an open GOP's leading frames lack their references after a seek).
+  if (resync == Resync::target && pts != AV_NOPTS_VALUE && pts < target_pts) return;
   // Shown at or after the damage: the drain goes on, nothing more is delivered.
   if (after_damage(d)) return;
   if (!d.damage.empty()) {
@@ -452,6 +557,7 @@ void VideoFile::Impl::demuxer_skipped() {
 // The packet read last to the decoder, noted in `pending`.
 void VideoFile::Impl::send_packet() {
   const std::int64_t pts = pkt->pts;
+  if ((pkt->flags & AV_PKT_FLAG_DISCARD) != 0) ++discarded;
   if (pts != AV_NOPTS_VALUE) pending.push_back({sent, pts});
   if (pkt->dts != AV_NOPTS_VALUE) sent_dts = pkt->dts;
   while (!pending.empty() && pending.front().seq < sent - kReorder) pending.pop_front();
@@ -459,6 +565,10 @@ void VideoFile::Impl::send_packet() {
   const int r = dec->send(pkt);
   av_packet_unref(pkt);
   if (r == AVERROR(ENOMEM) && leave_nvdec()) return;
+  // Before the frame a seek asked for, a packet the decoder rejects is one
+  // of the frames dropped (an open GOP's leading B-frames miss their
+  // references there): the frames from the target on are judged as they come.
+  if (r < 0 && r != AVERROR(EAGAIN) && resync == Resync::target) return;
   // With frame threads the error is an earlier packet's: its place is not known.
   if (r < 0 && r != AVERROR(EAGAIN)) decoder_damage(dec->reason(r), pts);
 }
@@ -477,6 +587,8 @@ int VideoFile::device() const noexcept { return d_->device; }
 const std::string& VideoFile::cpu_reason() const noexcept { return d_->cpu_reason; }
 VideoFile::Next VideoFile::next(std::shared_ptr<VideoFrame>& out) { return d_->next(out); }
 std::int64_t VideoFile::frames() const noexcept { return d_->frames; }
+bool VideoFile::seek(std::int64_t index) { return d_->seek(index); }
+const FrameIndex& VideoFile::frame_index() { return d_->frame_index(); }
 const std::string& VideoFile::error() const noexcept { return d_->error; }
 
 std::string libav_versions() {

@@ -43,6 +43,7 @@
 #include <string>
 
 #include "codecs/video/frame.hpp"
+#include "codecs/video/frame_index.hpp"
 
 namespace imgpipe::memory {
 class FramePool;
@@ -87,6 +88,24 @@ class VideoFile {
   Next next(std::shared_ptr<VideoFrame>& out);
   // Frames returned so far (the index of the next one).
   std::int64_t frames() const noexcept;
+
+  // Frame-accurate seeking (clips): the next frame next() returns is frame
+  // `index` in presentation order, the same frame a sequential decode
+  // returns `index`-th. The file's FrameIndex is built on the first call (one
+  // pass over its packets). Decoding starts at the keyframe the index names
+  // for the frame, where the container's seek lands exactly on it; where it
+  // lands elsewhere (an MPEG-TS file has no index; Matroska's cues may name
+  // an earlier keyframe), decoding starts from the file's start and counts.
+  // Frames before `index` are decoded and dropped, whatever the decoder says
+  // of them (an open GOP's leading frames lack their references there).
+  // Damage found before the seek is forgotten: the file breaks, as
+  // video_file.hpp says, only at damage the frames from `index` on meet.
+  // The CPU route decodes from a seek on (a file NVDEC decoded moves to
+  // libavcodec, as a relocation does). False, with next() at the end, when
+  // the file has no frame `index`.
+  bool seek(std::int64_t index);
+  // The index seek() builds (built here when it was not).
+  const FrameIndex& frame_index();
   const std::string& error() const noexcept;
 
  private:
