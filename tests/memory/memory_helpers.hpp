@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common.hpp"
 #include "kernels/memread.hpp"
 #include "memory/gpu.hpp"
 
@@ -59,6 +60,29 @@ inline std::uint64_t gpu_memread(const void* d_data, std::size_t bytes) {
   gpu::copy_d2h_async(&sum, result.get(), sizeof sum, s);
   s.synchronize();
   return sum;
+}
+
+// The staging ring's suites: the backends a ring is tested on (-1 the host
+// backend, 0 a GPU when there is one), bytes that also change from one 256-byte
+// block to the next (a copy misplaced by a chunk shows), and a device (or
+// host-backend) buffer read back to pageable memory.
+inline std::vector<int> ring_devices() {
+  std::vector<int> v{-1};
+  if (have_gpu()) v.push_back(0);
+  return v;
+}
+
+inline std::vector<unsigned char> ring_pattern(std::size_t n, unsigned seed) {
+  std::vector<unsigned char> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 131 + seed * 17 + (i >> 8)) & 0xff);
+  return v;
+}
+
+inline std::vector<unsigned char> read_back(const gpu::DeviceBuffer& d, std::size_t n, const gpu::Stream& s) {
+  std::vector<unsigned char> h(n);
+  gpu::copy_d2h_async(h.data(), d.get(), n, s);
+  s.synchronize();
+  return h;
 }
 
 }  // namespace imgpipe::test

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "memory_helpers.hpp"
 #include "memory/gpu.hpp"
 #include "memory/staging_ring.hpp"
 
@@ -21,27 +22,11 @@ using imgpipe::memory::SlotWriter;
 using imgpipe::memory::StagingOptions;
 using imgpipe::memory::StagingRing;
 namespace gpu = imgpipe::gpu;
+using imgpipe::test::read_back;
+using imgpipe::test::ring_devices;
+using imgpipe::test::ring_pattern;
 
 namespace {
-
-std::vector<int> ring_devices() {
-  std::vector<int> v{-1};
-  if (imgpipe::test::have_gpu()) v.push_back(0);
-  return v;
-}
-
-std::vector<unsigned char> pattern(std::size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 151 + seed * 29 + (i >> 9)) & 0xff);
-  return v;
-}
-
-std::vector<unsigned char> read_back(const gpu::DeviceBuffer& d, std::size_t n, const gpu::Stream& s) {
-  std::vector<unsigned char> h(n);
-  gpu::copy_d2h_async(h.data(), d.get(), n, s);
-  s.synchronize();
-  return h;
-}
 
 StagingOptions growing(int dev, std::size_t initial, std::size_t most, int slots = 3, int made = 1) {
   StagingOptions o;
@@ -67,7 +52,7 @@ TEST_CASE("staging growth: a slot made small grows for its holder, keeps what wa
     CHECK(ring.staged_bytes() == initial);
     CHECK(ring.stats().misses == 1);
 
-    const auto a = pattern(most, 1);
+    const auto a = ring_pattern(most, 1);
     SlotWriter w = ring.acquire();
     REQUIRE(w.slot() == 0);
     CHECK(w.capacity() == initial);

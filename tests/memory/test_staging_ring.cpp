@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "memory_helpers.hpp"
 #include "memory/fault_injection.hpp"
 #include "memory/gpu.hpp"
 #include "memory/staging_ring.hpp"
@@ -26,6 +27,9 @@ using imgpipe::StagingMemory;
 using imgpipe::memory::SlotWriter;
 using imgpipe::memory::StagingRing;
 namespace gpu = imgpipe::gpu;
+using imgpipe::test::read_back;
+using imgpipe::test::ring_devices;
+using imgpipe::test::ring_pattern;
 
 // ---- The CPU never reads a slot: the writer offers no read access. --------
 namespace {
@@ -96,26 +100,6 @@ TEST_CASE("staging ring: a device address offers offsets, comparison, a null che
 
 namespace {
 
-std::vector<int> ring_devices() {
-  std::vector<int> v{-1};
-  if (imgpipe::test::have_gpu()) v.push_back(0);
-  return v;
-}
-
-std::vector<unsigned char> pattern(std::size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 131 + seed * 17 + (i >> 8)) & 0xff);
-  return v;
-}
-
-// Device (or host-backend) memory back to the host.
-std::vector<unsigned char> read_back(const gpu::DeviceBuffer& d, std::size_t n, const gpu::Stream& s) {
-  std::vector<unsigned char> h(n);
-  gpu::copy_d2h_async(h.data(), d.get(), n, s);
-  s.synchronize();
-  return h;
-}
-
 void fill(gpu::DeviceBuffer& d, unsigned char value, const gpu::Stream& s) {
   const std::vector<unsigned char> h(d.size(), value);
   gpu::copy_h2d_async(d.get(), h.data(), h.size(), s);
@@ -174,7 +158,7 @@ TEST_CASE("staging ring: writes are bounds-checked") {
     CAPTURE(dev);
     StagingRing ring(dev, 2, 1000, StagingMemory::write_combined);
     SlotWriter w = ring.acquire();
-    const auto src = pattern(2000, 1);
+    const auto src = ring_pattern(2000, 1);
     const std::size_t max = std::numeric_limits<std::size_t>::max();
     CHECK_NOTHROW(w.write(0, src.data(), 1000));
     CHECK_NOTHROW(w.write(999, src.data(), 1));
@@ -207,7 +191,7 @@ TEST_CASE("staging ring: copy_to_device delivers exactly what was written, where
       constexpr std::size_t cap = 4096 + 13;
       gpu::Stream stream(dev);
       StagingRing ring(dev, 2, cap, kind);
-      const auto a = pattern(cap, 1), b = pattern(cap, 2), c = pattern(cap, 3), e = pattern(cap, 4);
+      const auto a = ring_pattern(cap, 1), b = ring_pattern(cap, 2), c = ring_pattern(cap, 3), e = ring_pattern(cap, 4);
 
       SlotWriter w0 = ring.acquire();
       SlotWriter w1 = ring.acquire();
@@ -288,7 +272,7 @@ TEST_CASE("staging ring: device_pointer is the mapped slot in zero-copy mode, re
       CHECK(ring.device_pointer(0) != ring.device_pointer(1));
       gpu::Stream stream(dev);
       SlotWriter w = ring.acquire();
-      const auto src = pattern(4096, 7);
+      const auto src = ring_pattern(4096, 7);
       w.write(0, src.data(), src.size());
       // What the host wrote, read back by the GPU from the mapped address (and an offset into it).
       std::vector<unsigned char> back(4096 - 100);
@@ -334,7 +318,7 @@ TEST_CASE("staging ring: on the host backend acquire never blocks") {
   // Host copies are done when they are enqueued: a released slot is free.
   gpu::Stream stream(-1);
   StagingRing ring(-1, 2, 1 << 20, StagingMemory::write_combined);
-  const auto src = pattern(1 << 20, 9);
+  const auto src = ring_pattern(1 << 20, 9);
   gpu::DeviceBuffer d(-1, 1 << 20);
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 50; ++i) {
@@ -363,7 +347,7 @@ TEST_CASE("staging ring: a slot is reused only after its release event completed
     SlotWriter w1 = ring.acquire();
     REQUIRE(w0.slot() == 0);
     REQUIRE(w1.slot() == 1);
-    const auto src = pattern(1 << 16, 5);
+    const auto src = ring_pattern(1 << 16, 5);
     w0.write(slot - src.size(), src.data(), src.size());
     for (int i = 0; i < copies; ++i) ring.copy_to_device(0, d.get(), slot, stream);
     gpu::Event probe(dev, false);
