@@ -37,6 +37,25 @@ struct StagingRing::Slot {
   bool held = false;  // acquired and not yet released
 };
 
+namespace {
+// Calls f(host, done, n) for each piece of [offset, offset + bytes) of a
+// slot, chunk by chunk in order: `host` the piece's first byte, `done` the
+// bytes of the range before it, `n` its length. Looks at the chunks up to the
+// range's end only.
+template <typename F>
+void for_each_span(const SlotChunk* chunks, std::size_t offset, std::size_t bytes, F&& f) {
+  std::size_t done = 0;
+  for (const SlotChunk* c = chunks; done < bytes; ++c) {
+    if (offset >= c->offset + c->bytes) continue;
+    const std::size_t at = offset - c->offset;
+    const std::size_t n = std::min(bytes - done, c->bytes - at);
+    f(c->host + at, done, n);
+    done += n;
+    offset += n;
+  }
+}
+}  // namespace
+
 void SlotWriter::write(std::size_t offset, const void* src, std::size_t bytes) const {
   if (offset > capacity_ || bytes > capacity_ - offset)
     throw std::out_of_range("staging slot write of " + std::to_string(bytes) + " bytes at offset " +
@@ -46,15 +65,9 @@ void SlotWriter::write(std::size_t offset, const void* src, std::size_t bytes) c
   // chunks up to the range's end are looked at: they existed when this
   // writer was made (the holder may be adding a later one).
   const auto* from = static_cast<const unsigned char*>(src);
-  for (const SlotChunk* c = chunks_; bytes > 0; ++c) {
-    if (offset >= c->offset + c->bytes) continue;
-    const std::size_t at = offset - c->offset;
-    const std::size_t n = std::min(bytes, c->bytes - at);
-    std::memcpy(c->host + at, from, n);
-    from += n;
-    offset += n;
-    bytes -= n;
-  }
+  for_each_span(chunks_, offset, bytes, [&](unsigned char* host, std::size_t done, std::size_t n) {
+    std::memcpy(host, from + done, n);
+  });
 }
 
 namespace {
@@ -255,15 +268,9 @@ void StagingRing::copy_to_device(int slot, std::size_t offset, void* d_dst, std:
   if (offset > s.capacity || bytes > s.capacity - offset)
     throw std::out_of_range("StagingRing::copy_to_device: past the end of the slot");
   auto* to = static_cast<unsigned char*>(d_dst);
-  for (const SlotChunk* c = s.chunks.data(); bytes > 0; ++c) {  // one copy per chunk the range spans
-    if (offset >= c->offset + c->bytes) continue;
-    const std::size_t at = offset - c->offset;
-    const std::size_t n = std::min(bytes, c->bytes - at);
-    gpu::copy_h2d_async(to, c->host + at, n, stream);
-    to += n;
-    offset += n;
-    bytes -= n;
-  }
+  for_each_span(s.chunks.data(), offset, bytes, [&](unsigned char* host, std::size_t done, std::size_t n) {
+    gpu::copy_h2d_async(to + done, host, n, stream);  // one copy per chunk the range spans
+  });
 }
 
 gpu::DeviceAddress StagingRing::device_pointer(int slot) const {
