@@ -88,6 +88,15 @@ class VideoFile {
   Next next(std::shared_ptr<VideoFrame>& out);
   // Frames returned so far (the index of the next one).
   std::int64_t frames() const noexcept;
+  // Frames the decoder put out since the file was opened, delivered or not:
+  // those dropped before a seek's target, those decoded again to place
+  // damage (relocate) or after a seek that missed, an edit list's discarded
+  // frames where the decoder puts them out. Decoded against delivered is
+  // the decode amplification of seeks (the pipeline reports it per route,
+  // device() naming the route). A sequential decode of a whole file gives
+  // decoded() == frames(). Frames a decoder still held when a seek
+  // dropped them never came out, and are not counted.
+  std::int64_t decoded() const noexcept;
 
   // Frame-accurate seeking (clips): the next frame next() returns is frame
   // `index` in presentation order, the same frame a sequential decode
