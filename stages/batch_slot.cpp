@@ -46,6 +46,8 @@ std::unique_ptr<BatchSlot> make_slot(int i, const BatchLayout& l) {
   s->out_sample_bytes = l.out_sample_bytes;
   DeviceBatch& b = s->batch;
   b.shape = l.shape;
+  b.clip_length = l.clip_length;
+  b.clip_layout = l.clip_layout;
   b.dtype = l.dtype;
   b.layout = l.layout;
   b.samples.reserve(l.batch_size);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "imgpipe/batch.hpp"
+#include "imgpipe/config.hpp"
 #include "codecs/image/nvjpeg/jpeg_engines.hpp"
 #include "kernels/resize.hpp"
 #include "memory/gpu.hpp"
@@ -31,6 +32,9 @@ struct DeviceBuffers {
   // the tensor and it was copied to d_input.
   gpu::DeviceBuffer d_output;
   gpu::DeviceBuffer d_checksum;  // 8 bytes
+  // input.video.clips, layout cthw: the tensor with each clip's frames
+  // regrouped by channel (stages/sink.cpp), made when the first such batch comes.
+  gpu::DeviceBuffer d_clips;
   gpu::Event copy_start, copy_end, ready;
   // After the copies of the batch's NVDEC frames that another GPU decoded
   // (Pack, on the upload stream): the kernels wait for it in every transfer
@@ -157,6 +161,11 @@ struct BatchLayout {
   // staging.slots - (held - 1) of them before no more can come.
   int held_batches = 1;
   std::vector<std::int64_t> shape;  // of a full batch
+  // input.video.clips: frames per clip (0: none) and the clip's layout; the
+  // slots hold batch_size frames, clip after clip (T x C x H x W, or
+  // T x H x W x C), and the sink lays out cthw (stages/sink.cpp).
+  int clip_length = 0;
+  ClipLayout clip_layout = ClipLayout::cthw;
   DType dtype = DType::float32;
   Layout layout = Layout::nchw;
 };

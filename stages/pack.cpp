@@ -195,6 +195,8 @@ Tally Pack::run(Work& w) {
   id.input_index = w.sample.seq;
   id.path = w.sample.input->path;  // reuses the string's capacity
   id.frame = w.sample.frame;
+  id.clip = w.sample.clip;
+  id.pts = w.sample.pts;
   id.kind = w.kind == Work::Kind::video_frame ? SampleKind::frame : SampleKind::image;
   id.decoded_on_gpu = w.route != Route::cpu;
   current_->t0[current_->count] = w.sample.t0;

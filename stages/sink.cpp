@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -50,6 +52,37 @@ void Sink::write_npy(const std::string& path, const void* data, std::size_t byte
   if (!out) throw Error("sink: write to '" + path + "' failed (disk full?)");
 }
 
+namespace {
+
+// The slot's clips are T x C x H x W each (frame after frame, as the
+// stages make them); cthw wants C x T x H x W: per clip and channel, its T
+// planes gathered into one run (one strided copy each, on the batch's
+// stream, after its kernels; then `ready` again). N x C copies per batch.
+void regroup_clips(BatchSlot& b) {
+  DeviceBatch& db = b.batch;
+  DeviceBuffers& buf = b.buffers();
+  const auto T = static_cast<std::size_t>(db.clip_length);
+  const std::size_t clips = db.samples.size() / T;
+  constexpr std::size_t C = 3;
+  const std::size_t plane = b.out_sample_bytes / C;  // one channel of one frame
+  if (buf.d_clips.size() < db.bytes) {
+    std::optional<gpu::CurrentDeviceGuard> keep;  // the buffer is made on the batch's device
+    if (db.device >= 0) keep.emplace();
+    buf.d_clips = gpu::DeviceBuffer();
+    buf.d_clips = gpu::DeviceBuffer(db.device, std::max(db.bytes, static_cast<std::size_t>(b.room) * b.out_sample_bytes));
+  }
+  const auto* src = static_cast<const std::uint8_t*>(db.data);
+  auto* dst = static_cast<std::uint8_t*>(buf.d_clips.get());
+  for (std::size_t n = 0; n < clips; ++n)
+    for (std::size_t c = 0; c < C; ++c)
+      gpu::copy_2d_async(dst + ((n * C + c) * T) * plane, plane, src + (n * T * C + c) * plane, C * plane, plane, T,
+                         b.dev->stream);
+  db.data = buf.d_clips.get();
+  if (db.device >= 0) buf.ready.record(b.dev->stream);
+}
+
+}  // namespace
+
 void Sink::fill(BatchSlot& b) const {
   DeviceBatch& db = b.batch;
   // The tensor: the kernels' output (or, in zero-copy mode, the GPU's copy
@@ -60,12 +93,18 @@ void Sink::fill(BatchSlot& b) const {
   if (db.data == nullptr) throw std::logic_error("sink: the batch's tensor is in no buffer of its slot");
   db.device = b.dev->device;
   db.stream = b.dev->stream.get();
-  db.shape[0] = b.count;
-  db.bytes = static_cast<std::size_t>(b.count) * b.out_sample_bytes;
+  // With clips the slot holds whole clips (the source takes a clip's frames
+  // together); a run stopped early may end inside one, which is left out.
+  const int frames = db.clip_length > 0 ? b.count - b.count % db.clip_length : b.count;
+  db.shape[0] = db.clip_length > 0 ? frames / db.clip_length : frames;
+  db.bytes = static_cast<std::size_t>(frames) * b.out_sample_bytes;
   db.index = b.index;
-  db.samples.assign(b.samples.begin(), b.samples.begin() + b.count);
+  db.samples.assign(b.samples.begin(), b.samples.begin() + frames);
+  if (db.clip_length > 0 && db.clip_layout == ClipLayout::cthw) regroup_clips(b);
   db.ready = buf.ready.get();
 }
+
+
 
 std::uint64_t Sink::checksum_on_device(BatchSlot& b) {
   const DeviceBatch& db = b.batch;
@@ -91,14 +130,19 @@ std::uint64_t Sink::dump(BatchSlot& b) {
   own_stats().add_wait(std::chrono::steady_clock::now() - t0);
   write_npy((std::filesystem::path(folder_) / fmt::format("batch_{:06d}.npy", b.index)).string(),
             host_copy_.data(), db.bytes, db.dtype, db.shape);
-  for (int i = 0; i < b.count; ++i) {
+  for (std::size_t i = 0; i < db.samples.size(); ++i) {
     const SampleId& s = db.samples[i];
-    manifest_ << nlohmann::json{{"batch", b.index}, {"index", i}, {"input_index", s.input_index},
-                                {"path", s.path}, {"frame", s.frame},
-                                {"route", s.decoded_on_gpu ? "gpu" : "cpu"}, {"label", s.label},
-                                {"geometry", geometry_json(s.geometry)}}
-                     .dump()
-              << '\n';
+    nlohmann::json line{{"batch", b.index}, {"index", i}, {"input_index", s.input_index},
+                        {"path", s.path}, {"frame", s.frame},
+                        {"route", s.decoded_on_gpu ? "gpu" : "cpu"}, {"label", s.label},
+                        {"geometry", geometry_json(s.geometry)}};
+    if (db.clip_length > 0) {  // a clip's frame: index is the clip's place in the batch, clip_frame the frame's in it
+      line["index"] = i / static_cast<std::size_t>(db.clip_length);
+      line["clip"] = s.clip;
+      line["clip_frame"] = i % static_cast<std::size_t>(db.clip_length);
+    }
+    if (!std::isnan(s.pts)) line["pts"] = s.pts;
+    manifest_ << line.dump() << '\n';
   }
   manifest_.flush();
   if (!manifest_) throw Error("sink: write to '" + folder_ + "/manifest.jsonl' failed (disk full?)");
@@ -129,10 +173,12 @@ Tally Sink::deliver(BatchSlot& b) {
     release();
     return {0, 0};
   }
-  const auto frames = static_cast<std::uint64_t>(std::count_if(
-      b.samples.begin(), b.samples.begin() + b.count, [](const SampleId& s) { return s.kind == SampleKind::frame; }));
+  std::uint64_t frames = 0, samples = 0;  // what the batch delivers: frames among its samples (clips: theirs)
   try {
     fill(b);
+    frames = static_cast<std::uint64_t>(std::count_if(b.batch.samples.begin(), b.batch.samples.end(),
+                                                      [](const SampleId& s) { return s.kind == SampleKind::frame; }));
+    samples = b.batch.size();
     const BatchRecord rec{b.index, static_cast<std::uint64_t>(b.count),
                           cfg_.type == SinkType::discard ? checksum_on_device(b) : dump(b)};
     // Both waited for the batch's GPU work: it is ready now.
@@ -142,10 +188,9 @@ Tally Sink::deliver(BatchSlot& b) {
     if (callback_) callback_(b.batch);
     records_.push_back(rec);
     if (handoff_) {
-      const int count = b.count;  // read before: once handed over, the slot may be reused at once
-      const std::size_t bytes = b.batch.bytes;
+      const std::size_t bytes = b.batch.bytes;  // read before: once handed over, the slot may be reused at once
       handoff_(b);  // the slot is the hand-off's now
-      delivered_ += count;
+      delivered_ += samples;
       delivered_frames_ += frames;
       return {1, bytes};
     }
@@ -158,10 +203,9 @@ Tally Sink::deliver(BatchSlot& b) {
     throw;
   }
   // Read before the release: the packer may take the slot again at once.
-  const int count = b.count;
   const std::size_t bytes = b.batch.bytes;
   release();
-  delivered_ += count;
+  delivered_ += samples;
   delivered_frames_ += frames;
   return {1, bytes};
 }

@@ -44,6 +44,7 @@ class Sink : public Stage<Sink, Takes::batches> {
   // releasing its slot after it (also when the callback throws).
   Tally run(Work& w);
 
+  // Samples delivered: images and frames, or clips (DeviceBatch::size()).
   std::uint64_t delivered() const noexcept { return delivered_; }
   // Of those, the video frames (SampleKind::frame); the others are images.
   std::uint64_t delivered_frames() const noexcept { return delivered_frames_; }

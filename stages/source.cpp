@@ -26,7 +26,7 @@ class Waiting {
 
 Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, int threads,
                const std::atomic<bool>& stop, LiveOptions live, codecs::VideoRouter* router,
-               std::shared_ptr<memory::FramePool> frames)
+               std::shared_ptr<memory::FramePool> frames, std::uint64_t seed, std::uint64_t epoch)
     : items_(items), stop_(stop), live_(std::move(live)) {
   live_.batch_size = std::max(1, live_.batch_size);
   threads = std::max(1, threads);
@@ -41,6 +41,10 @@ Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, in
   video_decode_ = std::make_shared<VideoDecodeStats>();
   VideoOptions opts{video.start,  video.stride, video.max_frames,  {video.open_timeout_s, video.read_timeout_s},
                     video_threads_, router,     std::move(frames), video_decode_};
+  opts.clips = video.clips;
+  opts.seed = seed;
+  opts.epoch = epoch;
+  clip_length_ = video.clips.length;
   // Open beside the videos in turn a few more, so that the next one's header
   // is read before its turn comes.
   const int ahead = interleave_ + std::max(2, threads / 4);
@@ -124,12 +128,17 @@ void Source::take_frame(Work& w) {
   px.video_rotation = frame_.rotation;
   px.video_flip = frame_.flip;
   frame_.yuv.reset();
+  w.sample.clip = frame_.clip;
+  w.sample.clip_frame = frame_.clip_frame;
+  w.sample.pts = frame_.pts;
+  clip_left_ = frame_.clip >= 0 ? clip_length_ - 1 - frame_.clip_frame : 0;
   // The frame's bytes are the decoder's (VideoDecodeStats); px.decoded keeps
   // the Work's buffer, which the decode stage converts a file's frame into.
   if (!px.video) std::swap(px.decoded, frame_.bgr);  // frame_.bgr now holds the Work's spent buffer, recycled by the live reader
 }
 
 void Source::finish_video(std::size_t item) {
+  clip_left_ = 0;
   {
     const Waiting waiting(starved_);  // for its reader to close the decoder and end
     videos_->release(item);

@@ -29,6 +29,8 @@ namespace imgpipe::stages {
 // `sample.frame`. Consecutive video files in the list (input.video.interleave
 // of them at once; a finished one's place goes to the next video in the list)
 // decode at once on their own threads (a VideoPrefetcher), their frames taken
+// (with input.video.clips, a clip's frames one after another, never
+// interleaved with another video's: the batch holds whole clips)
 // as input.video.order says: `ready`, the next frame of any of them that has
 // one queued, scanning from the video after the last one taken (none starves;
 // the source waits only while none has a frame); `turns`, one frame of each
@@ -59,10 +61,11 @@ class Source {
   // `router` (may be null: every video file on the CPU) picks each video
   // file's decoder; it must outlive the source. `frames` (may be null):
   // where the CPU video decoder decodes the video files' frames
-  // (VideoOptions::frames).
+  // (VideoOptions::frames). `seed` and `epoch`: input.video.clips' draws
+  // (transform.seed, the run's epoch).
   Source(const std::vector<InputItem>& items, const VideoConfig& video, int threads, const std::atomic<bool>& stop,
          LiveOptions live = {}, codecs::VideoRouter* router = nullptr,
-         std::shared_ptr<memory::FramePool> frames = nullptr);
+         std::shared_ptr<memory::FramePool> frames = nullptr, std::uint64_t seed = 0, std::uint64_t epoch = 0);
   ~Source();
   Source(const Source&) = delete;
   Source& operator=(const Source&) = delete;
@@ -86,7 +89,7 @@ class Source {
       if (active_.empty() && items_[next_].video) start_videos();
       std::size_t item = active_.empty() ? next_ : active_[turn_];
       Step step = Step::image;
-      if (ready_ && !active_.empty()) {
+      if (ready_ && !active_.empty() && clip_left_ == 0) {  // a clip's frames come from its video alone
         step = ready_step(item);  // picks the video, turn_ at it
         if (step == Step::end) continue;
         fault::check("source", item);
@@ -102,7 +105,7 @@ class Source {
       if (step == Step::frame) {
         w->sample.frame = frame_index_;
         take_frame(*w);
-        turn_ = (turn_ + 1) % active_.size();  // the next video's turn
+        if (clip_left_ == 0) turn_ = (turn_ + 1) % active_.size();  // the next video's turn
       } else if (step == Step::failure) {
         w->sample.error = std::move(failure_);
         w->sample.frame = failure_frame_;
@@ -209,6 +212,8 @@ class Source {
   bool done_ = false;
   VideoPayload frame_;      // the frame taken from the reader, or a spent buffer for it
   std::int64_t frame_index_ = -1;
+  int clip_length_ = 0;  // input.video.clips.length (0: frames)
+  int clip_left_ = 0;    // frames of the clip taken last still to come from its video
   std::string failure_;
   std::int64_t failure_frame_ = -1;
   LiveOptions live_;

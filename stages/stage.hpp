@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,7 +90,16 @@ struct Sample {
   std::uint64_t seq = 0;             // position in the input list
   const InputItem* input = nullptr;  // null on the flush token
   std::int64_t frame = -1;           // frame index within a video; -1 for still images
-  std::string error;                 // non-empty: this input failed, with the reason
+  // input.video.clips: the clip (its number in the video's plan), the
+  // frame's place in it; the frame's presentation time in seconds (NaN: unknown).
+  std::int64_t clip = -1;
+  int clip_frame = 0;
+  double pts = std::numeric_limits<double>::quiet_NaN();
+  std::string error;
+  // The frame key of the sample's random augmentations (imgpipe/augment.hpp):
+  // its frame, or, for a clip's frame, the clip's own (-3 - clip), so that a
+  // clip's frames share one crop and flip.
+  std::int64_t draw_key() const noexcept { return clip >= 0 ? -3 - clip : frame; }                 // non-empty: this input failed, with the reason
   // When the source handed it out (a pushed item: when push() took it): the
   // start of the sample's latency (Report::latency).
   std::chrono::steady_clock::time_point t0;
@@ -184,6 +194,9 @@ struct Work {
     sample.seq = seq;
     sample.input = in;
     sample.frame = in ? in->frame : -1;
+    sample.clip = -1;
+    sample.clip_frame = 0;
+    sample.pts = std::numeric_limits<double>::quiet_NaN();
     sample.error.clear();
     sample.t0 = std::chrono::steady_clock::now();
     preloaded = false;

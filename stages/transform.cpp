@@ -130,7 +130,7 @@ Tally Transform::run(Work& w) const {
     }
     // The GPU converts it: flips, but no box (the run plan resizes on the
     // CPU when random_crop meets videos).
-    const std::optional<Augment> a = augment_of(cfg_, epoch_, w.sample.input ? w.sample.input->id : 0, w.sample.frame, g,
+    const std::optional<Augment> a = augment_of(cfg_, epoch_, w.sample.input ? w.sample.input->id : 0, w.sample.draw_key(), g,
                                                 img.width, img.height);
     if (a && cfg_.resize.boxed())
       throw std::logic_error("transform: a boxed resize of a YUV frame (the plan resizes such runs on the CPU)");
@@ -152,7 +152,7 @@ Tally Transform::run(Work& w) const {
   // The same placement whichever side resizes (kernels::placement).
   SampleGeometry& g = w.sample.geometry;
   const std::optional<Augment> drawn = augment_of(cfg_, epoch_, w.sample.input ? w.sample.input->id : 0,
-                                                  w.sample.frame, g, px.decoded.cols, px.decoded.rows);
+                                                  w.sample.draw_key(), g, px.decoded.cols, px.decoded.rows);
   complete_geometry(g, px.decoded.cols, px.decoded.rows, cfg_.resize, drawn ? &*drawn : nullptr);
   g.epoch = epoch_;
   // The box in the decoded frame, which starts at the original's (origin_x,

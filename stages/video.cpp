@@ -18,6 +18,7 @@
 
 #include "imgpipe/log.hpp"
 #include "native_logs.hpp"
+#include "video_state.hpp"
 
 namespace imgpipe::stages {
 
@@ -37,55 +38,6 @@ bool is_video_path(const std::string& path) {
   std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return std::tolower(c); });
   return std::find(exts.begin(), exts.end(), e) != exts.end();
 }
-
-// Everything the reader thread touches. Shared with the thread, so that a
-// live input's thread stuck in a read can be detached and finish on its own.
-struct VideoReader::State {
-  State(std::string p, VideoOptions o, std::size_t d, std::shared_ptr<VideoNotifier> n)
-      : path(std::move(p)), opts(o), depth(std::max<std::size_t>(d, 1)), live(is_live_input(path)),
-        camera(is_camera(path)), notify(std::move(n)) {}
-
-  struct Pending {
-    cv::Mat frame;
-    std::int64_t index = -1;  // -1: none
-  };
-  using clock = std::chrono::steady_clock;
-
-  void run();
-  void read_file(std::int64_t& index);
-  void read_frames(cv::VideoCapture& cap, std::int64_t& index);
-  bool wait_for_room(bool wanted, cv::Mat& frame);
-  void end_of_stream(std::int64_t index, std::int64_t expected, std::int64_t covered, bool stalled, Pending& pending);
-  void publish(Pending& p);
-  bool take(VideoPayload& out, std::int64_t& index);  // the queue's first frame, with m held
-  void finish(std::string error, std::int64_t at);
-  void exited();
-  // The reader's time in the decoder since `since`, on the route of `device`
-  // (-1: the CPU), and the frame it delivered, if any (VideoOptions::decode_stats).
-  void count_decode(int device, clock::time_point since, std::size_t frame_bytes, bool delivered);
-  // Wakes the source waiting on any reader (input.video.order: ready).
-  void signal_waiter() {
-    if (notify) notify->signal();
-  }
-
-  const std::string path;
-  const VideoOptions opts;
-  const std::size_t depth;
-  const bool live;    // a stream URL or a camera
-  const bool camera;
-  const std::shared_ptr<VideoNotifier> notify;  // may be null
-  std::mutex m;
-  std::condition_variable cv;
-  std::deque<std::pair<VideoPayload, std::int64_t>> ready;
-  std::vector<cv::Mat> spare;
-  bool finished = false;
-  bool stop = false;
-  bool thread_exited = false;
-  bool detached = false;
-  std::string error;
-  std::int64_t stopped_at = -1;
-  bool delivered_on[2] = {false, false};  // a frame delivered on the CPU route, on NVDEC (count_decode)
-};
 
 namespace {
 std::atomic<int> detached_readers{0};
@@ -282,6 +234,7 @@ void VideoReader::State::read_file(std::int64_t& index) {
       s.count_decode(device, t0, 0, false);
     }
   } closing{*this, file};
+  if (opts.clips.on()) return read_clips(*file, index);
   const codecs::VideoInfo& info = file->info();
   std::int64_t delivered = 0;
   cv::Mat unused;  // a file's frames need no spare BGR buffer
@@ -294,6 +247,7 @@ void VideoReader::State::read_file(std::int64_t& index) {
     const bool wanted = n == codecs::VideoFile::Next::frame && index >= opts.start &&
                         (index - opts.start) % opts.stride == 0;
     count_decode(frame ? frame->device() : file->device(), asked, wanted ? frame->bytes() : 0, wanted);
+    count_decoded(*file);
     if (n == codecs::VideoFile::Next::end) {
       if (index == 0) return finish("opened but yielded no frames", 0);
       break;
@@ -368,6 +322,8 @@ void VideoReader::State::run() {
   try {
     route_native_logs();  // FFmpeg's own lines through imgpipe's logger
     if (!live) return read_file(index);
+    if (opts.clips.on())
+      return finish("a stream URL or camera cannot be cut into clips (input.video.clips needs video files)", 0);
     cv::VideoCapture cap;
     if (std::string why = open_live_input(cap, path, opts.stream); !why.empty()) return finish(std::move(why), 0);
     read_frames(cap, index);
@@ -429,6 +385,12 @@ VideoPrefetcher::VideoPrefetcher(const std::vector<InputItem>& items, VideoOptio
 
 VideoPrefetcher::~VideoPrefetcher() { stop_all(); }
 
+VideoOptions VideoPrefetcher::opts_for(const InputItem& item) const {
+  VideoOptions o = opts_;
+  o.item = item.id;  // the clips' draws are the video's own
+  return o;
+}
+
 void VideoPrefetcher::prefetch(std::size_t from) {
   next_to_open_ = std::max(next_to_open_, from);
   while (next_to_open_ < items_.size() && open_.size() < ahead_) {
@@ -436,7 +398,7 @@ void VideoPrefetcher::prefetch(std::size_t from) {
     // A live input opens at its turn: opened ahead, a camera would be held
     // and a stream's frames would wait, going stale.
     if (item.video && !is_live_input(item.path) && !open_.count(next_to_open_))
-      open_.emplace(next_to_open_, std::make_unique<VideoReader>(item.path, opts_, depth_, cancel_, notify_));
+      open_.emplace(next_to_open_, std::make_unique<VideoReader>(item.path, opts_for(item), depth_, cancel_, notify_));
     ++next_to_open_;
   }
 }
@@ -444,7 +406,8 @@ void VideoPrefetcher::prefetch(std::size_t from) {
 VideoReader& VideoPrefetcher::reader(std::size_t i) {
   auto it = open_.find(i);
   if (it == open_.end())
-    it = open_.emplace(i, std::make_unique<VideoReader>(items_[i].path, opts_, depth_, cancel_, notify_)).first;
+    it = open_.emplace(i, std::make_unique<VideoReader>(items_[i].path, opts_for(items_[i]), depth_, cancel_, notify_))
+             .first;
   prefetch(i + 1);
   return *it->second;
 }

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,7 +48,16 @@ struct VideoDecodeStats {
   // the CPU mid-way counts on both).
   std::atomic<std::uint64_t> cpu_videos{0}, nvdec_videos{0};
 
+  // Frames each route's decoders produced, delivered or not (frames before
+  // a clip's first, between its frames, decoded again after damage): against
+  // the frames delivered (cpu.items, nvdec.items), the decode amplification.
+  std::atomic<std::uint64_t> cpu_decoded{0}, nvdec_decoded{0};
+  // input.video.clips: clips queued, and the videos shorter than a clip:
+  // left out (short: skip, each also a failure), padded, looped.
+  std::atomic<std::uint64_t> clips{0}, short_skipped{0}, short_padded{0}, short_looped{0};
+
   StageStats& route(int device) noexcept { return device >= 0 ? nvdec : cpu; }
+  std::atomic<std::uint64_t>& decoded(int device) noexcept { return device >= 0 ? nvdec_decoded : cpu_decoded; }
 };
 
 struct VideoOptions {
@@ -59,6 +69,10 @@ struct VideoOptions {
   codecs::VideoRouter* router = nullptr;  // files: picks NVDEC or the CPU (null: the CPU)
   std::shared_ptr<memory::FramePool> frames = nullptr;  // files: the pool the CPU video decoder decodes into (null: its own)
   std::shared_ptr<VideoDecodeStats> decode_stats = nullptr;  // where the readers count their decoding (null: nowhere)
+  // Files: clips instead of frames (input.video.clips; on() false: frames),
+  // drawn from (seed, epoch, item: the video's InputItem::id).
+  ClipConfig clips;
+  std::uint64_t seed = 0, epoch = 0, item = 0;
 };
 
 // One frame from a reader: a file's decoded YUV frame (`yuv`, with the
@@ -68,6 +82,12 @@ struct VideoPayload {
   std::shared_ptr<codecs::VideoFrame> yuv;
   int rotation = 0;  // clockwise degrees, then
   bool flip = false;  // a horizontal mirror
+  // input.video.clips: the clip (its number in the video's plan) and the
+  // frame's place in it; -1 without clips. The frame's presentation time in
+  // seconds (NaN when unknown).
+  std::int64_t clip = -1;
+  int clip_frame = 0;
+  double pts = std::numeric_limits<double>::quiet_NaN();
 };
 
 // True when the file name has one of the video extensions OpenCV's FFmpeg
@@ -196,6 +216,7 @@ class VideoPrefetcher {
   std::size_t open_readers() const noexcept { return open_.size(); }
 
  private:
+  VideoOptions opts_for(const InputItem& item) const;  // opts_ with the item's clip key
   const std::vector<InputItem>& items_;
   VideoOptions opts_;
   std::size_t ahead_;

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 /* Raised when a signature or a struct below changes. */
-#define IMGPIPE_C_API_VERSION 1
+#define IMGPIPE_C_API_VERSION 2
 
 typedef enum imgpipe_status {
   IMGPIPE_OK = 0,
@@ -171,6 +171,8 @@ void imgpipe_stream_destroy(imgpipe_stream* s);
 
 typedef enum imgpipe_dtype { IMGPIPE_FLOAT32 = 0, IMGPIPE_FLOAT16 = 1, IMGPIPE_UINT8 = 2 } imgpipe_dtype;
 typedef enum imgpipe_layout { IMGPIPE_NCHW = 0, IMGPIPE_NHWC = 1 } imgpipe_layout;
+/* input.video.clips.layout: one clip's tensor (imgpipe_batch_info.clip_layout). */
+typedef enum imgpipe_clip_layout { IMGPIPE_CTHW = 0, IMGPIPE_TCHW = 1, IMGPIPE_THWC = 2 } imgpipe_clip_layout;
 
 /* One batch (DeviceBatch). The data stays valid, unchanged and at the same
  * address while any reference to the batch lives (a later
@@ -181,8 +183,11 @@ typedef struct imgpipe_batch_info {
   void* data;          /* device pointer (host pointer when device == -1) */
   uint64_t bytes;
   int32_t device;      /* CUDA ordinal; -1: host backend */
-  int32_t ndim;        /* 4 */
-  int64_t shape[4];    /* {N, C, H, W} or {N, H, W, C}, in `layout` */
+  int32_t ndim;        /* 4; 5 with clips */
+  /* {N, C, H, W} or {N, H, W, C}, in `layout`; with clips (clip_length T >
+   * 0) {N, C, T, H, W} (cthw), {N, T, C, H, W} (tchw) or {N, T, H, W, C}
+   * (thwc), as clip_layout says. */
+  int64_t shape[5];
   int32_t dtype;       /* imgpipe_dtype */
   int32_t layout;      /* imgpipe_layout */
   uint8_t dl_code;     /* DLPack DLDataTypeCode: 2 float, 1 unsigned int */
@@ -191,12 +196,16 @@ typedef struct imgpipe_batch_info {
   void* stream;        /* cudaStream_t the batch was produced on (NULL on the host backend) */
   void* ready;         /* cudaEvent_t recorded after its last kernel (NULL on the host backend) */
   uint64_t index;      /* batch number in the run, from 0 */
-  uint64_t size;       /* samples (shape[0]) */
+  uint64_t size;       /* samples (shape[0]): images and frames, or clips */
+  int32_t clip_length; /* frames per clip (input.video.clips.length); 0 without clips */
+  int32_t clip_layout; /* imgpipe_clip_layout (with clips) */
 } imgpipe_batch_info;
 
 imgpipe_status imgpipe_batch_get_info(imgpipe_batch* b, imgpipe_batch_info* out);
 /* The samples as a JSON array, in tensor order, one object each:
  * {"input_index": N, "path": "...", "frame": -1, "route": "cpu"|"gpu",
+ *  "clip": C (-1 without clips; a clip's frames are clip_length consecutive
+ *  entries), "pts": seconds (video files' frames; absent when unknown),
  *  "label": L (-1: none; an index into the report's "classes"),
  *  "geometry": {"width", "height", "stored_width", "stored_height",
  *    "orientation", "decode_scale", "resize", "scale_x", "scale_y",
@@ -205,7 +214,8 @@ imgpipe_status imgpipe_batch_get_info(imgpipe_batch* b, imgpipe_batch_info* out)
  * (SampleId and SampleGeometry, imgpipe/geometry.hpp, field for field; the
  * dump sink's manifest uses the same names). Owned by b, valid while b lives. */
 imgpipe_status imgpipe_batch_samples_json(imgpipe_batch* b, const char** out);
-/* The samples' labels (-1: none) into out[0 .. min(n, size)). */
+/* The samples' labels (-1: none) into out[0 .. min(n, size)); with clips, one per clip
+ * (its video's). */
 imgpipe_status imgpipe_batch_labels(imgpipe_batch* b, int64_t* out, size_t n);
 
 /* Maps a box {x, y, width, height} of sample `sample`'s tensor to its

@@ -9,6 +9,7 @@
 #include <spdlog/logger.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -55,7 +56,9 @@ std::string samples_json(const imgpipe::DeviceBatch& b) {
                         {"frame", s.frame},
                         {"route", s.decoded_on_gpu ? "gpu" : "cpu"},
                         {"label", s.label},
-                        {"geometry", geometry_json(s.geometry)}};
+                        {"geometry", geometry_json(s.geometry)},
+                        {"clip", s.clip}};
+    if (!std::isnan(s.pts)) j["pts"] = s.pts;
     all.push_back(std::move(j));
   }
   return all.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -66,7 +69,7 @@ void fill_info(const imgpipe::DeviceBatch& b, imgpipe_batch_info& info) {
   info.data = b.data;
   info.bytes = b.bytes;
   info.device = b.device;
-  info.ndim = static_cast<std::int32_t>(std::min<std::size_t>(b.shape.size(), 4));
+  info.ndim = static_cast<std::int32_t>(std::min<std::size_t>(b.shape.size(), 5));
   for (int i = 0; i < info.ndim; ++i) info.shape[i] = b.shape[static_cast<std::size_t>(i)];
   switch (b.dtype) {
     case imgpipe::DType::float32: info.dtype = IMGPIPE_FLOAT32, info.dl_code = kDLFloat, info.dl_bits = 32; break;
@@ -77,7 +80,9 @@ void fill_info(const imgpipe::DeviceBatch& b, imgpipe_batch_info& info) {
   info.stream = b.stream;
   info.ready = b.ready;
   info.index = b.index;
-  info.size = b.samples.size();
+  info.size = b.size();
+  info.clip_length = b.clip_length;
+  info.clip_layout = static_cast<std::int32_t>(b.clip_layout);  // the enums' values match
 }
 
 // The batch's release, ordered after every consumer stream named to it. All
@@ -132,8 +137,8 @@ struct DLManagedTensorVersioned {
 template <typename Managed>
 struct DlpackHolder {
   Managed managed{};
-  std::int64_t shape[4]{};
-  std::int64_t strides[4]{};
+  std::int64_t shape[5]{};
+  std::int64_t strides[5]{};
   imgpipe_batch* batch = nullptr;
   void* after = nullptr;  // the consumer's stream (nullptr: none)
 };
@@ -341,8 +346,9 @@ imgpipe_status imgpipe_batch_labels(imgpipe_batch* b, int64_t* out, size_t n) {
   if (b == nullptr) return null_handle("batch");
   if (out == nullptr && n > 0) return null_handle("out");
   return guarded([&] {
-    const auto& samples = b->batch.get().samples;
-    for (size_t i = 0; i < std::min(n, samples.size()); ++i) out[i] = samples[i].label;
+    const imgpipe::DeviceBatch& d = b->batch.get();
+    const size_t per = d.clip_length > 0 ? static_cast<size_t>(d.clip_length) : 1;  // a clip's label is its video's
+    for (size_t i = 0; i < std::min(n, d.size()); ++i) out[i] = d.samples[i * per].label;
     return IMGPIPE_OK;
   });
 }
@@ -466,6 +472,7 @@ int64_t imgpipe_dlpack_layout(const char* name) {
       IMGPIPE_LAYOUT_ROW(imgpipe_batch_info, dl_code),
       IMGPIPE_LAYOUT_ROW(imgpipe_batch_info, stream),
       IMGPIPE_LAYOUT_ROW(imgpipe_batch_info, size),
+      IMGPIPE_LAYOUT_ROW(imgpipe_batch_info, clip_length),
   };
 #undef IMGPIPE_LAYOUT_ROW
   const auto it = rows.find(name);

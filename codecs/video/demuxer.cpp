@@ -139,6 +139,8 @@ VideoInfo Demuxer::info() const {
   info.rgb_coded = info.rgb_coded || st->codecpar->color_space == AVCOL_SPC_RGB;
   const AVRational rate = st->avg_frame_rate.num > 0 ? st->avg_frame_rate : st->r_frame_rate;
   info.fps = rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0;
+  info.time_base = st->time_base.num > 0 && st->time_base.den > 0 ? av_q2d(st->time_base) : 0;
+  info.start_pts = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
   if (st->nb_frames > 0) {
     info.declared_frames = st->nb_frames;
     info.declared_exact = std::strstr(info.container.c_str(), "mp4") != nullptr;

@@ -32,6 +32,11 @@ struct VideoInfo {
   std::int64_t declared_frames = -1;  // the container's count (or duration x rate), -1 unknown
   bool declared_exact = false;  // the count is the container's index (MP4), not an estimate
   double fps = 0;
+  // The stream's time base (seconds per tick of FrameIndex::pts) and its
+  // start time in ticks (0 when the container gives none): frame i is shown
+  // (pts[i] - start_pts) x time_base seconds into the stream.
+  double time_base = 0;
+  std::int64_t start_pts = 0;
   // The display rotation the container asks for, clockwise degrees to apply
   // (0, 90, 180, 270), and a horizontal flip applied after it.
   int rotation = 0;

@@ -261,7 +261,21 @@ void Config::validate() const {
                             std::to_string(std::max(transform.resize.width, transform.resize.height)) +
                             "): the centre cut is taken from the image scaled to that short side");
   }
-  const std::int64_t batch_bytes = static_cast<std::int64_t>(batch.size) * transform.resize.width *
+  if (const ClipConfig& clips = input.video.clips; clips.on()) {
+    const bool nhwc = clips.layout == ClipLayout::thwc;
+    if (nhwc != (transform.layout == Layout::nhwc))
+      throw ConfigError("input.video.clips.layout", 0,
+                        std::string(enum_name(clip_layout_names, clips.layout)) + " needs transform.layout " +
+                            (nhwc ? "nhwc" : "nchw") + " (got " + std::string(to_string(transform.layout)) + ")");
+    if (clips.per_video == 0 && clips.place != ClipPlace::every)
+      throw ConfigError("input.video.clips.per_video", 0,
+                        "must be at least 1 with place " + std::string(enum_name(clip_place_names, clips.place)) +
+                            " (0 = all applies to place every)");
+    if (clips.step > 0 && clips.place != ClipPlace::every)
+      throw ConfigError("input.video.clips.step", 0, "applies to place every only; 0 leaves it off");
+  }
+  const std::int64_t clip_frames = input.video.clips.on() ? input.video.clips.length : 1;
+  const std::int64_t batch_bytes = static_cast<std::int64_t>(batch.size) * clip_frames * transform.resize.width *
                                    transform.resize.height * 3 * 4;
   if (batch_bytes > (std::int64_t{16} << 30))
     throw ConfigError("batch.size", 0, "one batch would need " + std::to_string(batch_bytes >> 20) +

@@ -191,6 +191,7 @@ void check_shard(const KeySpec& k, const Config& c) { check_shard_pair(k, c.inpu
 using C = Config;
 using In = InputConfig;
 using Vid = VideoConfig;
+using Clip = ClipConfig;
 using Dec = DecodeConfig;
 using Tr = TransformConfig;
 using Rs = ResizeConfig;
@@ -274,6 +275,36 @@ constexpr KeySpec kKeys[] = {
       "memory to the fused kernel, so they need the GPU to resize, and rotated videos (with "
       "input.video.orientation) stay on the CPU. The report counts the files each route took and why a file "
       "went to the CPU. Stream URLs and cameras are read by OpenCV."),
+  field<&C::input, &In::video, &Vid::clips, &Clip::length>("input.video.clips.length", between(0, 1024),
+      "Frames per clip (T). With T > 0 a video file's samples are clips: T frames taken every stride-th "
+      "frame, by their index in presentation order (never time x nominal fps: variable frame rates, "
+      "B-frames, open GOPs and edit lists keep their places), decoded from the keyframe before each clip's "
+      "first frame; a batch is batch.size clips (shape [N, C, T, H, W] for layout cthw). The clips are "
+      "taken from the frames input.video.start, stride and max_frames select (by default all), counted "
+      "in that selection: start 30 leaves the first 30 frames out of every clip. 0: every selected frame "
+      "is a sample. Stream URLs and cameras are not clipped (each is a failure)."),
+  field<&C::input, &In::video, &Vid::clips, &Clip::stride>("input.video.clips.stride", between(1, 1 << 20),
+      "Frames between a clip's frames (a clip spans (length - 1) x stride + 1 frames)."),
+  field<&C::input, &In::video, &Vid::clips, &Clip::per_video>("input.video.clips.per_video", between(0, 1 << 20),
+      "Clips per video and epoch (random, uniform; at least 1); every: at most this many, 0 = all."),
+  choice<clip_place_names, &C::input, &In::video, &Vid::clips, &Clip::place>("input.video.clips.place",
+      "Where a video's clips start. random: each start drawn uniformly from the starts that fit, anew every "
+      "epoch, from (transform.seed, epoch, the video's place in the looped input list): the same on every "
+      "route, thread and rank, reproducible with the seed; uniform: per_video starts spread evenly from "
+      "the first frame to the last start that fits (one clip: the centre one); every: from frame 0, a clip "
+      "every step frames while it fits. A clip's frames share their random crop and flip."),
+  field<&C::input, &In::video, &Vid::clips, &Clip::step>("input.video.clips.step", between(0, 1 << 30),
+      "place every: frames between the starts of consecutive clips; 0 = the clip's span (clips that do not "
+      "overlap)."),
+  choice<clip_short_names, &C::input, &In::video, &Vid::clips, &Clip::shorter>("input.video.clips.short",
+      "A video with fewer frames than a clip spans. skip: no clip, reported as a failure naming the video "
+      "and its frame count; pad: one clip from frame 0, its frames past the end repeat the last frame; "
+      "loop: one clip from frame 0, its frames past the end start again from frame 0. The report counts "
+      "each."),
+  choice<clip_layout_names, &C::input, &In::video, &Vid::clips, &Clip::layout>("input.video.clips.layout",
+      "One clip's tensor. cthw: C x T x H x W (torchvision's video models, X3D, SlowFast, VideoMAE); "
+      "tchw: T x C x H x W (torchcodec's clips); both need transform.layout nchw. thwc: T x H x W x C, with "
+      "transform.layout nhwc."),
   choice<labels_names, &C::input, &In::labels>("input.labels",
       "none: samples carry no label (-1). folders: as torchvision's ImageFolder, every folder named in paths "
       "(directly, by a glob or in input.list) is a root whose first-level sub-folders are the classes; the "

@@ -94,6 +94,13 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
                         v.frame_blocks_pageable ? fmt::format(", {} blocks past the budget", v.frame_blocks_pageable)
                                                 : std::string());
     for (const auto& [why, n] : v.cpu_reasons) os << fmt::format(" | on the CPU ({}): {}", n, why);
+    if (v.cpu_decoded > v.cpu_delivered || v.nvdec_decoded > v.nvdec_delivered)
+      os << fmt::format(" | decoded per frame delivered: CPU {:.2f}, NVDEC {:.2f}",
+                        Report::Video::amplification(v.cpu_decoded, v.cpu_delivered),
+                        Report::Video::amplification(v.nvdec_decoded, v.nvdec_delivered));
+    if (v.clips + v.short_skipped > 0)
+      os << fmt::format(" | {}; shorter than a clip: {} skipped, {} padded, {} looped", count(v.clips, "clips"),
+                        v.short_skipped, v.short_padded, v.short_looped);
     os << "\n";
   }
   const auto& d = r.decode;
@@ -230,7 +237,17 @@ nlohmann::json video_json(const Report::Video& video) {
           {"decoders_reused", video.decoders_reused},
           {"direct_frames", video.direct_frames},
           {"frame_memory_peak_mib", video.frame_memory_peak_mib},
-          {"frame_blocks_pageable", video.frame_blocks_pageable}};
+          {"frame_blocks_pageable", video.frame_blocks_pageable},
+          {"cpu_decoded", video.cpu_decoded},
+          {"nvdec_decoded", video.nvdec_decoded},
+          {"cpu_delivered", video.cpu_delivered},
+          {"nvdec_delivered", video.nvdec_delivered},
+          {"cpu_amplification", Report::Video::amplification(video.cpu_decoded, video.cpu_delivered)},
+          {"nvdec_amplification", Report::Video::amplification(video.nvdec_decoded, video.nvdec_delivered)},
+          {"clips", video.clips},
+          {"short_skipped", video.short_skipped},
+          {"short_padded", video.short_padded},
+          {"short_looped", video.short_looped}};
 }
 
 nlohmann::json decode_json(const Report::Decode& decode) {
@@ -276,7 +293,8 @@ std::string Report::to_json(int indent) const {
   j["wall_s"] = wall_s;
   j["setup_s"] = setup_s;
   j["pipeline_s"] = pipeline_s;
-  j["samples"] = {{"unit", samples.unit}, {"images", samples.images}, {"frames", samples.frames}};
+  j["samples"] = {
+      {"unit", samples.unit}, {"images", samples.images}, {"frames", samples.frames}, {"clips", samples.clips}};
   j["samples_per_s"] = samples_per_s;
   j["steady_samples_per_s"] = steady_samples_per_s;
   j["images_per_s"] = samples_per_s;  // deprecated aliases (docs/report.md)

@@ -135,7 +135,9 @@ InputCounts count_inputs(const InputConfig& input) {
 // checked inputs -> plan -> inputs -> resources -> filter chain -> report.
 Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& options, detail::RunHooks hooks,
                            const std::function<void(const std::shared_ptr<stages::BatchResources>&)>& on_resources) {
-  const Config& cfg = config;
+  // The stages count frames: with clips, a batch's frames (frames_config).
+  const Config frames_cfg = detail::frames_config(config);
+  const Config& cfg = frames_cfg;
   const ClearStopOnExit clear_stop{stop};
   const bool pushed = options.source != nullptr;
   // A missing path is a config error, found before any work (start() checked already).
@@ -153,6 +155,7 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   next_epoch.store(epoch + 1);
   const stages::InputList inputs = pushed ? stages::InputList{} : stages::build_input_list(cfg.input, epoch);
   if (inputs.items.empty() && !pushed) throw no_inputs(cfg.input, inputs.shard);
+  detail::check_clip_inputs(cfg, inputs.items);
   const detail::InputMix mix = detail::input_mix(inputs.items, pushed);
   setup.step("discovery", pushed ? "pushed inputs, counted as they come" : std::to_string(inputs.items.size()) + " inputs");
   const detail::RunPlan plan = [&] {
@@ -235,6 +238,12 @@ std::optional<std::uint64_t> Pipeline::planned_batches(std::string* why_unknown)
     if (item.video && stages::is_live_input(item.path)) ++live;
     else if (item.video) ++videos;
     else ++images;
+  }
+  if (const ClipConfig& c = cfg.input.video.clips; c.on() && live == 0 && images == 0 &&
+                                                   c.place != ClipPlace::every && c.shorter != ClipShort::skip) {
+    const std::uint64_t clips = videos * static_cast<std::uint64_t>(c.per_video);  // every video gives per_video
+    const auto size = static_cast<std::uint64_t>(cfg.batch.size);
+    return cfg.batch.drop_last ? clips / size : (clips + size - 1) / size;
   }
   if (videos + live > 0) {
     if (why_unknown != nullptr)

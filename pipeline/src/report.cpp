@@ -79,6 +79,13 @@ void add_inputs(Report& r, const StageSet& s, bool resize_on_gpu) {
   r.inputs.not_processed = s.source.not_reached();
   r.inputs.cpu_resized = resize_on_gpu ? s.transform.cpu_resized() : 0;
   r.samples.frames = s.sink.delivered_frames();
+  if (s.clip_run) {  // every sample a clip (run_plan's check_clip_inputs)
+    r.samples.clips = r.inputs.delivered;
+    r.samples.unit = "clips";
+    r.batches = s.sink.records().size();
+    r.batch_records = s.sink.records();
+    return;
+  }
   r.samples.images = r.inputs.delivered - r.samples.frames;
   r.samples.unit = r.samples.images == 0 && r.samples.frames == 0 ? s.sample_unit  // what the inputs were
                    : r.samples.frames == 0                        ? "images"
@@ -156,6 +163,16 @@ void add_decode(Report& r, const Config& cfg, const RunPlan& plan, const StageSe
       r.video.frame_memory_peak_mib = static_cast<double>(p.peak_page_locked_bytes) / (1 << 20);
       r.video.frame_blocks_pageable = p.pageable_blocks;
     }
+  }
+  if (const stages::VideoDecodeStats* v = s.source.video_decode()) {
+    r.video.cpu_decoded = v->cpu_decoded.load();
+    r.video.nvdec_decoded = v->nvdec_decoded.load();
+    r.video.cpu_delivered = v->cpu.items.load();
+    r.video.nvdec_delivered = v->nvdec.items.load();
+    r.video.clips = v->clips.load();
+    r.video.short_skipped = v->short_skipped.load();
+    r.video.short_padded = v->short_padded.load();
+    r.video.short_looped = v->short_looped.load();
   }
   d.gpu_fallbacks = s.gpu_decode.fallbacks.load();
   d.gpu = s.gpu_decode.images.load();

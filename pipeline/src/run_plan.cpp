@@ -247,6 +247,14 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
   const std::int64_t H = t.resize.height, W = t.resize.width;
   l.shape = t.layout == Layout::nchw ? std::vector<std::int64_t>{cfg.batch.size, 3, H, W}
                                      : std::vector<std::int64_t>{cfg.batch.size, H, W, 3};
+  if (const ClipConfig& c = cfg.input.video.clips; c.on()) {  // cfg is frames_config's: N x T frames a batch
+    const std::int64_t T = c.length, N = cfg.batch.size / T;
+    l.clip_length = c.length;
+    l.clip_layout = c.layout;
+    l.shape = c.layout == ClipLayout::cthw   ? std::vector<std::int64_t>{N, 3, T, H, W}
+              : c.layout == ClipLayout::tchw ? std::vector<std::int64_t>{N, T, 3, H, W}
+                                             : std::vector<std::int64_t>{N, T, H, W, 3};
+  }
   l.dtype = t.dtype;
   l.layout = t.layout;
 }
@@ -385,6 +393,23 @@ std::vector<int> select_devices(const DeviceSelection& sel, std::string* host_wh
   // Under a launcher (torchrun, mpirun, srun) each local rank takes its own GPU.
   if (const auto local = stages::local_rank_from_environment()) return {*local % n};
   return {0};
+}
+
+Config frames_config(const Config& cfg) {
+  if (!cfg.input.video.clips.on()) return cfg;
+  Config c = cfg;
+  c.batch.size = cfg.batch.size * cfg.input.video.clips.length;
+  return c;
+}
+
+void check_clip_inputs(const Config& cfg, const std::vector<stages::InputItem>& items) {
+  if (!cfg.input.video.clips.on()) return;
+  for (const stages::InputItem& i : items)
+    if (!i.video && i.error.empty())
+      throw ConfigError("input.video.clips.length", 0,
+                        "the inputs hold images ('" + i.path +
+                            "' first), and a batch of clips has no place for one: give video files only, or "
+                            "run the images apart (input.extensions can leave them out)");
 }
 
 }  // namespace imgpipe::detail

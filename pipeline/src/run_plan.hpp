@@ -44,6 +44,14 @@ struct InputMix {
 // (nor as samples).
 InputMix input_mix(const std::vector<stages::InputItem>& items, bool pushed);
 
+// The config the stages run: with input.video.clips a batch is batch.size
+// clips of clips.length frames, and the stages, which count frames, get
+// batch.size x length as theirs. Otherwise `cfg` itself.
+Config frames_config(const Config& cfg);
+// With input.video.clips, a run's inputs must be video files: the error
+// naming the first image among them (a clip batch has no place for one).
+void check_clip_inputs(const Config& cfg, const std::vector<stages::InputItem>& items);
+
 struct RunPlan {
   std::vector<int> devices{-1};  // CUDA ordinals; {-1} = the host backend
   int threads = 1;               // worker threads (read, decode, transform, pack_copy)

@@ -88,7 +88,8 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
     : steering(plan.gpu_decode_adaptive, kInitialGpuShare, plan.threads, static_cast<int>(plan.devices.size())),
       video_router(make_video_router(cfg, plan, inputs)),
       video_frames(make_video_frames(plan, resources)),
-      source(inputs.items, cfg.input.video, plan.threads, stop, hooks.live, video_router.get(), video_frames),
+      source(inputs.items, cfg.input.video, plan.threads, stop, hooks.live, video_router.get(), video_frames,
+             static_cast<std::uint64_t>(cfg.transform.seed), inputs.epoch),
       decode(cfg.decode, cfg.transform, cfg.input.video.orientation, plan.resize_on_gpu ? plan.frame_budget : 0,
              inputs.epoch),
       transform(cfg.transform, !plan.normalize_on_gpu, plan.resize_on_gpu, plan.frame_budget, inputs.epoch),
@@ -102,6 +103,7 @@ StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputLi
   const auto videos = std::count_if(inputs.items.begin(), inputs.items.end(), [](const auto& i) { return i.video; });
   has_videos = videos > 0;
   if (has_videos) sample_unit = static_cast<std::size_t>(videos) == inputs.items.size() ? "frames" : "samples";
+  clip_run = cfg.input.video.clips.on();  // the stage rows count its frames; the report, clips
   if (!plan.gpu_decode) return;
   if (plan.gpu_decode_adaptive && plan.diagnostics.gpu_share >= 0) steering.fix(plan.diagnostics.gpu_share);
   stages::ProbeLimits limits;

@@ -59,6 +59,7 @@ struct StageSet {
   // What the per-sample stages count on this run: "images", "frames" (every
   // input a video) or "samples" (both).
   std::string sample_unit = "images";
+  bool clip_run = false;  // input.video.clips: the samples are clips
   bool has_videos = false;
   bool live = false;  // inputs pushed (RunHooks::live) or batches cut by batch.timeout_ms
 

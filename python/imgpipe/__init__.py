@@ -20,9 +20,9 @@ from . import _log
 from ._errors import (ConfigError, CudaError, Error, InputError, InternalError, Interrupted, NothingDelivered,
                       UsageError)
 from ._pipeline import Batch, Pipeline, Stream, built_with_cuda, set_log_level, version
-from ._samples import Geometry, Sample
+from ._samples import Clip, Geometry, Sample
 
-__all__ = ["Pipeline", "Stream", "Batch", "Sample", "Geometry", "Error", "ConfigError", "InputError", "CudaError",
+__all__ = ["Pipeline", "Stream", "Batch", "Sample", "Clip", "Geometry", "Error", "ConfigError", "InputError", "CudaError",
            "Interrupted", "NothingDelivered", "UsageError", "InternalError", "version", "built_with_cuda",
            "set_log_level"]
 __version__ = version()

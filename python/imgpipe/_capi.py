@@ -15,7 +15,7 @@ from typing import Dict, Iterator, Optional
 
 from . import _errors
 
-API_VERSION = 1  # IMGPIPE_C_API_VERSION this package speaks
+API_VERSION = 2  # IMGPIPE_C_API_VERSION this package speaks
 
 OK, END, TIMEOUT = 0, 1, 2
 E_USAGE = -6
@@ -31,7 +31,7 @@ class BatchInfo(ctypes.Structure):
         ("bytes", ctypes.c_uint64),
         ("device", ctypes.c_int32),
         ("ndim", ctypes.c_int32),
-        ("shape", ctypes.c_int64 * 4),
+        ("shape", ctypes.c_int64 * 5),
         ("dtype", ctypes.c_int32),
         ("layout", ctypes.c_int32),
         ("dl_code", ctypes.c_uint8),
@@ -41,6 +41,8 @@ class BatchInfo(ctypes.Structure):
         ("ready", ctypes.c_void_p),
         ("index", ctypes.c_uint64),
         ("size", ctypes.c_uint64),
+        ("clip_length", ctypes.c_int32),
+        ("clip_layout", ctypes.c_int32),
     ]
 
 

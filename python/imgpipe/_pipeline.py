@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 from . import _capi
 from ._capi import lib, check, text
 from ._errors import NothingDelivered, UsageError
-from ._samples import Sample
+from ._samples import Clip, Sample
 
 # How long one wait for a batch lasts before Python gets a chance to handle a
 # signal (Ctrl-C): a signal is only acted on between bytecodes, and ctypes
@@ -160,8 +160,19 @@ class Batch(_Owned):
 
     @property
     def layout(self) -> str:
-        """"nchw" or "nhwc"."""
+        """"nchw" or "nhwc": each frame's (with clips, see clip_layout)."""
         return LAYOUTS[self._i.layout]
+
+    @property
+    def clip_length(self) -> int:
+        """input.video.clips: frames per clip (T); 0 without clips."""
+        return int(self._i.clip_length)
+
+    @property
+    def clip_layout(self) -> Optional[str]:
+        """"cthw" (shape N, C, T, H, W), "tchw" (N, T, C, H, W) or "thwc" (N, T, H, W, C) with
+        clips; None without."""
+        return ("cthw", "tchw", "thwc")[self._i.clip_layout] if self._i.clip_length > 0 else None
 
     @property
     def device(self) -> str:
@@ -207,8 +218,17 @@ class Batch(_Owned):
         return int(self._i.size)
 
     @property
+    def clips(self) -> List[Clip]:
+        """With clips: one Clip per clip, in tensor order (its video, frame indices and
+        presentation times); [] without."""
+        t = self.clip_length
+        s = self.samples
+        return [Clip.of(s[i:i + t]) for i in range(0, len(s), t)] if t > 0 else []
+
+    @property
     def samples(self) -> List[Sample]:
-        """One Sample per sample, in tensor order."""
+        """One Sample per image or frame, in tensor order (with clips: clip_length consecutive
+        frames per clip)."""
         if self._samples is None:
             out = ctypes.c_char_p()
             check(lib.imgpipe_batch_samples_json(self._handle(), ctypes.byref(out)))

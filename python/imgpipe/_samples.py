@@ -2,7 +2,8 @@
 fields are also typed attributes (sample.path is a str, sample.geometry.scale_x a float)."""
 from __future__ import annotations
 
-from typing import Any, Dict
+import math
+from typing import Any, Dict, List
 
 
 class Geometry(Dict[str, Any]):
@@ -164,6 +165,19 @@ class Sample(Dict[str, Any]):
         return int(self["frame"])
 
     @property
+    def clip(self) -> int:
+        """input.video.clips: the clip this frame belongs to (numbered in its video's plan for the
+        epoch), -1 without clips."""
+        return int(self.get("clip", -1))
+
+    @property
+    def pts(self) -> float:
+        """The frame's presentation time in seconds from its stream's start; NaN when unknown
+        (images, streams, pushed frames)."""
+        v = self.get("pts")
+        return math.nan if v is None else float(v)
+
+    @property
     def input_index(self) -> int:
         """Position in the discovered input list."""
         return int(self["input_index"])
@@ -183,3 +197,54 @@ class Sample(Dict[str, Any]):
         """How its tensor maps to the original."""
         g = self["geometry"]
         return g if isinstance(g, Geometry) else Geometry(g)
+
+
+class Clip(Dict[str, Any]):
+    """One clip of a batch (input.video.clips): its video (path, input_index, label), its number
+    in the video's plan for the epoch (clip), and its frames' indices in presentation order
+    (frames) and presentation times in seconds (pts), by key or typed attribute; `samples` are
+    its frames' Samples (their geometry: the clip's shared crop and flip)."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def of(frames: List[Sample]) -> "Clip":
+        first = frames[0]
+        return Clip({"path": first.path, "input_index": first.input_index, "label": first.label,
+                     "clip": first.clip, "frames": [f.frame for f in frames],
+                     "pts": [f.pts for f in frames], "samples": frames})
+
+    @property
+    def path(self) -> str:
+        """The video file."""
+        return str(self["path"])
+
+    @property
+    def input_index(self) -> int:
+        """The video's position in the discovered input list."""
+        return int(self["input_index"])
+
+    @property
+    def label(self) -> int:
+        """The class index (input.labels: folders), -1: none."""
+        return int(self["label"])
+
+    @property
+    def clip(self) -> int:
+        """The clip's number in its video's plan for the epoch."""
+        return int(self["clip"])
+
+    @property
+    def frames(self) -> List[int]:
+        """The frames' indices in presentation order (never time x nominal fps)."""
+        return [int(f) for f in self["frames"]]
+
+    @property
+    def pts(self) -> List[float]:
+        """The frames' presentation times in seconds from the stream's start."""
+        return [float(t) for t in self["pts"]]
+
+    @property
+    def samples(self) -> List[Sample]:
+        """The frames' Samples, in the clip's order."""
+        return list(self["samples"])

@@ -61,7 +61,8 @@ Config every_key_changed() {
   c.input.shard = {2, 5};
   c.input.shuffle_every_epoch = false;
   c.input.shard_remainder = ShardRemainder::pad;
-  c.input.video = {10, 3, 100, 2.5f, 0.25f, 6, VideoOrder::turns, 3, false, Where::cpu};
+  c.input.video = {10, 3, 100, 2.5f, 0.25f, 6, VideoOrder::turns, 3, false, Where::cpu,
+                   {8, 2, 0, imgpipe::ClipPlace::every, 5, imgpipe::ClipShort::loop, imgpipe::ClipLayout::thwc}};
   c.input.labels = Labels::folders;
   c.decode.threads = 5;
   c.decode.accept_truncated = true;

@@ -197,7 +197,7 @@ TEST_CASE("report JSON: samples by kind and per second, the old names kept as de
   r.samples_per_s = 150;
   r.steady_samples_per_s = 190;
   const nlohmann::json j = nlohmann::json::parse(r.to_json());
-  CHECK(j["samples"] == nlohmann::json({{"unit", "samples"}, {"images", 30}, {"frames", 170}}));
+  CHECK(j["samples"] == nlohmann::json({{"unit", "samples"}, {"images", 30}, {"frames", 170}, {"clips", 0}}));
   CHECK(j["samples_per_s"] == 150.0);
   CHECK(j["steady_samples_per_s"] == 190.0);
   CHECK(j["images_per_s"] == 150.0);

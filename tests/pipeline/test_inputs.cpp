@@ -5,6 +5,8 @@
 // the launchers' environment variables.
 #include <doctest/doctest.h>
 
+#include <array>
+
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -194,16 +196,17 @@ TEST_CASE("inputs: videos mixed with images in one folder, with start, stride an
     return v;
   };
   for (const auto& dev : imgpipe::test::test_devices()) {
-    for (const imgpipe::VideoConfig& v : {imgpipe::VideoConfig{0, 1, 0}, imgpipe::VideoConfig{10, 3, 20},
-                                          imgpipe::VideoConfig{60, 7, 0}}) {
-      const std::int64_t start = v.start, stride = v.stride, max = v.max_frames;
+    for (const std::array<std::int64_t, 3>& v : {std::array<std::int64_t, 3>{0, 1, 0}, {10, 3, 20}, {60, 7, 0}}) {
+      const std::int64_t start = v[0], stride = v[1], max = v[2];
       CAPTURE(dev.to_string());
       CAPTURE(start);
       CAPTURE(stride);
       CAPTURE(max);
       Config cfg = small_config({d.path().string()}, 8);
       cfg.devices = dev;
-      cfg.input.video = v;
+      cfg.input.video.start = start;
+      cfg.input.video.stride = stride;
+      cfg.input.video.max_frames = max;
       const std::vector<Expect> want{{"a_first.jpg", {-1}},
                                      {"b_megamind.avi", frames(start, stride, max, mega)},
                                      {"c_grey.png", {-1}},

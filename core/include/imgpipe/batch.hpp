@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,12 @@ struct SampleId {
   std::uint64_t input_index = 0;  // position in the discovered input list
   std::string path;
   std::int64_t frame = -1;  // frame index within a video; -1 for still images
+  // input.video.clips: the clip this frame belongs to, numbered in its
+  // video's plan for the epoch (imgpipe/clips.hpp); -1 without clips.
+  std::int64_t clip = -1;
+  // The frame's presentation time in seconds from the stream's start
+  // (video files; NaN for images, live inputs and pushed frames).
+  double pts = std::numeric_limits<double>::quiet_NaN();
   bool decoded_on_gpu = false;  // decoded by the GPU's JPEG engines or NVDEC engines (else on the CPU)
   // The class index (input.labels: folders): the position of the sample's
   // class folder in Report::classes; -1 when unlabelled (input.labels: none,
@@ -56,9 +63,19 @@ struct DeviceBatch {
   CUstream_st* stream = nullptr;   // cudaStream_t the batch was produced on
   CUevent_st* ready = nullptr;     // cudaEvent_t recorded after the batch's last kernel
   std::uint64_t index = 0;         // batch number, from 0
-  std::vector<SampleId> samples;   // one per sample, in tensor order
+  // One per frame or image, in tensor order: with clips, clip n's frames are
+  // samples[n * clip_length ...], in their order in the clip.
+  std::vector<SampleId> samples;
+  // input.video.clips: frames per clip (T); 0 without clips. The tensor is
+  // then {N, C, T, H, W} (cthw), {N, T, C, H, W} (tchw) or {N, T, H, W, C}
+  // (thwc), N = samples.size() / clip_length.
+  int clip_length = 0;
+  ClipLayout clip_layout = ClipLayout::cthw;
 
-  std::size_t size() const noexcept { return samples.size(); }
+  // Samples: images and frames, or clips (clip_length > 0).
+  std::size_t size() const noexcept { return clip_length > 0 ? samples.size() / clip_length : samples.size(); }
+  // Clip n's frames (clip_length > 0): samples[n * clip_length + t].
+  const SampleId& clip_frame(std::size_t n, int t) const { return samples.at(n * clip_length + t); }
 };
 
 // Called once per batch, in input order, from one thread at a time.

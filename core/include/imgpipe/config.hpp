@@ -63,6 +63,32 @@ inline constexpr EnumName<Dispatch> dispatch_names[] = {{Dispatch::round_robin, 
 inline constexpr EnumName<Labels> labels_names[] = {{Labels::none, "none"}, {Labels::folders, "folders"}};
 inline constexpr EnumName<VideoOrder> video_order_names[] = {{VideoOrder::ready, "ready"},
                                                              {VideoOrder::turns, "turns"}};
+// input.video.clips.place: where a video's clips start (imgpipe/clips.hpp).
+enum class ClipPlace : std::uint8_t { random, uniform, every };
+// input.video.clips.short: a video with fewer frames than a clip spans.
+enum class ClipShort : std::uint8_t { skip, pad, loop };
+inline constexpr EnumName<ClipPlace> clip_place_names[] = {
+    {ClipPlace::random, "random"}, {ClipPlace::uniform, "uniform"}, {ClipPlace::every, "every"}};
+inline constexpr EnumName<ClipShort> clip_short_names[] = {
+    {ClipShort::skip, "skip"}, {ClipShort::pad, "pad"}, {ClipShort::loop, "loop"}};
+
+// input.video.clips: with length > 0 a video file's sample is a clip of
+// `length` frames taken every `stride`-th frame (indices in presentation
+// order), `per_video` of them per video and epoch, placed as `place` says
+// (imgpipe/clips.hpp has the rules and draws).
+struct ClipConfig {
+  int length = 0;     // T; 0 = off (each frame is a sample)
+  int stride = 1;     // frames between a clip's frames
+  int per_video = 1;  // random, uniform: clips per video; every: at most this many (0 = all)
+  ClipPlace place = ClipPlace::random;
+  int step = 0;       // every: frames between clip starts; 0 = the clip's span
+  ClipShort shorter = ClipShort::skip;  // the key `short`
+  ClipLayout layout = ClipLayout::cthw;
+  bool on() const noexcept { return length > 0; }
+  // Frames from a clip's first to its last: (length - 1) * stride + 1.
+  std::int64_t span() const noexcept { return length > 0 ? std::int64_t{length - 1} * stride + 1 : 0; }
+  bool operator==(const ClipConfig&) const = default;
+};
 
 struct VideoConfig {
   std::int64_t start = 0;       // first frame index delivered from each video
@@ -85,6 +111,7 @@ struct VideoConfig {
   // Which decoder takes each video file: the GPU's NVDEC engines, the CPU
   // (libavcodec), or auto (both kept busy: codecs/route/video_route.hpp).
   Where where = Where::automatic;
+  ClipConfig clips;
   bool operator==(const VideoConfig&) const = default;
 };
 

@@ -127,10 +127,13 @@ struct Report {
   // what the run's samples are called: "images" or "frames" when every one
   // delivered is of that kind, "samples" for a mix; with none delivered,
   // what the inputs were. A later kind gets a count of its own.
+  // With input.video.clips the samples are clips ("clips"): inputs.delivered
+  // counts them, `frames` the frames they hold.
   struct Samples {
     std::uint64_t images = 0;
     std::uint64_t frames = 0;
     std::string unit = "images";
+    std::uint64_t clips = 0;
   } samples;
   // The process's CPU time (user + system, every thread, FFmpeg's and the
   // drivers' included) up to the report: cpu_s / delivered is the CPU cost
@@ -232,6 +235,18 @@ struct Report {
     std::uint64_t direct_frames = 0;
     double frame_memory_peak_mib = 0;
     std::uint64_t frame_blocks_pageable = 0;
+    // Frames each route's decoders produced, delivered or not (a clip's
+    // frames from its keyframe on, the frames a stride passes over, frames
+    // decoded again after damage), and those the readers delivered on it:
+    // decoded / delivered is the route's decode amplification.
+    std::uint64_t cpu_decoded = 0, nvdec_decoded = 0;
+    std::uint64_t cpu_delivered = 0, nvdec_delivered = 0;
+    // input.video.clips: clips delivered by the readers, and the videos
+    // shorter than a clip, by input.video.clips.short.
+    std::uint64_t clips = 0, short_skipped = 0, short_padded = 0, short_looped = 0;
+    static double amplification(std::uint64_t decoded, std::uint64_t delivered) noexcept {
+      return delivered > 0 ? static_cast<double>(decoded) / static_cast<double>(delivered) : 0;
+    }
   } video;
 
   struct Decode {

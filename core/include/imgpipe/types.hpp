@@ -15,6 +15,10 @@ namespace imgpipe {
 
 enum class Layout : std::uint8_t { nchw, nhwc };
 enum class DType : std::uint8_t { float32, float16, uint8 };
+// input.video.clips.layout: one clip's tensor. cthw: C x T x H x W (the
+// torchvision video models, X3D, SlowFast, VideoMAE); tchw: T x C x H x W
+// (torchcodec's); thwc: T x H x W x C (with transform.layout nhwc).
+enum class ClipLayout : std::uint8_t { cthw, tchw, thwc };
 
 // One enum value and the name that config files and reports use for it. Each
 // enum's names are listed once, in one such array (no array indexed by value).
@@ -25,6 +29,8 @@ struct EnumName {
 };
 
 inline constexpr EnumName<Layout> layout_names[] = {{Layout::nchw, "nchw"}, {Layout::nhwc, "nhwc"}};
+inline constexpr EnumName<ClipLayout> clip_layout_names[] = {
+    {ClipLayout::cthw, "cthw"}, {ClipLayout::tchw, "tchw"}, {ClipLayout::thwc, "thwc"}};
 inline constexpr EnumName<DType> dtype_names[] = {
     {DType::float32, "float32"}, {DType::float16, "float16"}, {DType::uint8, "uint8"}};
 
