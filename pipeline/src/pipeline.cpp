@@ -239,8 +239,7 @@ std::optional<std::uint64_t> Pipeline::planned_batches(std::string* why_unknown)
     else if (item.video) ++videos;
     else ++images;
   }
-  if (const ClipConfig& c = cfg.input.video.clips; c.on() && live == 0 && images == 0 &&
-                                                   c.place != ClipPlace::every && c.shorter != ClipShort::skip) {
+  if (const ClipConfig& c = cfg.input.video.clips; c.on() && live == 0 && images == 0 && c.place != ClipPlace::every) {
     const std::uint64_t clips = videos * static_cast<std::uint64_t>(c.per_video);  // every video gives per_video
     const auto size = static_cast<std::uint64_t>(cfg.batch.size);
     return cfg.batch.drop_last ? clips / size : (clips + size - 1) / size;

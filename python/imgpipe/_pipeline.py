@@ -573,9 +573,11 @@ class Pipeline(_Owned):
 
     def __len__(self) -> int:
         """The number of batches the next run delivers when every input decodes (as a DataLoader's
-        len): this process's share of the images, batch.size at a time (batch.drop_last honoured).
-        Files found damaged while decoding make a run deliver fewer. TypeError when it cannot be known
-        before decoding (videos' frames, streams), with the reason. Runs the inputs' discovery."""
+        len): this process's share of the images, batch.size at a time (batch.drop_last honoured); with
+        input.video.clips placed random or uniform, per_video clips of each video. Files found damaged
+        while decoding (and videos shorter than a clip, short: skip) make a run deliver fewer.
+        TypeError when it cannot be known before decoding (videos' frames, clips placed every, streams),
+        with the reason. Runs the inputs' discovery."""
         n, known, why = ctypes.c_uint64(), ctypes.c_int(), ctypes.c_char_p()
         check(lib.imgpipe_pipeline_planned_batches(self._handle(), ctypes.byref(n), ctypes.byref(known),
                                                    ctypes.byref(why)))

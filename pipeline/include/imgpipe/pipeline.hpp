@@ -223,8 +223,11 @@ class Pipeline {
   // input.loop and the shard's remainder rule), batch.size at a time, the
   // last one short unless batch.drop_last. Inputs already known to fail
   // (an input.list entry that does not exist) are left out; files found
-  // damaged while decoding make a run deliver fewer. nullopt when it cannot
-  // be known before decoding (videos' frames, streams, cameras), with the
+  // damaged while decoding make a run deliver fewer. With input.video.clips
+  // placed random or uniform, the samples are per_video clips of each video
+  // file (a video shorter than a clip, with short: skip, gives none). nullopt
+  // when it cannot be known before decoding (videos' frames, clips placed
+  // every, streams, cameras), with the
   // reason in *why_unknown. Runs the whole discovery (slow on a very large
   // tree) and the inputs' check (ConfigError as run()).
   std::optional<std::uint64_t> planned_batches(std::string* why_unknown = nullptr) const;
