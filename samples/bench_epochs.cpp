@@ -3,7 +3,11 @@
 // input.shuffle, random crops and flips draw epoch e's). Prints one JSON
 // object per epoch (the run's end-to-end rate, its set-up, when the GPU JPEG
 // decoder was ready, the routes) and one for the whole process, from main()
-// to the last epoch's end, construction included.
+// to the last epoch's end, construction included. With input.video.clips
+// the samples are clips: "images" and "images_per_s" count them (the
+// report's delivered samples; "samples_unit" says "clips"), and "video"
+// gives the files and frames each route decoded and delivered, whose ratio
+// is the decode amplification.
 //
 //   imgpipe_bench_epochs --config C [--input PATH]... [--epochs 3] [--where auto|cpu|gpu] [--verify markers|full]
 //                        [--gpu-batch N] [--json FILE]
@@ -30,6 +34,26 @@ nlohmann::json stages_json(const imgpipe::Report& r) {
   return j;
 }
 
+// Video files by route, and frames decoded against delivered (the decode amplification).
+nlohmann::json video_json(const imgpipe::Report::Video& v) {
+  using V = imgpipe::Report::Video;
+  nlohmann::json reasons = nlohmann::json::object();
+  for (const auto& [why, n] : v.cpu_reasons) reasons[why] = n;
+  return {{"cpu_files", v.cpu_files},
+          {"nvdec_files", v.nvdec_files},
+          {"cpu_decoded", v.cpu_decoded},
+          {"nvdec_decoded", v.nvdec_decoded},
+          {"cpu_delivered", v.cpu_delivered},
+          {"nvdec_delivered", v.nvdec_delivered},
+          {"cpu_amplification", V::amplification(v.cpu_decoded, v.cpu_delivered)},
+          {"nvdec_amplification", V::amplification(v.nvdec_decoded, v.nvdec_delivered)},
+          {"amplification", V::amplification(v.cpu_decoded + v.nvdec_decoded, v.cpu_delivered + v.nvdec_delivered)},
+          {"clips", v.clips},
+          {"short_skipped", v.short_skipped},
+          {"short_padded", v.short_padded},
+          {"cpu_reasons", reasons}};
+}
+
 nlohmann::json epoch_json(int epoch, const imgpipe::Report& r) {
   return {{"epoch", epoch},
           {"pipeline_epoch", r.epoch},
@@ -37,6 +61,9 @@ nlohmann::json epoch_json(int epoch, const imgpipe::Report& r) {
           {"images", r.inputs.delivered},
           {"failed", r.inputs.failed},
           {"images_per_s", r.images_per_s},
+          {"samples_unit", r.samples.unit},
+          {"clips", r.samples.clips},
+          {"frames", r.samples.frames},
           {"wall_s", r.wall_s},
           {"setup_s", r.setup_s},
           {"after_setup_images_per_s", r.pipeline_s > 0 ? r.inputs.delivered / r.pipeline_s : 0.0},
@@ -58,6 +85,7 @@ nlohmann::json epoch_json(int epoch, const imgpipe::Report& r) {
           {"engines_ready_s", r.decode.engines_ready_s},
           {"gpu_share_start", r.decode.gpu_share.empty() ? 0.0 : r.decode.gpu_share.front()},
           {"gpu_share_end", r.decode.gpu_share.empty() ? 0.0 : r.decode.gpu_share.back()},
+          {"video", video_json(r.video)},
           {"stages", stages_json(r)}};
 }
 

@@ -24,8 +24,21 @@
 #             mid-stream, zero-length, wrong extensions, odd sizes, a mid-stream
 #             resolution change, rotated phone clips (90/180/270), interlaced,
 #             variable frame rate
+#   w4/       only when named: W4's Kinetics-like corpus (docs/benchmarks.md,
+#             "W4"): --w4-videos videos of --w4-seconds, sizes by index i mod 20:
+#             0-2 480x360, 3-7 640x360, 8-14 1280x720, 15-19 1920x1080 (600k,
+#             800k, 2M, 4M bit/s); H.264 High (x264 superfast, -bf 3 for even
+#             i and 2 for odd, 2 s closed GOPs, no scene cuts); --w4-hevc percent
+#             of them (i mod 10 = 3 at 10%) HEVC (x265 ultrafast, same B-frames
+#             and GOP length) when libx265 encodes here, else H.264 (said on
+#             stderr and in the manifest's "meant"); each a pan over a photo
+#             scaled once (cheap: 256 x 10 s take about a minute on 16 cores).
+#             The manifest's frames are what was encoded: w4 files are not
+#             probed (no ffprobe needed; 256 full decodes would cost more
+#             than the encodes)
 # Options (defaults: the full W2 corpus; tests pass tiny values):
 #   --parts LIST        comma-separated subset of w2,long,codecs,colour,hostile
+#                       (default), and w4
 #   --clips N           W2 clips (16)
 #   --seconds S         seconds per W2 clip (10); fractions allowed
 #   --long S            seconds of long/long.mp4 (60)
@@ -36,6 +49,9 @@
 #   --bitrate B         W2 / long bitrate (5M)
 #   --colour-sizes L    comma-separated sizes of the colour clips (320x240,1280x720)
 #   --hostile-frames N  frames of the hostile clips' base clips (60)
+#   --w4-videos N       W4 videos (256)
+#   --w4-seconds S      seconds per W4 video (10)
+#   --w4-hevc P         percent of the W4 videos in HEVC (10; 0: none)
 #   --jobs N            encodes in parallel (nproc)
 # Idempotent: a file that exists is kept (each is written under a temporary
 # name and renamed), a part whose options changed is made again, and FFmpeg's
@@ -56,6 +72,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit "
 
 parts=w2,long,codecs,colour,hostile clips=16 seconds=10 long=60 codec_clips=2 codec_seconds=""
 size=1920x1080 fps=30 bitrate=5M colour_sizes=320x240,1280x720 hostile_frames=60 jobs=$(nproc)
+w4_videos=256 w4_seconds=10 w4_hevc=10
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -71,6 +88,9 @@ while [ $# -gt 0 ]; do
     --bitrate) bitrate=$2; shift 2 ;;
     --colour-sizes) colour_sizes=$2; shift 2 ;;
     --hostile-frames) hostile_frames=$2; shift 2 ;;
+    --w4-videos) w4_videos=$2; shift 2 ;;
+    --w4-seconds) w4_seconds=$2; shift 2 ;;
+    --w4-hevc) w4_hevc=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --*) echo "make_videos.sh: unknown option $1" >&2; usage ;;
     *) args+=("$1"); shift ;;
@@ -79,15 +99,18 @@ done
 [ ${#args[@]} -eq 2 ] || usage
 photos_dir=${args[0]}; out=${args[1]}
 codec_seconds=${codec_seconds:-$seconds}
-for t in ffmpeg ffprobe python3; do
+# ffprobe: the manifest's verdicts on every part but w4 (the GPU machine, which
+# makes W4's corpus, has ffmpeg alone)
+need=(ffmpeg python3); [ -z "$(tr ',' '\n' <<< "$parts" | grep -vx w4)" ] || need+=(ffprobe)
+for t in "${need[@]}"; do
   command -v "$t" > /dev/null || { echo "make_videos.sh: $t not found" >&2; exit 1; }
 done
 [[ $size =~ ^([0-9]+)x([0-9]+)$ ]] || { echo "make_videos.sh: --size $size: expected WxH" >&2; exit 2; }
 W=${BASH_REMATCH[1]} H=${BASH_REMATCH[2]}
-for v in clips codec_clips hostile_frames jobs fps; do
+for v in clips codec_clips hostile_frames jobs fps w4_videos w4_hevc; do
   [[ ${!v} =~ ^[0-9]+$ ]] || { echo "make_videos.sh: --${v//_/-} ${!v}: expected a whole number" >&2; exit 2; }
 done
-for v in seconds long codec_seconds; do
+for v in seconds long codec_seconds w4_seconds; do
   [[ ${!v} =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "make_videos.sh: --${v//_/-} ${!v}: expected seconds" >&2; exit 2; }
 done
 mapfile -t photos < <(find "$photos_dir" -maxdepth 1 -type f \( -iname '*.jpg' -o -iname '*.jpeg' -o -iname '*.png' \) | sort)
@@ -103,7 +126,7 @@ ff=(ffmpeg -nostdin -hide_banner -v error -y)
 # --- helpers ----------------------------------------------------------------
 # A part's recipe version: raise it when the part's recipe changes, and its
 # files are made again.
-declare -A recipe=([w2]=1 [long]=1 [codecs]=1 [colour]=1 [hostile]=2)
+declare -A recipe=([w2]=1 [long]=1 [codecs]=1 [colour]=1 [hostile]=2 [w4]=1)
 # part NAME PARAMS: (re)start folder NAME when its recipe or parameters changed.
 part() {
   local dir=$out/$1 params="${recipe[$1]} $2"
@@ -378,6 +401,64 @@ if want hostile; then
     "$out/hostile/vfr.mp4" -fps_mode vfr -c:v libx264 -preset medium -bf 3 -pix_fmt yuv420p "${bt709[@]}" -color_range tv
   note hostile/vfr.mp4 "{\"part\":\"hostile\",\"case\":\"vfr\",$common,\"container\":\"mp4\",\"frames\":$nv,\"expect\":\"ok\",\"note\":\"frames counted from the stream, not duration x fps\"}"
 fi
+# --- w4: W4's Kinetics-like corpus (only when named) -------------------------
+# Video I: a pan over photo (I mod photos) scaled once to 1.3..1.7 times the
+# frame (the loop filter repeats it; crop moves: no resampling per frame, so
+# 1080p encodes fast), its path and speed by I.
+w4_filter() {
+  local i=$1 w=$2 h=$3 n=$4 k x y np=${#photos[@]}
+  local m=$((n > 1 ? n - 1 : 1))
+  k=$(( 13 + (i / np / 4) % 5 ))  # tenths
+  case $(( (i / np) % 4 )) in
+    0) x="(iw-ow)*n/$m"; y="(ih-oh)*(0.5+0.4*sin(n/37))" ;;
+    1) x="(iw-ow)*(1-n/$m)"; y="(ih-oh)*n/$m" ;;
+    2) x="(iw-ow)*(0.5+0.45*sin(2*PI*n/$m))"; y="(ih-oh)*(1-n/$m)" ;;
+    3) x="(iw-ow)*(0.5+0.45*sin(2*PI*n/$m))"; y="(ih-oh)*(0.5+0.45*cos(2*PI*n/$m))" ;;
+  esac
+  local sw=$(( (w * k / 10 + 1) / 2 * 2 )) sh=$(( (h * k / 10 + 1) / 2 * 2 ))
+  printf '%s' "scale=$sw:$sh:force_original_aspect_ratio=increase,crop=$sw:$sh,loop=loop=$m:size=1:start=0,setpts=N/$fps/TB,crop=$w:$h:x='$x':y='$y',format=yuv420p"
+}
+if want w4; then
+  n_w4=$(frames_of "$w4_seconds"); gop=$((2 * fps))
+  # gpu-bundle stubs libraries it was not told to keep: a stubbed libx265
+  # is listed by -encoders and crashes on use, so encode a little to know.
+  x265=0
+  timeout 30 "${ff[@]}" -f lavfi -i testsrc2=s=64x64:d=0.2 -pix_fmt yuv420p -c:v libx265 -x265-params log-level=error \
+    -f null - > /dev/null 2>&1 && x265=1
+  [ "$x265" = 1 ] || [ "$w4_hevc" = 0 ] ||
+    echo "make_videos.sh: w4: libx265 does not encode here: the ${w4_hevc}% meant as HEVC are H.264 (manifest: \"meant\": \"hevc\")" >&2
+  part w4 "$w4_videos $n_w4 $fps $w4_hevc x265=$x265 photos=${#photos[@]}"
+  # The costliest first, so that the last jobs to start are short ones.
+  order=$(for i in $(seq 0 $((w4_videos - 1))); do
+            c=$(( i % 20 < 8 ? 1 : i % 20 < 15 ? 2 : 4 ))
+            (( (i * w4_hevc + 70) % 100 < w4_hevc )) && c=$((c * 2))
+            echo "$c $i"
+          done | sort -k1,1nr -k2,2n | cut -d' ' -f2)
+  for i in $order; do
+    case $(( i % 20 )) in
+      0|1|2) w=480 h=360 br=600 ;;
+      3|4|5|6|7) w=640 h=360 br=800 ;;
+      8|9|10|11|12|13|14) w=1280 h=720 br=2000 ;;
+      *) w=1920 h=1080 br=4000 ;;
+    esac
+    bf=$(( i % 2 ? 2 : 3 )); codec=h264; meant=h264
+    (( (i * w4_hevc + 70) % 100 < w4_hevc )) && meant=hevc
+    [ "$meant" = hevc ] && [ "$x265" = 1 ] && codec=hevc
+    if [ "$codec" = hevc ]; then
+      enc=(-c:v libx265 -preset ultrafast -b:v "${br}k" -tag:v hvc1
+           -x265-params "log-level=error:bframes=$bf:keyint=$gop:min-keyint=$gop:scenecut=0:pools=1:frame-threads=1")
+    else
+      enc=(-c:v libx264 -preset superfast -profile:v high -bf "$bf" -g "$gop" -keyint_min "$gop" -sc_threshold 0
+           -b:v "${br}k" -maxrate "$((br * 3 / 2))k" -bufsize "$((br * 2))k" -threads 1)
+    fi
+    f=$(printf 'w4/w4_%03d_%dp_%s.mp4' "$i" "$h" "$codec")
+    pj=$(basename "$(photo_of "$i")"); pj=${pj//\\/\\\\}; pj=${pj//\"/\\\"}  # JSON-escaped (json_str: a python a file)
+    run_bg made "${ff[@]}" -filter_threads 1 -i "$(photo_of "$i")" -vf "$(w4_filter "$i" "$w" "$h" "$n_w4")" \
+      -r "$fps" -frames:v "$n_w4" "${enc[@]}" -pix_fmt yuv420p -movflags +faststart "$out/$f"
+    note "$f" "{\"part\":\"w4\",\"codec\":\"$codec\",\"meant\":\"$meant\",\"container\":\"mp4\",\"width\":$w,\"height\":$h,\"frames\":$n_w4,\"fps\":$fps,\"gop\":$gop,\"b_frames\":$bf,\"kbit_s\":$br,\"pix_fmt\":\"yuv420p\",\"photo\":\"$pj\",\"expect\":\"ok\"}"
+  done
+  wait_all
+fi
 rm -f "$out/.enc.log" "$failures"
 
 # --- manifest: the facts above plus FFmpeg's verdicts ------------------------
@@ -432,8 +513,10 @@ def probe(rel):
     json.dump({"stamp": stamp, "ffprobe": fp, "ffmpeg": fm}, open(key, "w"))
     return fp, fm
 
+# W4's files are not probed: frames are what was encoded (-frames:v).
+unprobed = {"skipped": "w4: not probed"}
 with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-    results = list(pool.map(lambda e: probe(e["file"]), entries))
+    results = list(pool.map(lambda e: (unprobed, unprobed) if e["part"] == "w4" else probe(e["file"]), entries))
 for e, (fp, fm) in zip(entries, results):
     e["bytes"] = os.path.getsize(os.path.join(out, e["file"]))
     e["ffprobe"], e["ffmpeg"] = fp, fm
@@ -441,6 +524,8 @@ for e, (fp, fm) in zip(entries, results):
 bad = []
 for e in entries:
     fp, fm = e["ffprobe"], e["ffmpeg"]
+    if fp is unprobed:
+        continue
     if e["expect"] == "ok":
         if fm["frames"] != e["frames"] or fp["frames"] != e["frames"]:
             bad.append(f"{e['file']}: made with {e['frames']} frames, ffprobe counts {fp['frames']}, ffmpeg decodes {fm['frames']}")

@@ -18,7 +18,11 @@
 #   profile of `where: cpu` when perf is there), and w3 (samples/bench/w3.sh:
 #   a training epoch of ImageNet-like JPEGs made from PHOTOS, imgpipe kept
 #   with region decode on and off, the DataLoader and torchvision GPU peers,
-#   the Python Loader, then ResNet-50 training fed by each; W3_BUDGET_S).
+#   the Python Loader, then ResNet-50 training fed by each; W3_BUDGET_S),
+#   and w4 (samples/bench/w4.sh: clips for training: 256 Kinetics-like
+#   videos made here with ffmpeg from PHOTOS (about a minute), one random
+#   16-frame clip a video and epoch, imgpipe kept against the DataLoader
+#   (cv2 seeking) and FFmpeg CLI peers, the decode amplification; W4_BUDGET_S).
 # The video cases make their clips with ffmpeg, which the GPU machine lacks:
 # bundle it (gpu-bundle --out .gpuff /usr/bin/ffmpeg) and carry .gpuff; the
 # parts put .gpuff/run's ffmpeg on PATH. perf likewise from .gpuperf.
@@ -62,7 +66,11 @@
 # (120) of it for ResNet-50), W3_ROUNDS (2), W3_PARTS (w3.sh's parts), W3_COUNT
 # (8192). The w3 part needs in .gpu: bin/imgpipe_make_corpus,
 # bin/imgpipe_bench_epochs and bin/libimgpipe_c.so (the Python Loader's); OUT
-# gets w3.json and w3_summary.txt.
+# gets w3.json and w3_summary.txt. W4_BUDGET_S (230: the w4 part's wall time,
+# the corpus included; w4.sh's other knobs, W4_*, pass through): the w4 part
+# needs bin/imgpipe_bench_epochs (and bin/imgpipe) in .gpu, PHOTOS and ffmpeg
+# (.gpuff, with libx265 for the HEVC tenth); OUT gets w4.json and
+# w4_summary.txt.
 set -uo pipefail
 out=$1; photos=${2:-.gpu/data/photos}; shift 2 || shift $#
 parts=${*:-tests sanitize kernels memory w1 epochs w1cmp nvjpeg peers decode live soak}
@@ -461,6 +469,26 @@ if has w3 && enough w3 90; then
   else
     echo "w3: skipped: no photos folder $photos, or bin/imgpipe_make_corpus or bin/imgpipe_bench_epochs not in .gpu" | tee -a "$log"
     sum "W3: skipped (no photos or programs)"
+  fi
+fi
+
+if has w4 && enough w4 90; then
+  section "W4 (clips for training: 16 frames, stride 2, a random clip per video and epoch, batches of 8 clips)"
+  if [ -d "$photos" ] && [ -x .gpu/bin/imgpipe_bench_epochs ] && command -v ffmpeg > /dev/null; then
+    c=$(cap "${W4_BUDGET_S:-230}")
+    # The peers' FFmpeg straight from its bundle (not through /tmp/bin's wrapper: one exec less a clip).
+    ff=ffmpeg; [ -x .gpuff/run ] && ff="$PWD/.gpuff/run bin/ffmpeg"
+    env OUT="$out" EPOCHS_BIN="$PWD/$run bin/imgpipe_bench_epochs" IMGPIPE="$PWD/$run bin/imgpipe" FFMPEG="$ff" \
+      W4_BUDGET_S="$((c - 5))" timeout -k 5 "$c" samples/bench/w4.sh "$photos" /tmp/w4work > /tmp/w4.log 2>&1; rc=$?
+    cat /tmp/w4.log >> "$log"; grep -E "^(W4|BAR W4)" /tmp/w4.log | tail -40
+    if grep -qE "^(W4|BAR W4) " "$out/w4_summary.txt" 2> /dev/null; then
+      sed "s/^W4 /W4 rc=$rc: /" "$out/w4_summary.txt" >> "$summary"
+    else
+      sum "W4: rc=$rc$([ $rc -ge 124 ] && echo ' (timed out)'), no summary (see suite.log)"
+    fi
+  else
+    echo "w4: skipped: no photos folder $photos, no bin/imgpipe_bench_epochs in .gpu, or no ffmpeg (carry .gpuff)" | tee -a "$log"
+    sum "W4: skipped (no photos, programs or ffmpeg)"
   fi
 fi
 
