@@ -55,4 +55,9 @@ int PacketFilter::send(const AVPacket* pkt) {
 
 int PacketFilter::receive(AVPacket* out) { return av_bsf_receive_packet(bsf_, out); }
 
+void PacketFilter::flush() noexcept {
+  av_bsf_flush(bsf_);
+  av_packet_unref(in_);
+}
+
 }  // namespace imgpipe::codecs

@@ -26,6 +26,9 @@ class PacketFilter {
   const AVCodecParameters* output() const noexcept;
   int send(const AVPacket* pkt);  // null: the end (as av_bsf_send_packet, which takes the packet's data)
   int receive(AVPacket* out);     // 0, AVERROR(EAGAIN), AVERROR_EOF (as av_bsf_receive_packet)
+  // Drops what the filter holds and its state (after the end too), for
+  // packets from elsewhere in the stream (av_bsf_flush).
+  void flush() noexcept;
 
  private:
   AVBSFContext* bsf_ = nullptr;

@@ -37,6 +37,14 @@ class FrameDecoder {
   virtual int receive(Decoded& out) = 0;
   // The last failure's reason ("the h264 decoder failed (Invalid data ...)").
   virtual std::string reason(int code) const = 0;
+  // Drops the frames in flight and what the decoder knows of the stream so
+  // far, keeping the decoder itself (NVDEC's engine, nvdec_cache.hpp), so
+  // that the next packets, from a keyframe elsewhere in the file
+  // (VideoFile::seek), decode as from the start of a stream. False when it
+  // cannot (then VideoFile makes another decoder): libavcodec's, whose
+  // seeks make a new one (cheap on the CPU); NVDEC's once its frame memory
+  // ran out.
+  virtual bool flush() { return false; }
 };
 
 }  // namespace imgpipe::codecs

@@ -254,7 +254,12 @@ void VideoFile::Impl::demuxer_skipped() {
 void VideoFile::Impl::send_packet() {
   const std::int64_t pts = pkt->pts;
   if ((pkt->flags & AV_PKT_FLAG_DISCARD) != 0) ++discarded;
-  if (pts != AV_NOPTS_VALUE) pending.push_back({sent, pts});
+  // A packet shown before a seek's target is not waited for: its frame is
+  // dropped whatever it holds, and a decoder may drop it without a word (an
+  // open GOP's leading frames after a seek: libavcodec's H.264 and HEVC
+  // decoders put none of them out), which would hold the target back for
+  // kReorder packets.
+  if (pts != AV_NOPTS_VALUE && !(resync == Resync::target && pts < target_pts)) pending.push_back({sent, pts});
   if (pkt->dts != AV_NOPTS_VALUE) sent_dts = pkt->dts;
   while (!pending.empty() && pending.front().seq < sent - kReorder) pending.pop_front();
   ++sent;

@@ -102,16 +102,19 @@ class VideoFile {
   // `index` in presentation order, the same frame a sequential decode
   // returns `index`-th. The file's FrameIndex is built on the first call (one
   // pass over its packets). Decoding starts at the keyframe the index names
-  // for the frame, where the container's seek lands exactly on it; where it
-  // lands elsewhere (an MPEG-TS file has no index; Matroska's cues may name
-  // an earlier keyframe), decoding starts from the file's start and counts.
-  // Frames before `index` are decoded and dropped, whatever the decoder says
-  // of them (an open GOP's leading frames lack their references there).
-  // Damage found before the seek is forgotten: the file breaks, as
-  // video_file.hpp says, only at damage the frames from `index` on meet.
-  // The CPU route decodes from a seek on (a file NVDEC decoded moves to
-  // libavcodec, as a relocation does). False, with next() at the end, when
-  // the file has no frame `index`.
+  // for the frame, where the container's seek (by the keyframe's decode
+  // time, then its presentation time) lands on it; at an earlier keyframe
+  // of the index where it lands there, in a stream of one segment; from the
+  // file's start, counting, where it lands elsewhere (an MPEG-TS file has no
+  // index; joined streams repeat times). Frames before `index` are decoded
+  // and dropped, whatever the decoder says of them (an open GOP's leading
+  // frames lack their references there). Damage found before the seek is
+  // forgotten: the file breaks, as video_file.hpp says, only at damage the
+  // frames from `index` on meet. The decoder stays: a file NVDEC decodes
+  // stays on its device, its decoder flushed and kept (no decoder is made
+  // or taken from the cache for a seek); damage NVDEC finds after it is
+  // placed by libavcodec as before. False, with next() at the end, when the
+  // file has no frame `index`.
   bool seek(std::int64_t index);
   // The index seek() builds (built here when it was not).
   const FrameIndex& frame_index();

@@ -174,7 +174,7 @@ struct VideoFile::Impl {
     damaged(std::move(why), hold > 0 ? INT64_MIN : pts, seq);
   }
   bool relocate();
-  bool restart(Resync how, int threads = 1, const std::string& why = {});
+  bool restart(Resync how, int threads = 1, const std::string& why = {}, bool seeking = false);
   bool seek(std::int64_t index);
   const FrameIndex& frame_index() {
     if (!findex) {
@@ -183,7 +183,8 @@ struct VideoFile::Impl {
     }
     return *findex;
   }
-  bool landed_on(const FrameIndex::Key& key);
+  bool seek_to_key();
+  std::int64_t landed_key();
   bool missed(const Decoded& d) const noexcept {
     return seeked && d.pts != AV_NOPTS_VALUE && static_cast<std::size_t>(frames) < findex->size() &&
            d.pts != findex->pts[static_cast<std::size_t>(frames)];

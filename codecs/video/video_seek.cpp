@@ -1,7 +1,8 @@
 // VideoFile's decoding again from elsewhere in the file: seek() (from the
-// keyframe the FrameIndex names), and relocate() (a one-thread libavcodec
-// decode from the keyframe before the frame delivered last, which places
-// damage frame threads or NVDEC found). video_file_impl.hpp has the state.
+// keyframe the FrameIndex names, on the decoder the file has: NVDEC's is
+// flushed and kept), and relocate() (a one-thread libavcodec decode from
+// the keyframe before the frame delivered last, which places damage frame
+// threads or NVDEC found). video_file_impl.hpp has the state.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -22,49 +23,92 @@ bool VideoFile::Impl::relocate() {
   return resume(1);
 }
 
-bool VideoFile::Impl::restart(Resync how, int with_threads, const std::string& why) {
+// Decodes the file again from elsewhere: the keyframe before the frame
+// delivered last (overlap), the keyframe seek_key (target), or the start
+// (count). libavcodec decodes from there with `with_threads` threads (a
+// file NVDEC decoded moves to the CPU, and the router counts `why`),
+// except for a seek (`seeking`: seek() and its retries) on a file NVDEC
+// decodes: its decoder is flushed and kept (FrameDecoder::flush), on the
+// same engine, and the file stays on the device.
+bool VideoFile::Impl::restart(Resync how, int with_threads, const std::string& why, bool seeking) {
   if (how == Resync::overlap) {
     if (!demux->seek_before(last_pts)) return false;
   } else if (how == Resync::target) {
-    const FrameIndex::Key& key = findex->keys.at(static_cast<std::size_t>(seek_key));
-    demux->drop_peeked();
-    if (!demux->seek_before(key.dts != INT64_MIN ? key.dts : key.pts) || !landed_on(key)) return false;
+    if (!seek_to_key()) return false;
   } else if (!demux->reopen()) {  // from the start
     return false;
   } else {
     discarded = 0;  // read again
   }
-  try {
-    auto lib = std::make_unique<LibavDecoder>(demux->stream(), demux->decoder(), with_threads, frame_pool);
-    hold = lib->frame_threads();
-    dec = std::move(lib);
-  } catch (const std::exception&) {
-    return false;
+  if (!(seeking && device >= 0 && dec->flush())) {
+    try {
+      auto lib = std::make_unique<LibavDecoder>(demux->stream(), demux->decoder(), with_threads, frame_pool);
+      hold = lib->frame_threads();
+      dec = std::move(lib);
+    } catch (const std::exception&) {
+      return false;
+    }
+    // From here the CPU decodes the file: its frames are the CPU route's.
+    if (device >= 0 && router) router->moved(device, info, frames, why);
+    device = -1;
   }
-  // From here the CPU decodes the file: its frames are the CPU route's.
-  if (device >= 0 && router) router->moved(device, info, frames, why);
-  device = -1;
   held.clear();
   pending.clear();
   sent_dts = AV_NOPTS_VALUE;
   demux->clear_skipped();
   crc_drain = false;
   draining = drained = false;
-  if (how != Resync::target) demux->drop_peeked();  // a seek keeps the packet it checked (landed_on)
+  if (how != Resync::target) demux->drop_peeked();  // a seek keeps the packet it checked (landed_key)
   resync = how;
   skip = frames;
   return true;
 }
 
-// The packet a seek landed on is `key` itself (the same position, or the
-// same presentation time where positions are unknown): it stays peeked, the
-// first read after the seek.
-bool VideoFile::Impl::landed_on(const FrameIndex::Key& key) {
-  if (demux->peek() < 0) return false;
+// Puts the demuxer on the keyframe keys[seek_key], its packet peeked (the
+// first read after the seek): by its decode time, then by its presentation
+// time (containers index keyframes by either, some shifted: by decode time,
+// an MP4 with B-frames lands a keyframe early, and so does a Matroska file
+// by the decode time FFmpeg guessed). Where neither lands on it, an earlier
+// keyframe of the index does in a stream of one segment (the frames before
+// the target are dropped by their times): seek_key becomes that one. False
+// when the seek lands on none (an MPEG-TS file: no index), or elsewhere in
+// a stream of several segments (times repeat there).
+bool VideoFile::Impl::seek_to_key() {
+  const FrameIndex::Key& key = findex->keys.at(static_cast<std::size_t>(seek_key));
+  const std::int64_t times[2] = {key.dts != INT64_MIN ? key.dts : key.pts, key.pts};
+  std::int64_t early = -1, early_time = 0;
+  for (int i = 0; i < 2; ++i) {
+    if (i == 1 && times[1] == times[0]) break;
+    demux->drop_peeked();
+    if (!demux->seek_before(times[i])) continue;
+    const std::int64_t at = landed_key();
+    if (at == seek_key) return true;
+    if (at >= 0 && at < seek_key && at > early) {
+      early = at;
+      early_time = times[i];
+    }
+  }
+  if (early < 0 || findex->segments.size() > 1) return false;
+  demux->drop_peeked();
+  if (!demux->seek_before(early_time) || landed_key() != early) return false;
+  seek_key = early;
+  return true;
+}
+
+// The keyframe of the index (its place in `keys`) that the packet after a
+// seek is: the same position, or the same presentation time where
+// positions are unknown; -1 when it is not a keyframe the index lists. The
+// packet stays peeked.
+std::int64_t VideoFile::Impl::landed_key() {
+  if (demux->peek() < 0) return -1;
   const AVPacket* p = demux->peeked();
-  if ((p->flags & AV_PKT_FLAG_KEY) == 0) return false;
-  if (key.pos >= 0 && p->pos >= 0) return p->pos == key.pos;
-  return (p->pts != AV_NOPTS_VALUE ? p->pts : p->dts) == key.pts;
+  if ((p->flags & AV_PKT_FLAG_KEY) == 0) return -1;
+  const std::int64_t t = p->pts != AV_NOPTS_VALUE ? p->pts : p->dts;
+  for (std::size_t j = 0; j < findex->keys.size(); ++j) {
+    const FrameIndex::Key& k = findex->keys[j];
+    if (k.pos >= 0 && p->pos >= 0 ? k.pos == p->pos : k.pts == t) return static_cast<std::int64_t>(j);
+  }
+  return -1;
 }
 
 // The frame the index lists next did not come out: decode again, from the
@@ -73,9 +117,9 @@ bool VideoFile::Impl::decode_again_earlier() {
   if (resync == Resync::count || seek_key < 0) return false;  // from the start already: as it decodes
   target_pts = findex->pts[static_cast<std::size_t>(frames)];
   seek_key = std::min<std::int64_t>(seek_key, findex->key_of[static_cast<std::size_t>(frames)]) - 1;
-  if (seek_key >= 0 && restart(Resync::target, threads)) return true;
+  if (seek_key >= 0 && restart(Resync::target, threads, {}, true)) return true;
   seek_key = -1;
-  return restart(Resync::count, threads);
+  return restart(Resync::count, threads, {}, true);
 }
 
 bool VideoFile::Impl::seek(std::int64_t index) {
@@ -97,7 +141,7 @@ bool VideoFile::Impl::seek(std::int64_t index) {
   target_pts = x.pts[static_cast<std::size_t>(index)];
   seek_key = x.key_of[static_cast<std::size_t>(index)];
   seeked = true;
-  if (restart(Resync::target, threads) || restart(Resync::count, threads)) return true;
+  if (restart(Resync::target, threads, {}, true) || restart(Resync::count, threads, {}, true)) return true;
   broken(fmt::format("the decoder cannot start again at frame {}", index));
   return false;
 }
@@ -119,7 +163,7 @@ bool VideoFile::Impl::seen_before(const Decoded& d) {
       }
       // Shown after it, or no time to tell: the seek is not where the index
       // says (a container's odd timestamps); from the start, by count.
-      if (!restart(Resync::count, threads)) damaged("the decoder lost its place in the file", INT64_MIN);
+      if (!restart(Resync::count, threads, {}, true)) damaged("the decoder lost its place in the file", INT64_MIN);
       return true;
     case Resync::overlap:
       if (d.pts != AV_NOPTS_VALUE && d.pts < last_pts) return true;

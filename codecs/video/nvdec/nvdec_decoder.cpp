@@ -69,30 +69,7 @@ class NvdecDecoder final : public FrameDecoder {
     pixel_format_ = par->format;
     const gpu::CurrentDeviceGuard bind(device);
     stream_ = gpu::Stream(device);
-    const CuvidFunctions& f = api();
-    CUVIDPARSERPARAMS p{};
-    p.CodecType = codec_;
-    p.ulMaxNumDecodeSurfaces = 1;  // the sequence callback says how many
-    p.ulClockRate = 0;
-    p.ulErrorThreshold = 0;  // a damaged picture is not decoded (its frame is the break)
-    p.ulMaxDisplayDelay = 4;  // decoding runs a few pictures ahead of the copies
-    p.pUserData = this;
-    p.pfnSequenceCallback = &NvdecDecoder::on_sequence;
-    p.pfnDecodePicture = &NvdecDecoder::on_decode;
-    p.pfnDisplayPicture = &NvdecDecoder::on_display;
-    CUvideoparser made = nullptr;
-    check(f.cuvidCreateVideoParser(&made, &p), "cuvidCreateVideoParser");
-    parser_.reset(made);
-    // The sequence header the container keeps apart (Annex B SPS/PPS after
-    // the filter, MPEG-4's VOL), before the first packet.
-    const AVCodecParameters* out = filter_.output();
-    if (out->extradata_size > 0 && codec_ != cudaVideoCodec_VP8 && codec_ != cudaVideoCodec_VP9 &&
-        codec_ != cudaVideoCodec_AV1) {
-      CUVIDSOURCEDATAPACKET d{};
-      d.payload = out->extradata;
-      d.payload_size = static_cast<tcu_ulong>(out->extradata_size);
-      parse(d);
-    }
+    start_parser();
   }
 
   // Never throws: Cache::give and its destroy do not (nvdec_cache.hpp).
@@ -159,7 +136,68 @@ class NvdecDecoder final : public FrameDecoder {
     return fmt::format("NVDEC failed ({})", buf);
   }
 
+  // A seek: the parser is made again (a new one knows nothing of the
+  // pictures before: no references, no display queue, no picture half
+  // read), the bitstream filter flushed (it puts the parameter sets before
+  // the next keyframe again), the frames copied out and not yet received
+  // dropped, and damage found before forgotten. The engine is kept: the new
+  // parser's sequence callback finds that it fits the stream (sequence():
+  // the same size, so resize() changes nothing), and no decoder is taken
+  // from the cache or made. Not after NVDEC's frame memory ran out (the
+  // file goes on on the CPU route).
+  bool flush() override {
+    if (out_of_memory_) return false;
+    std::optional<gpu::CurrentDeviceGuard> bind;
+    try {
+      bind.emplace(device_);
+    } catch (const std::exception&) {
+      return false;
+    }
+    flushing_ = true;  // what the old parser may still call back with is dropped
+    parser_.reset();
+    flushing_ = false;
+    shown_.clear();
+    std::fill(decoded_.begin(), decoded_.end(), 0);
+    filter_.flush();
+    error_.clear();
+    ended_ = reported_ = false;
+    try {
+      start_parser();
+    } catch (const std::exception& e) {
+      error_ = e.what();
+      return false;
+    }
+    return error_.empty();
+  }
+
  private:
+  // The parser (at the start, and again at each flush), and the sequence
+  // header the container keeps apart (Annex B SPS/PPS after the filter,
+  // MPEG-4's VOL) before the first packet. In the decoder's context.
+  void start_parser() {
+    CUVIDPARSERPARAMS p{};
+    p.CodecType = codec_;
+    p.ulMaxNumDecodeSurfaces = 1;  // the sequence callback says how many
+    p.ulClockRate = 0;
+    p.ulErrorThreshold = 0;  // a damaged picture is not decoded (its frame is the break)
+    p.ulMaxDisplayDelay = 4;  // decoding runs a few pictures ahead of the copies
+    p.pUserData = this;
+    p.pfnSequenceCallback = &NvdecDecoder::on_sequence;
+    p.pfnDecodePicture = &NvdecDecoder::on_decode;
+    p.pfnDisplayPicture = &NvdecDecoder::on_display;
+    CUvideoparser made = nullptr;
+    check(api().cuvidCreateVideoParser(&made, &p), "cuvidCreateVideoParser");
+    parser_.reset(made);
+    const AVCodecParameters* out = filter_.output();
+    if (out->extradata_size > 0 && codec_ != cudaVideoCodec_VP8 && codec_ != cudaVideoCodec_VP9 &&
+        codec_ != cudaVideoCodec_AV1) {
+      CUVIDSOURCEDATAPACKET d{};
+      d.payload = out->extradata;
+      d.payload_size = static_cast<tcu_ulong>(out->extradata_size);
+      parse(d);
+    }
+  }
+
   // A broken decoder's code: ENOMEM when NVDEC's frame memory was full (the
   // file can go on on the CPU route), else damaged data.
   int error_code() const noexcept { return out_of_memory_ ? AVERROR(ENOMEM) : AVERROR_INVALIDDATA; }
@@ -383,6 +421,7 @@ class NvdecDecoder final : public FrameDecoder {
   }
   static int CUDAAPI on_decode(void* self, CUVIDPICPARAMS* pic) {
     auto* d = static_cast<NvdecDecoder*>(self);
+    if (d->flushing_) return 1;  // a parser being dropped (flush): nothing more is decoded
     if (!d->engine_) return 0;
     const auto idx = static_cast<std::size_t>(pic->CurrPicIdx);
     if (idx >= d->decoded_.size()) {
@@ -403,7 +442,7 @@ class NvdecDecoder final : public FrameDecoder {
   // decoded it (a new sequence reconfigures it), and queued for receive().
   static int CUDAAPI on_display(void* self, CUVIDPARSERDISPINFO* disp) {
     auto* d = static_cast<NvdecDecoder*>(self);
-    if (!disp || !d->engine_) return 1;
+    if (!disp || !d->engine_ || d->flushing_) return 1;
     Decoded out;
     out.pts = d->timed_ ? disp->timestamp : INT64_MIN;
     const auto idx = static_cast<std::size_t>(disp->picture_index);
@@ -454,6 +493,7 @@ class NvdecDecoder final : public FrameDecoder {
   std::uint64_t pictures_ = 0;  // pictures handed to the decode callback (the nvdec_skip drill counts them)
   bool timed_ = false;
   bool ended_ = false;
+  bool flushing_ = false;  // flush() is dropping the parser
   bool reported_ = false;
 };
 

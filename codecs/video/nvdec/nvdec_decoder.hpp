@@ -16,9 +16,12 @@
 // Decoders are kept per device and format when a file closes and reused by
 // the next file of that format (cuvidReconfigureDecoder for another size
 // within the one they were made for; nvdec_cache.hpp): making one takes ~54
-// ms and ~94 MiB. What the stages and the pipeline use of NVDEC (the
-// capability query, the kept decoders, the figures, a frame copied to
-// another GPU) is video_devices.hpp's; this header is VideoFile's.
+// ms and ~94 MiB. A seek (VideoFile::seek) flushes the decoder
+// (FrameDecoder::flush: a new parser, the bitstream filter flushed, the
+// frames in flight dropped) and keeps its engine. What the stages and the
+// pipeline use of NVDEC (the capability query, the kept decoders, the
+// figures, a frame copied to another GPU) is video_devices.hpp's; this
+// header is VideoFile's.
 #pragma once
 
 #include <memory>
