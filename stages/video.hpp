@@ -71,7 +71,7 @@ struct VideoOptions {
   std::shared_ptr<VideoDecodeStats> decode_stats = nullptr;  // where the readers count their decoding (null: nowhere)
   // Files: clips instead of frames (input.video.clips; on() false: frames),
   // drawn from (seed, epoch, item: the video's InputItem::id).
-  ClipConfig clips;
+  ClipConfig clips{};
   std::uint64_t seed = 0, epoch = 0, item = 0;
 };
 

@@ -77,7 +77,7 @@ TEST_CASE("clips: random starts are uniform over the starts that fit, reproducib
   CHECK(differ > 90);
 }
 
-TEST_CASE("clips: uniform spreads the starts from the first frame to the last start that fits; every steps") {
+TEST_CASE("clips: uniform spreads the starts from the first frame to the last start that fits, and every steps") {
   {
     const ClipPlan p = plan_clips(clips(4, 2, 3, ClipPlace::uniform), 107, 0, 0, 0);  // span 7, last start 100
     REQUIRE(p.clips.size() == 3);

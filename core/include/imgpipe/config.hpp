@@ -111,7 +111,7 @@ struct VideoConfig {
   // Which decoder takes each video file: the GPU's NVDEC engines, the CPU
   // (libavcodec), or auto (both kept busy: codecs/route/video_route.hpp).
   Where where = Where::automatic;
-  ClipConfig clips;
+  ClipConfig clips{};
   bool operator==(const VideoConfig&) const = default;
 };
 
