@@ -213,7 +213,10 @@ void VideoReader::State::read_file(std::int64_t& index) {
   std::unique_ptr<codecs::VideoFile> file;
   const clock::time_point opening = clock::now();
   try {
-    file = std::make_unique<codecs::VideoFile>(path, codecs::VideoFileOptions{opts.threads, opts.router, opts.frames});
+    codecs::VideoFileOptions o{opts.threads, opts.router, opts.frames, {}};
+    // Clips: the route weighs the frames the clips decode, not the file's.
+    if (opts.clips.on()) o.planned_work = [this](const codecs::FrameIndex& fi) { return clip_work(fi); };
+    file = std::make_unique<codecs::VideoFile>(path, std::move(o));
   } catch (const std::exception& e) {
     count_decode(-1, opening, 0, false);
     // VideoFile's message starts with the path, which the failure names already.

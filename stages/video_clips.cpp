@@ -16,6 +16,39 @@
 
 namespace imgpipe::stages {
 
+std::int64_t VideoReader::State::selected_frames(std::int64_t all) const noexcept {
+  std::int64_t n = all > opts.start ? (all - opts.start + opts.stride - 1) / opts.stride : 0;
+  return opts.max_frames > 0 ? std::min(n, opts.max_frames) : n;
+}
+
+ClipPlan VideoReader::State::clip_plan(std::int64_t all) const {
+  ClipPlan plan = plan_clips(opts.clips, selected_frames(all), opts.seed, opts.epoch, opts.item);
+  for (auto& clip : plan.clips)
+    for (std::int64_t& i : clip) i = opts.start + i * opts.stride;
+  return plan;
+}
+
+// What decode_frame() will have the decoder do for the plan: each clip from
+// the frame its decoder is at when that is no later than the clip's
+// keyframe, else from the keyframe (the first frame decoded from it).
+std::int64_t VideoReader::State::clip_work(const codecs::FrameIndex& fi) const {
+  const auto all = static_cast<std::int64_t>(fi.size());
+  const auto key = [&](std::int64_t i) { return fi.key_of[static_cast<std::size_t>(i)]; };
+  std::int64_t work = 0, at = 0;  // `at`: the frame the decoder is at
+  for (const std::vector<std::int64_t>& clip : clip_plan(all).clips)
+    for (std::size_t j = 0; j < clip.size(); ++j) {
+      const std::int64_t i = clip[j];
+      if (i < 0 || i >= all || (j > 0 && i == clip[j - 1])) continue;  // a padded frame is the last one again
+      if (i < at || (i > at && at < all && key(i) > key(at))) {  // a seek: from i's keyframe's first frame
+        at = i;
+        while (at > 0 && key(at - 1) == key(i)) --at;
+      }
+      work += std::max<std::int64_t>(0, i - at + 1);
+      at = std::max(at, i + 1);
+    }
+  return work;
+}
+
 void VideoReader::State::count_decoded(const codecs::VideoFile& file) {
   const std::int64_t now = file.decoded();
   if (opts.decode_stats && now > decoded_seen)
@@ -59,16 +92,9 @@ void VideoReader::State::read_clips(codecs::VideoFile& file, std::int64_t& index
   const codecs::FrameIndex& fi = file.frame_index();  // throws for a file it cannot index: the run() catch names it
   const auto all = static_cast<std::int64_t>(fi.size());
   if (all == 0) return finish("opened but yielded no frames", 0);
-  // The clips come from the frames input.video.start, stride and
-  // max_frames select, counted in that selection (selected j is frame
-  // start + j x stride).
-  std::int64_t frames = all > opts.start ? (all - opts.start + opts.stride - 1) / opts.stride : 0;
-  if (opts.max_frames > 0) frames = std::min(frames, opts.max_frames);
-  if (frames == 0)
+  if (selected_frames(all) == 0)
     return finish(fmt::format("no frame selected: {} frames, input.video.start is {}", all, opts.start), 0);
-  ClipPlan plan = plan_clips(opts.clips, frames, opts.seed, opts.epoch, opts.item);
-  for (auto& clip : plan.clips)
-    for (std::int64_t& i : clip) i = opts.start + i * opts.stride;
+  const ClipPlan plan = clip_plan(all);
   VideoDecodeStats* stats = opts.decode_stats.get();
   if (!plan.skipped.empty()) {
     if (stats) ++stats->short_skipped;
@@ -95,7 +121,7 @@ void VideoReader::State::read_clips(codecs::VideoFile& file, std::int64_t& index
                                       ? file.error()
                                       : fmt::format("no frame {}: the file ended after {} of the {} frames its "
                                                     "packets list",
-                                                    index, file.frames(), frames);
+                                                    index, file.frames(), all);
           return finish(fmt::format("clip {} (frames {}..{}): {}", k, at.front(), at.back(), why), index);
         }
         p.rotation = info.rotation;

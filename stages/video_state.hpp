@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "imgpipe/clips.hpp"
 #include "video.hpp"
 
 namespace imgpipe::stages {
@@ -37,6 +38,12 @@ struct VideoReader::State {
   bool decode_frame(codecs::VideoFile& file, std::int64_t index, std::shared_ptr<codecs::VideoFrame>& out);
   // Queues a finished clip's frames, waiting for room for each; false when stopped.
   bool queue_clip(std::vector<VideoPayload>& frames, const std::vector<std::int64_t>& indices);
+  // input.video.clips: the frames start, stride and max_frames select of
+  // `all`; the plan (frame indices of the file); what decoding it costs,
+  // frames from each clip's keyframe (VideoFileOptions::planned_work).
+  std::int64_t selected_frames(std::int64_t all) const noexcept;
+  ClipPlan clip_plan(std::int64_t all) const;
+  std::int64_t clip_work(const codecs::FrameIndex& fi) const;
   // Frames `file` decoded since the last call, on its route (the decode amplification).
   void count_decoded(const codecs::VideoFile& file);
   void read_frames(cv::VideoCapture& cap, std::int64_t& index);

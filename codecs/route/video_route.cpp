@@ -47,6 +47,7 @@ VideoRouter::VideoRouter(Options o) : o_(std::move(o)) {
 }
 
 std::int64_t VideoRouter::expected_frames(const VideoInfo& v) {
+  if (v.planned_work >= 0) return v.planned_work;
   return v.declared_frames > 0 ? v.declared_frames : 300;  // unknown: ten seconds' worth
 }
 
@@ -67,7 +68,8 @@ double VideoRouter::rate_locked(bool nvdec, Clock::time_point now) const {
       nvdec ? o_.nvdec_prior_fps * static_cast<double>(std::max<std::size_t>(1, o_.devices.size())) : o_.cpu_prior_fps;
   double busy = r.busy_s;
   if (r.open > 0) busy += std::chrono::duration<double>(now - r.since).count();
-  return busy >= 1.0 && r.frames > 0 ? static_cast<double>(r.frames) / busy : prior;
+  const std::uint64_t decoded = r.frames + r.dropped;
+  return busy >= 1.0 && decoded > 0 ? static_cast<double>(decoded) / busy : prior;
 }
 
 double VideoRouter::rate(bool nvdec) const {
@@ -121,6 +123,13 @@ void VideoRouter::delivered(int device, Clock::time_point) {
   const std::lock_guard lock(mu_);
   Route& r = route(device);
   ++r.frames;
+  if (r.queued > 0) --r.queued;
+}
+
+void VideoRouter::dropped(int device, Clock::time_point) {
+  const std::lock_guard lock(mu_);
+  Route& r = route(device);
+  ++r.dropped;
   if (r.queued > 0) --r.queued;
 }
 

@@ -70,10 +70,14 @@ class VideoRouter {
   };
   // A file opens: its route. Counts it as open there from now.
   Choice choose(const VideoInfo& v, Clock::time_point now = Clock::now());
-  // A file on `device` (-1: CPU) delivered a frame / closed. `declared` as
-  // given at choose (v.declared_frames) minus what it delivered is taken off
-  // its route's queue on close.
+  // A file on `device` (-1: CPU) delivered a frame / decoded one it does not
+  // deliver (before a clip's first frame, between a clip's frames, decoded
+  // again) / closed. The work given at choose (v.planned_work, else
+  // v.declared_frames) minus the frames it decoded (`frames` at close:
+  // delivered and dropped) is taken off its route's queue on close. A
+  // route's rate counts both kinds of frames: what its decoders do.
   void delivered(int device, Clock::time_point now = Clock::now());
+  void dropped(int device, Clock::time_point now = Clock::now());
   void closed(int device, const VideoInfo& v, std::int64_t frames, Clock::time_point now = Clock::now());
   // A file that was to go to NVDEC could not start there (the decoder could
   // not be made): it goes to the CPU instead, counted with `why`.
@@ -100,6 +104,7 @@ class VideoRouter {
     int open = 0;
     std::int64_t queued = 0;  // declared frames of its open files not yet delivered
     std::uint64_t files = 0, frames = 0;
+    std::uint64_t dropped = 0;  // decoded, not delivered
     double busy_s = 0;  // with at least one file open
     Clock::time_point since;
   };

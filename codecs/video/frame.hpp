@@ -30,6 +30,11 @@ struct VideoInfo {
   bool rgb_coded = false;
   int profile = -1;             // FFmpeg's profile number (FF_PROFILE_*), -1 unknown
   std::int64_t declared_frames = -1;  // the container's count (or duration x rate), -1 unknown
+  // The frames the file's reader will have decoded, when it knows before the
+  // route is chosen (clips: from each clip's keyframe to its end,
+  // VideoFileOptions::planned_work); -1: the whole file. The route rule
+  // weighs this (codecs/route/video_route.hpp).
+  std::int64_t planned_work = -1;
   bool declared_exact = false;  // the count is the container's index (MP4), not an estimate
   double fps = 0;
   // The stream's time base (seconds per tick of FrameIndex::pts) and its

@@ -38,6 +38,7 @@ void VideoFile::Impl::open(const VideoFileOptions& opts) {
   clusters = std::make_unique<ClusterWatch>(path, info.container.rfind("matroska", 0) == 0);
   router = opts.router;
   frame_pool = opts.frames;
+  if (router && opts.planned_work) info.planned_work = opts.planned_work(frame_index());
   threads = opts.threads;
   start_decoder(opts);
 }
@@ -101,7 +102,11 @@ VideoFile::Next VideoFile::Impl::deliver(std::shared_ptr<VideoFrame>& out) {
   last_pts = d.pts;
   out = std::move(d.frame);
   ++frames;
-  if (router) router->delivered(device);
+  ++delivered_total;
+  if (router) {
+    router->delivered(device);
+    report_dropped();
+  }
   return Next::frame;
 }
 

@@ -39,6 +39,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -62,6 +63,11 @@ struct VideoFileOptions {
   // from file to file; page-locked ones the staging copies by DMA); null:
   // libavcodec's own buffers.
   std::shared_ptr<memory::FramePool> frames = nullptr;
+  // The frames the reader will have the file decode, from its index (clips:
+  // from each clip's keyframe to its end); set, the index is built before
+  // the router is asked, which weighs that work (VideoInfo::planned_work)
+  // instead of the whole file. Empty: the whole file.
+  std::function<std::int64_t(const FrameIndex&)> planned_work;
 };
 
 class VideoFile {

@@ -47,6 +47,13 @@ struct VideoFile::Impl {
   // (dropped before a seek's target, decoded again by relocate(), an edit
   // list's discarded ones): VideoFile::decoded().
   std::int64_t decoded = 0;
+  // Frames delivered since the file opened, and the router told of the
+  // frames decoded but not delivered up to `dropped_told` (report_dropped()).
+  std::int64_t delivered_total = 0, dropped_told = 0;
+  void report_dropped() {
+    const std::int64_t dropped = decoded - delivered_total - static_cast<std::int64_t>(held.size());
+    for (; dropped_told < dropped; ++dropped_told) router->dropped(device);
+  }
   // How far into the declared frames the file got: frames returned, or the
   // presentation time of the latest one in frames, whichever says more (AVI
   // files may hold empty "repeat the last frame" chunks that count without
@@ -113,7 +120,10 @@ struct VideoFile::Impl {
   static constexpr std::int64_t kReorder = 34;
 
   ~Impl() {
-    if (router) router->closed(device, info, frames);
+    if (router) {
+      report_dropped();
+      router->closed(device, info, decoded);
+    }
     dec.reset();
     av_packet_free(&pkt);
     demux.reset();

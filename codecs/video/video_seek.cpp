@@ -49,7 +49,10 @@ bool VideoFile::Impl::restart(Resync how, int with_threads, const std::string& w
       return false;
     }
     // From here the CPU decodes the file: its frames are the CPU route's.
-    if (device >= 0 && router) router->moved(device, info, frames, why);
+    if (device >= 0 && router) {
+      report_dropped();
+      router->moved(device, info, decoded, why);
+    }
     device = -1;
   }
   held.clear();

@@ -298,3 +298,30 @@ TEST_CASE("video route: input.video.where gpu without a GPU is an error naming t
   CHECK(text.str().find("video: NVDEC 0 files (0 frames) | CPU 1 file (5 frames) | on the CPU (1): no GPU in the run") !=
         std::string::npos);
 }
+
+TEST_CASE("video route: a clip file weighs the frames its clips decode, and dropped frames count in the route's rate") {
+  using Clock = VideoRouter::Clock;
+  VideoRouter::Options o = on_gpus(codecs::VideoWhere::auto_, {0});
+  o.nvdec_prior_fps = 1000;
+  o.cpu_prior_fps = 1000;
+  VideoRouter r(o);
+  const Clock::time_point t0 = Clock::now();
+  VideoInfo whole = stream("h264", 640, 480);  // 100 frames declared
+  VideoInfo clip = whole;
+  clip.planned_work = 10;  // a clip decodes 10 of them
+  // Equal rates: NVDEC takes the first whole file (100 queued); then the CPU
+  // is empty and takes the next; a clip file (10) goes where 10 more is least.
+  CHECK(r.choose(whole, t0).device == 0);
+  CHECK(r.choose(whole, t0).device == -1);
+  CHECK(r.choose(clip, t0).device == 0);  // ties go to NVDEC: 110 against 110
+  CHECK(r.choose(clip, t0).device == -1);  // 120 against 110
+  // Over one second NVDEC delivers 20 frames and drops 100 (decoded before
+  // clips' first frames): its rate is what it decoded, 120 a second.
+  for (int i = 0; i < 20; ++i) r.delivered(0);
+  for (int i = 0; i < 100; ++i) r.dropped(0);
+  const Clock::time_point t1 = t0 + std::chrono::seconds(1);
+  r.closed(0, whole, 100, t1);
+  r.closed(0, clip, 20, t1);
+  CHECK(r.rate(true) == doctest::Approx(120));
+  CHECK(r.figures().nvdec_frames == 20);  // the report's frames are the delivered ones
+}
