@@ -18,7 +18,8 @@ ClusterCheck::ClusterCheck(const std::string& path) : f_(std::fopen(path.c_str()
   std::uint64_t size = 0;
   int at = 0;
   // The EBML header, then the segment whose children are the clusters.
-  if (!f_ || !header(0, id, size, at) || id != 0x1A45DFA3) {
+  if (f_ && std::fseek(f_, 0, SEEK_END) == 0) size_ = std::ftell(f_);
+  if (!f_ || size_ < 0 || !header(0, id, size, at) || id != 0x1A45DFA3) {
     stop();
     return;
   }
@@ -43,9 +44,14 @@ bool ClusterCheck::upto(std::int64_t pos, std::int64_t& time, std::int64_t& end)
     const std::int64_t body = next_ + at;
     next_ = body + static_cast<std::int64_t>(size);
     if (id != 0x1F43B675 || size < 6 || size > (std::uint64_t{1} << 30)) continue;  // not a cluster
-    buf_.resize(size);
-    if (std::fseek(f_, static_cast<long>(body), SEEK_SET) != 0 || std::fread(buf_.data(), 1, size, f_) != size) {
-      stop();  // cut short: the demuxer finds that
+    // A cluster that ends past the file's end was cut short (the demuxer
+    // finds that): known before reading, so that a few bytes declaring a
+    // cluster of up to 1 GiB allocate none of it.
+    const bool whole = next_ <= size_;
+    if (whole) buf_.resize(size);
+    if (!whole || std::fseek(f_, static_cast<long>(body), SEEK_SET) != 0 ||
+        std::fread(buf_.data(), 1, size, f_) != size) {
+      stop();
       break;
     }
     if (buf_[0] != 0xBF || buf_[1] != 0x84) continue;  // no CRC-32 element

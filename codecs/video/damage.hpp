@@ -20,7 +20,10 @@ namespace imgpipe::codecs {
 // in every cluster, checked as the demuxer reaches each cluster: FFmpeg's
 // demuxer skips them, and damage in a frame's entropy-coded data decodes
 // without an error in most HEVC and VP9 streams. The file is read a second
-// time, a cluster at a time, through its own handle.
+// time, a cluster at a time, through its own handle. A cluster that ends
+// past the file's end (cut short, or a size field damaged) stops the check
+// unread, the demuxer's to report: nothing is allocated for bytes that the
+// file does not hold.
 class ClusterCheck {
  public:
   explicit ClusterCheck(const std::string& path);
@@ -46,6 +49,7 @@ class ClusterCheck {
   std::FILE* f_ = nullptr;
   std::int64_t next_ = 0;  // the next segment child to check
   std::int64_t end_ = 0;   // of the segment
+  std::int64_t size_ = -1;  // of the file, in bytes
   std::vector<unsigned char> buf_;
 };
 

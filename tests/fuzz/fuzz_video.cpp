@@ -34,10 +34,11 @@
 // sanitizer reports only).
 //
 // Left out, each where it is done and with its reproducer in corpus_video/
-// (so the seeds show it the day the cause goes): FFmpeg 5.1's own faults,
-// an assertion that aborts (MPEG-4 part 2, frame threads, run()) and a
+// (so the seeds show it the day the cause goes): FFmpeg 5.1's own fault, a
 // quadratic loop (hevc_mp4toannexb, hvcc_units_fit()); and from the oracle,
-// files whose index disagrees with their sequential decode (run()).
+// files whose index disagrees with their sequential decode (run()). (Its
+// MPEG-4 part 2 frame-thread assertion is the reader's to avoid:
+// LibavDecoder decodes MPEG-4 part 2 without frame threads.)
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -238,19 +239,10 @@ AVCodecID scan_packets(const std::string& path) {
   return id;
 }
 
-void run(const std::string& path, Draws& draw, AVCodecID codec) {
+void run(const std::string& path, Draws& draw, AVCodecID /*codec*/) {
   bool two_threads = draw.next() % 4 == 0;  // frame threads: frames held back, damage placed again with one
   bool pooled = draw.next() % 2 == 0;        // libavcodec decodes into a memory::FramePool
   bool seek_first = draw.next() % 2 == 0;    // a clip on a fresh file, or seeks after the whole file
-  // FFmpeg 5.1's MPEG-4 part 2 decoder with frame threads and AV_EF_EXPLODE
-  // (LibavDecoder's settings) aborts the process on some damaged frames:
-  // "Assertion frame->buf[0] failed at libavcodec/decode.c:502" (the frame
-  // thread drops the frame of a packet that failed but keeps got_frame).
-  // FFmpeg's bug, plain libavcodec shows it without imgpipe (the input is
-  // corpus_video/regress-mpeg4-frame-threads-assert.avi): MPEG-4 part 2 is
-  // fuzzed with one thread only until the reader works around it (a
-  // FUZZ_VIDEO_PLAN still asks for two).
-  if (codec == AV_CODEC_ID_MPEG4) two_threads = false;
   // FUZZ_VIDEO_PLAN (replaying by hand) replaces the draws.
   std::vector<std::int64_t> planned;
   if (const char* p = std::getenv("FUZZ_VIDEO_PLAN")) {

@@ -83,6 +83,22 @@ int pool_get_buffer(AVCodecContext* ctx, AVFrame* f, int flags) {
   return 0;
 }
 
+// Whether libavcodec's frame threads may decode `id` with AV_EF_EXPLODE.
+// Not MPEG-4 part 2 (DivX, Xvid): FFmpeg 5.1's decoder (h263dec.c) returns
+// an error for a damaged frame while setting got_frame, and a frame thread
+// (pthread_frame.c) then frees the frame but passes got_frame on, so that
+// decode.c:502 fails "Assertion frame->buf[0]" and ABORTS the process (one
+// damaged file with threads > 1 ends a whole run; the reproducer is
+// tests/fuzz/corpus_video/regress-mpeg4-frame-threads-assert.avi). Without
+// frame threads the same error reaches us as a failed packet: AV_EF_EXPLODE
+// stays on, so damage is still reported, not concealed. Slice threads stay
+// asked for: libavcodec 59 has none for MPEG-4 part 2 (it decodes with one
+// thread), a later one may. The rest of its family, the decoders sharing
+// ff_h263_decode_frame (H.263, H.263+, Intel H.263, FLV, MS-MPEG-4 v1 to v3,
+// WMV1/2), has neither frame nor slice threads in libavcodec 59: one
+// thread, never that path.
+bool frame_threads_safe(AVCodecID id) noexcept { return id != AV_CODEC_ID_MPEG4; }
+
 }  // namespace
 
 LibavDecoder::LibavDecoder(const AVStream* st, const AVCodec* codec, int threads,
@@ -106,7 +122,7 @@ LibavDecoder::LibavDecoder(const AVStream* st, const AVCodec* codec, int threads
 #endif
     }
     ctx_->thread_count = std::max(0, threads);
-    ctx_->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    ctx_->thread_type = frame_threads_safe(codec->id) ? FF_THREAD_FRAME | FF_THREAD_SLICE : FF_THREAD_SLICE;
     ctx_->err_recognition |= AV_EF_EXPLODE;  // damage is reported, not concealed (video_file.hpp's policy)
     ctx_->pkt_timebase = st->time_base;
     r = avcodec_open2(ctx_, codec, nullptr);

@@ -1,10 +1,11 @@
 // The CPU video route's FrameDecoder: libavcodec with its own frame and
-// slice threads. Damage it would conceal is reported (AV_EF_EXPLODE, frames
-// flagged corrupt): video_file.hpp's policy. With a memory::FramePool, the
-// frames of the formats the GPU converts are decoded into its blocks (page-
-// locked ones the staging copies by DMA), laid out as libavcodec's own
-// buffers are; other formats, and decoders that take no custom buffers,
-// get libavcodec's.
+// slice threads (no frame threads for MPEG-4 part 2: FFmpeg 5.1 aborts on
+// some damaged frames with them, libav_decoder.cpp). Damage it would
+// conceal is reported (AV_EF_EXPLODE, frames flagged corrupt):
+// video_file.hpp's policy. With a memory::FramePool, the frames of the
+// formats the GPU converts are decoded into its blocks (page-locked ones
+// the staging copies by DMA), laid out as libavcodec's own buffers are;
+// other formats, and decoders that take no custom buffers, get libavcodec's.
 #pragma once
 
 #include <cstddef>
