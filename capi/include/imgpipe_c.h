@@ -205,7 +205,7 @@ imgpipe_status imgpipe_batch_get_info(imgpipe_batch* b, imgpipe_batch_info* out)
 /* The samples as a JSON array, in tensor order, one object each:
  * {"input_index": N, "path": "...", "frame": -1, "route": "cpu"|"gpu",
  *  "clip": C (-1 without clips; a clip's frames are clip_length consecutive
- *  entries), "pts": seconds (video files' frames; absent when unknown),
+ *  entries), "pts": seconds (video files' frames; null when unknown),
  *  "label": L (-1: none; an index into the report's "classes"),
  *  "geometry": {"width", "height", "stored_width", "stored_height",
  *    "orientation", "decode_scale", "resize", "scale_x", "scale_y",

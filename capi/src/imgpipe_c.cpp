@@ -57,7 +57,8 @@ std::string samples_json(const imgpipe::DeviceBatch& b) {
                         {"route", s.decoded_on_gpu ? "gpu" : "cpu"},
                         {"label", s.label},
                         {"geometry", geometry_json(s.geometry)},
-                        {"clip", s.clip}};
+                        {"clip", s.clip},
+                        {"pts", nullptr}};
     if (!std::isnan(s.pts)) j["pts"] = s.pts;
     all.push_back(std::move(j));
   }

@@ -3,7 +3,7 @@ fields are also typed attributes (sample.path is a str, sample.geometry.scale_x 
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 
 class Geometry(Dict[str, Any]):
@@ -171,11 +171,11 @@ class Sample(Dict[str, Any]):
         return int(self.get("clip", -1))
 
     @property
-    def pts(self) -> float:
-        """The frame's presentation time in seconds from its stream's start; NaN when unknown
+    def pts(self) -> Optional[float]:
+        """The frame's presentation time in seconds from its stream's start; None when unknown
         (images, streams, pushed frames)."""
         v = self.get("pts")
-        return math.nan if v is None else float(v)
+        return None if v is None else float(v)
 
     @property
     def input_index(self) -> int:
@@ -241,8 +241,8 @@ class Clip(Dict[str, Any]):
 
     @property
     def pts(self) -> List[float]:
-        """The frames' presentation times in seconds from the stream's start."""
-        return [float(t) for t in self["pts"]]
+        """The frames' presentation times in seconds from the stream's start (NaN where unknown)."""
+        return [math.nan if t is None else float(t) for t in self["pts"]]
 
     @property
     def samples(self) -> List[Sample]:
