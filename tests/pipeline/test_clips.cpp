@@ -54,7 +54,8 @@ std::map<std::int64_t, Frame> all_frames(const std::string& path) {
   std::map<std::int64_t, Frame> out;
   Pipeline p(c);
   const Report r = p.run([&](const DeviceBatch& b) {
-    const auto* d = static_cast<const unsigned char*>(b.data);
+    const std::vector<unsigned char> host = imgpipe::test::batch_to_host(b);
+    const unsigned char* d = host.data();
     for (std::size_t i = 0; i < b.samples.size(); ++i)
       out[b.samples[i].frame] = Frame(d + i * 3 * kPlane, d + (i + 1) * 3 * kPlane);
   });
@@ -79,7 +80,8 @@ std::vector<ClipSeen> clips_of(Pipeline& p, Report* report = nullptr) {
     REQUIRE(b.shape.size() == 5);
     CHECK(b.shape[0] == static_cast<std::int64_t>(b.size()));
     CHECK(b.samples.size() == b.size() * T);
-    const auto* d = static_cast<const unsigned char*>(b.data);
+    const std::vector<unsigned char> host = imgpipe::test::batch_to_host(b);  // device memory on a GPU
+    const unsigned char* d = host.data();
     for (std::size_t n = 0; n < b.size(); ++n) {
       ClipSeen c;
       c.path = b.clip_frame(n, 0).path;
