@@ -1,9 +1,14 @@
 // The CPU twin of the YUV -> BGR conversion (kernels::yuv_to_bgr_ref) on one
 // thread, per frame, against the scalar definition (a per-pixel loop over
 // kernels::detail::yuv_at) and, for the BT.601 layouts OpenCV knows, against
-// cv::cvtColor as the ceiling. Random samples; each figure is the median of
-// --runs conversions, the fastest run in brackets (a shared machine's noise).
-//   imgpipe_bench_yuv [--width 1920] [--height 1080] [--runs 50]
+// cv::cvtColor as the ceiling. Then the whole CPU route of a video frame to
+// the tensor (--out-width x --out-height, bilinear stretch, NCHW float32,
+// ImageNet mean/std: W1's): the BGR conversion, cv::resize and the normalise
+// twin, as the route ran before the one pass, against the one pass
+// (kernels::yuv_fused_cpu) on its AVX2 and its portable rows. Random samples;
+// each figure is the median of --runs conversions, the fastest run in
+// brackets (a shared machine's noise).
+//   imgpipe_bench_yuv [--width 1920] [--height 1080] [--out-width 640] [--out-height 640] [--runs 50]
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -16,7 +21,9 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "kernels/normalize.hpp"
 #include "kernels/yuv.hpp"
+#include "kernels/yuv_fused.hpp"
 
 namespace kn = imgpipe::kernels;
 
@@ -45,9 +52,11 @@ struct Layout {
 
 int main(int argc, char** argv) {
   CLI::App app{"YUV -> BGR on the CPU: ms per frame, one thread"};
-  int width = 1920, height = 1080, runs = 50;
+  int width = 1920, height = 1080, out_width = 640, out_height = 640, runs = 50;
   app.add_option("--width", width)->check(CLI::Range(2, 16384));
   app.add_option("--height", height)->check(CLI::Range(2, 16384));
+  app.add_option("--out-width", out_width, "the tensor's width")->check(CLI::Range(1, 16384));
+  app.add_option("--out-height", out_height, "the tensor's height")->check(CLI::Range(1, 16384));
   app.add_option("--runs", runs, "timed conversions per figure (median)")->check(CLI::Range(1, 100000));
   CLI11_PARSE(app, argc, argv);
   width &= ~1;
@@ -59,6 +68,7 @@ int main(int argc, char** argv) {
                             {"P010", 2, 6, true, -1}};
   cv::RNG rng(1);
   std::vector<std::uint8_t> bgr(static_cast<std::size_t>(width) * height * 3);
+  std::vector<std::string> tensor_rows;
   fmt::print("{}x{} 4:2:0, BT.709 limited, ms per frame, median of {} runs (fastest), one thread\n", width, height, runs);
   fmt::print("{:<12} {:>14} {:>16} {:>14}\n", "layout", "scalar", "yuv_to_bgr_ref", "cvtColor");
   for (const Layout& l : layouts) {
@@ -108,6 +118,45 @@ int main(int argc, char** argv) {
       cv::setNumThreads(threads);
     }
     fmt::print("{:<12} {:>14} {:>16} {:>14}\n", l.name, scalar, ref, cv_ms);
+
+    // The frame to the tensor.
+    std::vector<float> tensor(static_cast<std::size_t>(out_width) * out_height * 3);
+    kn::NormalizeParams n;
+    n.height = out_height;
+    n.width = out_width;
+    n.dst = tensor.data();
+    n.scale = 1.0f / 255.0f;
+    n.mean = {0.485f, 0.456f, 0.406f, 0};
+    n.std = {0.229f, 0.224f, 0.225f, 1};
+    n.swap_rb = true;
+    cv::Mat frame(height, width, CV_8UC3, bgr.data()), resized;
+    const int threads = cv::getNumThreads();
+    cv::setNumThreads(1);
+    const std::string before = timed(
+        [&] {
+          kn::yuv_to_bgr_ref(img, bgr.data());
+          cv::resize(frame, resized, cv::Size(out_width, out_height), 0, 0, cv::INTER_LINEAR);
+          n.src = resized.data;
+          kn::normalize_image_ref(n);
+        },
+        runs);
+    cv::setNumThreads(threads);
+    kn::YuvFusedParams f;
+    f.src = img;
+    f.width = out_width;
+    f.height = out_height;
+    f.dst = tensor.data();
+    f.swap_rb = true;
+    f.scale = n.scale;
+    f.mean = {n.mean[0], n.mean[1], n.mean[2]};
+    f.std = {n.std[0], n.std[1], n.std[2]};
+    const std::string simd = timed([&] { kn::yuv_fused_cpu(f, true); }, runs);
+    const std::string portable = timed([&] { kn::yuv_fused_cpu(f, false); }, runs);
+    tensor_rows.push_back(fmt::format("{:<12} {:>22} {:>16} {:>16}", l.name, before, simd, portable));
   }
+  fmt::print("\nto the {}x{} NCHW float32 tensor (bilinear stretch, mean/std), ms per frame, one thread; AVX2 rows: {}\n",
+             out_width, out_height, kn::yuv_fused_has_simd() ? "yes" : "no");
+  fmt::print("{:<12} {:>22} {:>16} {:>16}\n", "layout", "BGR+resize+normalize", "one pass", "one pass portable");
+  for (const std::string& r : tensor_rows) fmt::print("{}\n", r);
   return 0;
 }

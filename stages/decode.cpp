@@ -183,9 +183,11 @@ Tally Decode::convert_video(Work& w) const {
   const int stored_width = f.width(), stored_height = f.height();
   const int o = video_orientation_ ? orientation_of(w.pixels.video_rotation, w.pixels.video_flip) : 1;
   SampleGeometry& g = w.sample.geometry;
-  if (yuv_budget_ > 0 && o == 1) {
+  if (o == 1 && (yuv_budget_ > 0 || cpu_one_pass(transform_))) {
     kernels::YuvImage img;
-    if (f.yuv(img) && staged_yuv(img).bytes <= yuv_budget_) {  // the GPU converts it
+    // The GPU converts it (when its planes fit the frame's share of the
+    // slot), or the transform stage in one pass to its output.
+    if (f.yuv(img) && (yuv_budget_ == 0 || staged_yuv(img).bytes <= yuv_budget_)) {
       g.stored_width = g.width = stored_width;
       g.stored_height = g.height = stored_height;
       return {1, 0};

@@ -59,6 +59,9 @@ class Decode : public Stage<Decode, Takes::to_decode> {
   // `yuv_budget` > 0: the GPU resizes (transform.resize.where), so a video
   // frame that needs no turning and whose planes fit that many bytes is left
   // YUV, for the transform stage to stage as it is (the GPU converts it).
+  // 0: the CPU resizes, and a video frame that needs no turning is left YUV
+  // when the transform stage takes it to its output in one pass
+  // (cpu_one_pass, transform.hpp).
   // `epoch`: the run's, from which random_crop's boxes are drawn (region
   // decode, decode.region: a JPEG's box alone is decoded).
   Decode(const DecodeConfig& cfg, const TransformConfig& transform, bool video_orientation = true,

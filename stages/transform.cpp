@@ -6,7 +6,10 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include <fmt/format.h>
+
 #include "geometry.hpp"
+#include "kernels/yuv_fused.hpp"
 
 namespace imgpipe::stages {
 
@@ -118,8 +121,64 @@ FrameView::Yuv staged_yuv(const kernels::YuvImage& img) {
   return y;
 }
 
+bool cpu_one_pass(const TransformConfig& cfg) noexcept {
+  return cfg.resize.interpolation == Interpolation::linear || cfg.resize.interpolation == Interpolation::nearest;
+}
+
+Tally Transform::one_pass(Work& w) const {
+  Pixels& px = w.pixels;
+  kernels::YuvImage img;
+  if (!px.video->yuv(img)) throw std::logic_error("transform: a YUV frame is not YUV");
+  SampleGeometry& g = w.sample.geometry;
+  const std::optional<Augment> a = augment_of(cfg_, epoch_, w.sample.input ? w.sample.input->id : 0,
+                                              w.sample.draw_key(), g, img.width, img.height);
+  complete_geometry(g, img.width, img.height, cfg_.resize, a ? &*a : nullptr);
+  g.epoch = epoch_;
+  const ResizeConfig& r = cfg_.resize;
+  kernels::YuvFusedParams p;
+  p.src = img;
+  p.width = r.width;
+  p.height = r.height;
+  if (r.boxed()) {  // the box, stretched (as resize() cuts it)
+    if (a) p.box_x = a->x, p.box_y = a->y, p.box_width = a->width, p.box_height = a->height;
+  } else {
+    p.fit = r.mode == ResizeMode::letterbox     ? kernels::Fit::letterbox
+            : r.mode == ResizeMode::center_crop ? kernels::Fit::center_crop
+                                                : kernels::Fit::stretch;
+  }
+  p.interp = r.interpolation == Interpolation::nearest ? kernels::Interp::nearest : kernels::Interp::linear;
+  p.pad_value = static_cast<std::uint8_t>(r.pad_value);
+  if (a) p.flip_x = a->flip_x, p.flip_y = a->flip_y;
+  if (on_cpu_) {  // the normalised tensor
+    const kernels::NormalizeParams n = normalize_params();
+    px.tensor.resize(frame_bytes());
+    p.dst = px.tensor.data();
+    p.layout = n.layout;
+    p.dtype = n.dtype;
+    p.swap_rb = n.swap_rb;
+    p.scale = n.scale;
+    for (int c = 0; c < 3; ++c) p.mean[c] = n.mean[c], p.std[c] = n.std[c];
+  } else {  // the u8 BGR canvas the GPU normalises
+    px.resized.create(r.height, r.width, CV_8UC3);
+    p.dst = px.resized.data;
+    p.layout = Layout::nhwc;
+    p.dtype = DType::uint8;
+  }
+  try {
+    kernels::yuv_fused_cpu(p);
+  } catch (const std::exception& e) {
+    w.sample.error = fmt::format("frame {} cannot be converted: {}", w.sample.frame, e.what());
+  }
+  px.video.reset();  // the decoder's buffer goes back to its pool
+  if (w.failed()) return {0, 0};
+  if (on_cpu_) px.out = {px.tensor.data(), px.tensor.size(), r.width, r.height};
+  else px.out = {px.resized.ptr<std::uint8_t>(), px.resized.total() * px.resized.elemSize(), r.width, r.height};
+  return {1, px.out.bytes};
+}
+
 Tally Transform::run(Work& w) const {
   Pixels& px = w.pixels;
+  if (px.video && !resize_on_gpu_ && w.route != Route::gpu_video) return one_pass(w);
   if (px.video) {  // left YUV by the decode stage, or NVDEC's: the GPU converts and resizes it
     kernels::YuvImage img;
     if (!px.video->yuv(img)) throw std::logic_error("transform: a YUV frame is not YUV");

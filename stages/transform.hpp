@@ -20,6 +20,12 @@ namespace imgpipe::stages {
 // describes them there for the GPU's conversion.
 FrameView::Yuv staged_yuv(const kernels::YuvImage& img);
 
+// Whether the CPU takes a video frame from its YUV planes to the frame pack
+// copies in one pass (kernels/yuv_fused.hpp: no full-size BGR frame), when
+// the CPU resizes: bilinear and nearest resizes; area and cubic ones convert
+// the frame to BGR first (the decode stage) and resize it with cv::resize.
+bool cpu_one_pass(const TransformConfig& cfg) noexcept;
+
 class Transform : public Stage<Transform, Takes::samples> {
  public:
   // resize_on_gpu: stage decoded frames of at most `frame_budget` bytes as they are.
@@ -27,7 +33,8 @@ class Transform : public Stage<Transform, Takes::samples> {
   Transform(const TransformConfig& cfg, bool normalize_on_cpu, bool resize_on_gpu = false,
             std::size_t frame_budget = 0, std::uint64_t epoch = 0);
   // Sets w.pixels.out to the frame pack copies, or w.sample.error. A video
-  // frame the decode stage left YUV (w.pixels.video) is staged as it is.
+  // frame the decode stage left YUV (w.pixels.video) is staged as it is when
+  // the GPU resizes, else taken to the output in one pass (cpu_one_pass).
   Tally run(Work& w) const;
 
   // Resize `in` (u8, 3 channels) to the target into `out` (continuous);
@@ -43,6 +50,8 @@ class Transform : public Stage<Transform, Takes::samples> {
   bool normalize_on_cpu() const noexcept { return on_cpu_; }
 
  private:
+  Tally one_pass(Work& w) const;
+
   TransformConfig cfg_;
   bool on_cpu_;
   bool resize_on_gpu_;

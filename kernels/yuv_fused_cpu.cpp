@@ -1,0 +1,495 @@
+// CPU one pass from YUV to the output tensor (yuv_fused.hpp). Compiled with
+// -ffp-contract=off like every CPU twin: the tap positions (double) and the
+// normalisation (float) must round as the definition does.
+//
+// The work, per call:
+//   plan      the output columns' taps (full-frame luma and chroma columns,
+//             11-bit weights) and the canvas placement, once;
+//   rows      each source row the vertical taps name, converted at the tap
+//             columns only and resampled horizontally into 3 planar int32
+//             rows (B, G, R), two kept (a row serves every output row that
+//             reads it); the chroma terms of a chroma row computed once for
+//             the luma rows that share it (4:2:0);
+//   output    per output row the two int32 rows combined (OpenCV's vertical
+//             rounding) into values 0..255, pad columns and rows at the pad
+//             value, then normalised and stored in the layout.
+// The x86-64 AVX2 rows do the same integer and float operations eight lanes
+// at a time; samples are fetched with 32-bit gathers, which read up to 3
+// bytes past a sample, so a plane's last row takes the portable code.
+#include "yuv_fused.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "half.hpp"
+#include "normalize.hpp"
+#include "resize_math.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define IMGPIPE_YUV_AVX2 1
+#define IMGPIPE_AVX2 __attribute__((target("avx2,f16c")))
+#else
+#define IMGPIPE_YUV_AVX2 0
+#endif
+
+namespace imgpipe::kernels {
+
+namespace {
+
+constexpr int kMaxDim = 1 << 20;
+
+struct Plan {
+  int W = 0, H = 0;                  // canvas
+  int bx = 0, by = 0, bw = 0, bh = 0;  // the box in the frame
+  Placement pl;
+  double scale_x = 1.0, scale_y = 1.0;
+  int oa = 0, ob = 0;                // output columns [oa, ob) the frame covers
+  bool two = false;                  // some column reads a second tap (its weight is not 0)
+  // Per output column X in [oa, ob) (other entries unused): full-frame luma
+  // column of each tap, its chroma column, the weights; wp = w0 | w1 << 16.
+  std::vector<std::int32_t> l0, l1, c0, c1, w0, w1, wp;
+};
+
+struct Scratch {
+  Plan plan;
+  struct Row {
+    int row = -1;  // box row it holds
+    std::vector<std::int32_t> h[3];
+  } rows[2];
+  int chroma_row = -2;  // full-frame chroma row the terms are of (-1: monochrome terms)
+  std::vector<std::int32_t> cr[2], cg[2], cb[2];  // chroma terms of tap 0 and 1
+  std::vector<std::int32_t> v[3];                // one output row, B, G, R values 0..255
+  float f32[3][256];
+  std::uint16_t f16[3][256];
+};
+
+// One pixel of the definition from its samples (yuv.hpp detail::yuv_pixel),
+// the chroma terms precomputed: channel values B, G, R.
+inline void pixel(const YuvCoeffs& c, std::int32_t Y, std::int32_t cr, std::int32_t cg, std::int32_t cb,
+                  std::int32_t* bgr) {
+  const std::int32_t y = c.y * (Y - c.y_offset) + (1 << 15);
+  bgr[2] = detail::clamp_u8((y + cr) >> 16);
+  bgr[1] = detail::clamp_u8((y - cg) >> 16);
+  bgr[0] = detail::clamp_u8((y + cb) >> 16);
+}
+
+void make_plan(const YuvFusedParams& p, Plan& plan) {
+  plan.W = p.width;
+  plan.H = p.height;
+  plan.bx = p.box_width > 0 ? p.box_x : 0;
+  plan.by = p.box_width > 0 ? p.box_y : 0;
+  plan.bw = p.box_width > 0 ? p.box_width : p.src.width;
+  plan.bh = p.box_width > 0 ? p.box_height : p.src.height;
+  SrcImage img;
+  img.width = plan.bw;
+  img.height = plan.bh;
+  ResizeBatch b;
+  b.images = &img;
+  b.batch = 1;
+  b.width = p.width;
+  b.height = p.height;
+  b.fit = p.fit;
+  b.interp = p.interp;
+  plan.pl = placement(b, 0);
+  const Placement& pl = plan.pl;
+  if (pl.width == plan.bw && pl.height == plan.bh) {  // cv::resize copies (resize_plan.hpp's plan_image)
+    plan.scale_x = plan.scale_y = 1.0;
+  } else {
+    plan.scale_x = 1.0 / pl.inv_scale_x;
+    plan.scale_y = 1.0 / pl.inv_scale_y;
+  }
+  const std::size_t W = static_cast<std::size_t>(p.width);
+  for (auto* v : {&plan.l0, &plan.l1, &plan.c0, &plan.c1, &plan.w0, &plan.w1, &plan.wp}) v->assign(W + 8, 0);
+  plan.oa = p.width;
+  plan.ob = 0;
+  plan.two = false;
+  const int sx = p.src.format.monochrome ? 0 : p.src.format.chroma_shift_x;
+  for (int X = 0; X < p.width; ++X) {
+    const int col = p.flip_x ? p.width - 1 - X : X;  // the canvas column output column X shows
+    const int rx = col - pl.x0;
+    if (rx < 0 || rx >= pl.width) continue;
+    plan.oa = std::min(plan.oa, X);
+    plan.ob = std::max(plan.ob, X + 1);
+    int s0, s1, w0 = detail::kCoefScale, w1 = 0;
+    if (p.interp == Interp::linear) {
+      const detail::LinearTap t = detail::linear_tap(rx, plan.scale_x, plan.bw, true);
+      s0 = t.s0, s1 = t.s1, w0 = t.w0, w1 = t.w1;
+    } else {
+      s0 = s1 = detail::nearest_index(rx, plan.scale_x, plan.bw);
+    }
+    if (w1 != 0) plan.two = true;
+    plan.l0[X] = plan.bx + s0;
+    plan.l1[X] = plan.bx + s1;
+    plan.c0[X] = (plan.bx + s0) >> sx;
+    plan.c1[X] = (plan.bx + s1) >> sx;
+    plan.w0[X] = w0;
+    plan.w1[X] = w1;
+    plan.wp[X] = w0 | (w1 << 16);
+  }
+  // The covered columns are contiguous (a placement is one interval of the
+  // canvas, mirrored or not).
+  if (plan.ob < plan.oa) plan.oa = plan.ob = 0;
+}
+
+// ---- portable rows ---------------------------------------------------------
+
+const std::uint8_t* luma_row(const YuvImage& s, int fy) { return s.plane[0] + static_cast<std::size_t>(fy) * s.pitch[0]; }
+
+// Chroma terms of full-frame chroma row cy for the taps of [oa, ob).
+void chroma_terms(const YuvImage& s, const YuvCoeffs& c, const Plan& plan, int cy, Scratch& sc, int from, int to) {
+  const YuvFormat& f = s.format;
+  const std::uint8_t* ur = s.plane[1] + static_cast<std::size_t>(cy) * s.pitch[1];
+  const std::uint8_t* vr = f.uv_interleaved ? nullptr : s.plane[2] + static_cast<std::size_t>(cy) * s.pitch[2];
+  for (int t = 0; t < (plan.two ? 2 : 1); ++t) {
+    const std::int32_t* cx = t == 0 ? plan.c0.data() : plan.c1.data();
+    for (int X = from; X < to; ++X) {
+      std::int32_t U, V;
+      if (f.uv_interleaved) {
+        U = detail::sample(ur, 2 * cx[X], f.bytes, f.shift);
+        V = detail::sample(ur, 2 * cx[X] + 1, f.bytes, f.shift);
+      } else {
+        U = detail::sample(ur, cx[X], f.bytes, f.shift);
+        V = detail::sample(vr, cx[X], f.bytes, f.shift);
+      }
+      const std::int32_t u = U - c.c_offset, v = V - c.c_offset;
+      sc.cr[t][X] = c.rv * v;
+      sc.cg[t][X] = c.gu * u + c.gv * v;
+      sc.cb[t][X] = c.bu * u;
+    }
+  }
+}
+
+// Source row fy resampled horizontally at columns [from, to).
+void luma_pass(const YuvImage& s, const YuvCoeffs& c, const Plan& plan, int fy, Scratch& sc, Scratch::Row& out,
+               int from, int to) {
+  const YuvFormat& f = s.format;
+  const std::uint8_t* yr = luma_row(s, fy);
+  for (int X = from; X < to; ++X) {
+    std::int32_t a[3], b[3] = {0, 0, 0};
+    pixel(c, detail::sample(yr, plan.l0[X], f.bytes, f.shift), sc.cr[0][X], sc.cg[0][X], sc.cb[0][X], a);
+    if (plan.two)
+      pixel(c, detail::sample(yr, plan.l1[X], f.bytes, f.shift), sc.cr[1][X], sc.cg[1][X], sc.cb[1][X], b);
+    for (int k = 0; k < 3; ++k) out.h[k][X] = a[k] * plan.w0[X] + b[k] * plan.w1[X];
+  }
+}
+
+void vertical(const Scratch::Row& r0, const Scratch::Row& r1, int b0, int b1, Scratch& sc, int from,
+              int to) {
+  for (int k = 0; k < 3; ++k)
+    for (int X = from; X < to; ++X) sc.v[k][X] = detail::vlinear(r0.h[k][X], r1.h[k][X], b0, b1);
+}
+
+// Output row Y from sc.v, by tables (every layout and dtype).
+void emit(const YuvFusedParams& p, const Scratch& sc, int Y, int from, int to) {
+  const std::size_t W = static_cast<std::size_t>(p.width), plane = W * static_cast<std::size_t>(p.height);
+  for (int oc = 0; oc < 3; ++oc) {
+    const int ic = p.swap_rb ? 2 - oc : oc;
+    const std::int32_t* v = sc.v[ic].data();
+    const std::size_t at = p.layout == Layout::nchw ? oc * plane + Y * W : Y * W * 3 + oc;
+    const std::size_t step = p.layout == Layout::nchw ? 1 : 3;
+    switch (p.dtype) {
+      case DType::float32: {
+        float* o = static_cast<float*>(p.dst) + at;
+        for (int X = from; X < to; ++X) o[X * step] = sc.f32[oc][v[X]];
+        break;
+      }
+      case DType::float16: {
+        std::uint16_t* o = static_cast<std::uint16_t*>(p.dst) + at;
+        for (int X = from; X < to; ++X) o[X * step] = sc.f16[oc][v[X]];
+        break;
+      }
+      default: {
+        std::uint8_t* o = static_cast<std::uint8_t*>(p.dst) + at;
+        for (int X = from; X < to; ++X) o[X * step] = static_cast<std::uint8_t>(v[X]);
+        break;
+      }
+    }
+  }
+}
+
+// ---- AVX2 rows -------------------------------------------------------------
+
+#if IMGPIPE_YUV_AVX2
+
+// Samples idx of a row (8 lanes) as yuv.hpp's detail::sample reads them: a
+// 32-bit gather at the sample's first byte, masked to its 1 or 2 bytes and
+// shifted.
+IMGPIPE_AVX2 inline __m256i fetch(const std::uint8_t* row, __m256i idx, const YuvFormat& f) {
+  const int* base = reinterpret_cast<const int*>(row);
+  if (f.bytes == 1) return _mm256_and_si256(_mm256_i32gather_epi32(base, idx, 1), _mm256_set1_epi32(0xff));
+  const __m256i v = _mm256_i32gather_epi32(base, _mm256_add_epi32(idx, idx), 1);
+  return _mm256_srl_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm_cvtsi32_si128(f.shift));
+}
+
+// The U, V pairs of interleaved chroma samples idx (NV12, P016).
+IMGPIPE_AVX2 inline void fetch_pairs(const std::uint8_t* row, __m256i idx, const YuvFormat& f, __m256i& U, __m256i& V) {
+  const int* base = reinterpret_cast<const int*>(row);
+  if (f.bytes == 1) {
+    const __m256i uv = _mm256_i32gather_epi32(base, _mm256_add_epi32(idx, idx), 1);
+    U = _mm256_and_si256(uv, _mm256_set1_epi32(0xff));
+    V = _mm256_and_si256(_mm256_srli_epi32(uv, 8), _mm256_set1_epi32(0xff));
+  } else {
+    const __m256i uv = _mm256_i32gather_epi32(base, _mm256_slli_epi32(idx, 2), 1);
+    const __m128i shift = _mm_cvtsi32_si128(f.shift);
+    U = _mm256_srl_epi32(_mm256_and_si256(uv, _mm256_set1_epi32(0xffff)), shift);
+    V = _mm256_srl_epi32(_mm256_srli_epi32(uv, 16), shift);
+  }
+}
+
+IMGPIPE_AVX2 inline __m256i clamp255(__m256i v) {
+  return _mm256_max_epi32(_mm256_min_epi32(v, _mm256_set1_epi32(255)), _mm256_setzero_si256());
+}
+
+// The row is not its plane's last (the gathers read past a sample).
+IMGPIPE_AVX2 void chroma_terms_avx2(const YuvImage& s, const YuvCoeffs& c, const Plan& plan, int cy, Scratch& sc,
+                                    int from, int to) {
+  const YuvFormat& f = s.format;
+  const std::uint8_t* ur = s.plane[1] + static_cast<std::size_t>(cy) * s.pitch[1];
+  const std::uint8_t* vr = f.uv_interleaved ? nullptr : s.plane[2] + static_cast<std::size_t>(cy) * s.pitch[2];
+  const __m256i off = _mm256_set1_epi32(c.c_offset), rv = _mm256_set1_epi32(c.rv), gu = _mm256_set1_epi32(c.gu),
+                gv = _mm256_set1_epi32(c.gv), bu = _mm256_set1_epi32(c.bu);
+  for (int t = 0; t < (plan.two ? 2 : 1); ++t) {
+    const std::int32_t* cx = t == 0 ? plan.c0.data() : plan.c1.data();
+    int X = from;
+    for (; X + 8 <= to; X += 8) {
+      const __m256i i = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cx + X));
+      __m256i U, V;
+      if (f.uv_interleaved) {
+        fetch_pairs(ur, i, f, U, V);
+      } else {
+        U = fetch(ur, i, f);
+        V = fetch(vr, i, f);
+      }
+      const __m256i u = _mm256_sub_epi32(U, off), v = _mm256_sub_epi32(V, off);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sc.cr[t].data() + X), _mm256_mullo_epi32(rv, v));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sc.cg[t].data() + X),
+                          _mm256_add_epi32(_mm256_mullo_epi32(gu, u), _mm256_mullo_epi32(gv, v)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sc.cb[t].data() + X), _mm256_mullo_epi32(bu, u));
+    }
+  }
+}
+
+// The B, G, R values of 8 luma samples with tap t's chroma terms at X.
+IMGPIPE_AVX2 inline void convert8(const YuvCoeffs& c, const Scratch& sc, __m256i Y, int t, int X, __m256i* bgr) {
+  const __m256i y = _mm256_add_epi32(
+      _mm256_mullo_epi32(_mm256_set1_epi32(c.y), _mm256_sub_epi32(Y, _mm256_set1_epi32(c.y_offset))),
+      _mm256_set1_epi32(1 << 15));
+  const __m256i cr = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc.cr[t].data() + X));
+  const __m256i cg = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc.cg[t].data() + X));
+  const __m256i cb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc.cb[t].data() + X));
+  bgr[2] = clamp255(_mm256_srai_epi32(_mm256_add_epi32(y, cr), 16));
+  bgr[1] = clamp255(_mm256_srai_epi32(_mm256_sub_epi32(y, cg), 16));
+  bgr[0] = clamp255(_mm256_srai_epi32(_mm256_add_epi32(y, cb), 16));
+}
+
+IMGPIPE_AVX2 void luma_pass_avx2(const YuvImage& s, const YuvCoeffs& c, const Plan& plan, int fy, Scratch& sc,
+                                 Scratch::Row& out, int from, int to) {
+  const std::uint8_t* yr = luma_row(s, fy);
+  int X = from;
+  for (; X + 8 <= to; X += 8) {
+    __m256i a[3];
+    convert8(c, sc, fetch(yr, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(plan.l0.data() + X)), s.format), 0, X, a);
+    if (plan.two) {
+      __m256i b[3];
+      convert8(c, sc, fetch(yr, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(plan.l1.data() + X)), s.format), 1, X, b);
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(plan.wp.data() + X));
+      for (int k = 0; k < 3; ++k)  // a * w0 + b * w1 as one int16 multiply-add (values <= 255, weights <= 2048)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.h[k].data() + X),
+                            _mm256_madd_epi16(_mm256_or_si256(a[k], _mm256_slli_epi32(b[k], 16)), w));
+    } else {  // every weight pair is (2048, 0)
+      for (int k = 0; k < 3; ++k)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.h[k].data() + X), _mm256_slli_epi32(a[k], detail::kCoefBits));
+    }
+  }
+  if (X < to) luma_pass(s, c, plan, fy, sc, out, X, to);
+}
+
+IMGPIPE_AVX2 void vertical_avx2(const Scratch::Row& r0, const Scratch::Row& r1, int b0, int b1,
+                                Scratch& sc, int from, int to) {
+  const __m256i B0 = _mm256_set1_epi32(b0), B1 = _mm256_set1_epi32(b1), two = _mm256_set1_epi32(2);
+  int X = from;
+  for (int k = 0; k < 3; ++k)
+    for (X = from; X + 8 <= to; X += 8) {
+      const __m256i h0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0.h[k].data() + X));
+      const __m256i h1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r1.h[k].data() + X));
+      const __m256i a = _mm256_srai_epi32(_mm256_mullo_epi32(_mm256_srai_epi32(h0, 4), B0), 16);
+      const __m256i b = _mm256_srai_epi32(_mm256_mullo_epi32(_mm256_srai_epi32(h1, 4), B1), 16);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sc.v[k].data() + X),
+                          _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(a, b), two), 2));
+    }
+  if (X < to) vertical(r0, r1, b0, b1, sc, X, to);
+}
+
+// NCHW float32 / float16 rows: the three float operations of normalize.hpp.
+IMGPIPE_AVX2 void emit_avx2(const YuvFusedParams& p, const Scratch& sc, int Y) {
+  const std::size_t W = static_cast<std::size_t>(p.width), plane = W * static_cast<std::size_t>(p.height);
+  for (int oc = 0; oc < 3; ++oc) {
+    const int ic = p.swap_rb ? 2 - oc : oc;
+    const std::int32_t* v = sc.v[ic].data();
+    const __m256 scale = _mm256_set1_ps(p.scale), mean = _mm256_set1_ps(p.mean[oc]), sd = _mm256_set1_ps(p.std[oc]);
+    const std::size_t at = oc * plane + Y * W;
+    int X = 0;
+    if (p.dtype == DType::float32) {
+      float* o = static_cast<float*>(p.dst) + at;
+      for (; X + 8 <= p.width; X += 8) {
+        const __m256 f = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + X)));
+        _mm256_storeu_ps(o + X, _mm256_div_ps(_mm256_sub_ps(_mm256_mul_ps(f, scale), mean), sd));
+      }
+      for (; X < p.width; ++X) o[X] = sc.f32[oc][v[X]];
+    } else {
+      std::uint16_t* o = static_cast<std::uint16_t*>(p.dst) + at;
+      for (; X + 8 <= p.width; X += 8) {
+        const __m256 f = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + X)));
+        const __m256 n = _mm256_div_ps(_mm256_sub_ps(_mm256_mul_ps(f, scale), mean), sd);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o + X), _mm256_cvtps_ph(n, _MM_FROUND_TO_NEAREST_INT));
+      }
+      for (; X < p.width; ++X) o[X] = sc.f16[oc][v[X]];
+    }
+  }
+}
+
+bool cpu_has_avx2() noexcept {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  }();
+  return has;
+}
+
+#else
+bool cpu_has_avx2() noexcept { return false; }
+#endif
+
+}  // namespace
+
+void validate(const YuvFusedParams& p) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("yuv_fused: " + what); };
+  validate(p.src);
+  if (p.width < 1 || p.height < 1) fail("width and height must be >= 1");
+  if (p.width > kMaxDim || p.height > kMaxDim) fail("width and height must be <= " + std::to_string(kMaxDim));
+  if (!p.dst) fail("dst is null");
+  if (p.box_width != 0) {
+    if (p.box_width < 1 || p.box_height < 1 || p.box_x < 0 || p.box_y < 0 || p.box_x + p.box_width > p.src.width ||
+        p.box_y + p.box_height > p.src.height)
+      fail("the box " + std::to_string(p.box_width) + "x" + std::to_string(p.box_height) + " at (" +
+           std::to_string(p.box_x) + ", " + std::to_string(p.box_y) + ") is not inside the " +
+           std::to_string(p.src.width) + "x" + std::to_string(p.src.height) + " frame");
+  }
+  if (p.interp != Interp::linear && p.interp != Interp::nearest) fail("interp must be linear or nearest");
+  if (p.fit != Fit::stretch && p.fit != Fit::letterbox && p.fit != Fit::center_crop)
+    fail("fit must be stretch, letterbox or center_crop");
+  if (p.layout != Layout::nchw && p.layout != Layout::nhwc) fail("layout must be nchw or nhwc");
+  if (p.dtype != DType::float32 && p.dtype != DType::float16 && p.dtype != DType::uint8)
+    fail("dtype must be float32, float16 or uint8");
+  if (p.dtype != DType::uint8)
+    for (int c = 0; c < 3; ++c)
+      if (!(p.std[c] != 0.0f)) fail("std[" + std::to_string(c) + "] is zero");
+}
+
+bool yuv_fused_has_simd() noexcept { return cpu_has_avx2(); }
+
+void yuv_fused_cpu(const YuvFusedParams& p, bool simd) {
+  validate(p);
+  thread_local Scratch sc;
+  Plan& plan = sc.plan;
+  make_plan(p, plan);
+  const YuvImage& s = p.src;
+  const YuvFormat& f = s.format;
+  const YuvCoeffs c = make_coeffs(f.matrix, f.range, f.bits);
+  const bool avx2 = simd && cpu_has_avx2();
+  const std::size_t W = static_cast<std::size_t>(p.width) + 8;
+  for (auto& r : sc.rows) {
+    r.row = -1;
+    for (auto& h : r.h) h.assign(W, 0);
+  }
+  for (int t = 0; t < 2; ++t)
+    for (auto* v : {&sc.cr[t], &sc.cg[t], &sc.cb[t]}) v->assign(W, 0);
+  for (auto& v : sc.v) v.assign(W, 0);
+  sc.chroma_row = f.monochrome ? -1 : -2;  // monochrome: the terms stay 0
+  if (p.dtype != DType::uint8) {
+    NormalizeParams n;
+    n.scale = p.scale;
+    for (int k = 0; k < 3; ++k) {
+      n.mean[k] = p.mean[k];
+      n.std[k] = p.std[k];
+    }
+    for (int k = 0; k < 3; ++k)
+      for (int v = 0; v < 256; ++v) {
+        sc.f32[k][v] = normalize_value(n, k, static_cast<std::uint8_t>(v));
+        sc.f16[k][v] = float_to_half_rn(sc.f32[k][v]);
+      }
+  }
+  const int oa = plan.oa, ob = plan.ob;
+  const int last_chroma = f.monochrome ? 0 : chroma_height(f, s.height) - 1;
+
+  // Box row r resampled horizontally into one of the two kept rows (the one
+  // that does not hold `keep`).
+  auto row = [&](int r, int keep) -> Scratch::Row& {
+    for (auto& k : sc.rows)
+      if (k.row == r) return k;
+    Scratch::Row& out = sc.rows[0].row == keep ? sc.rows[1] : sc.rows[0];
+    const int fy = plan.by + r;
+    if (!f.monochrome) {
+      const int cy = fy >> f.chroma_shift_y;
+      if (cy != sc.chroma_row) {
+#if IMGPIPE_YUV_AVX2
+        if (avx2 && cy < last_chroma) {
+          chroma_terms_avx2(s, c, plan, cy, sc, oa, ob - (ob - oa) % 8);
+          chroma_terms(s, c, plan, cy, sc, ob - (ob - oa) % 8, ob);
+        } else
+#endif
+          chroma_terms(s, c, plan, cy, sc, oa, ob);
+        sc.chroma_row = cy;
+      }
+    }
+#if IMGPIPE_YUV_AVX2
+    if (avx2 && fy < s.height - 1)
+      luma_pass_avx2(s, c, plan, fy, sc, out, oa, ob);
+    else
+#endif
+      luma_pass(s, c, plan, fy, sc, out, oa, ob);
+    out.row = r;
+    return out;
+  };
+
+  const Placement& pl = plan.pl;
+  for (int Y = 0; Y < p.height; ++Y) {
+    const int canvas_row = p.flip_y ? p.height - 1 - Y : Y;
+    const int ry = canvas_row - pl.y0;
+    const bool covered = ry >= 0 && ry < pl.height && ob > oa;
+    for (auto& v : sc.v) {
+      std::fill(v.begin(), v.begin() + (covered ? oa : p.width), p.pad_value);
+      if (covered) std::fill(v.begin() + ob, v.begin() + p.width, p.pad_value);
+    }
+    if (covered) {
+      int s0, s1, b0 = detail::kCoefScale, b1 = 0;
+      if (p.interp == Interp::linear) {
+        const detail::LinearTap t = detail::linear_tap(ry, plan.scale_y, plan.bh, false);
+        s0 = t.s0, s1 = t.s1, b0 = t.w0, b1 = t.w1;
+      } else {
+        s0 = s1 = detail::nearest_index(ry, plan.scale_y, plan.bh);
+      }
+      const Scratch::Row& r0 = row(s0, s1);
+      const Scratch::Row& r1 = row(s1, s0);
+#if IMGPIPE_YUV_AVX2
+      if (avx2)
+        vertical_avx2(r0, r1, b0, b1, sc, oa, ob);
+      else
+#endif
+        vertical(r0, r1, b0, b1, sc, oa, ob);
+    }
+#if IMGPIPE_YUV_AVX2
+    if (avx2 && p.layout == Layout::nchw && p.dtype != DType::uint8) {
+      emit_avx2(p, sc, Y);
+      continue;
+    }
+#endif
+    emit(p, sc, Y, 0, p.width);
+  }
+}
+
+}  // namespace imgpipe::kernels
