@@ -161,6 +161,10 @@ class StagingRing {
   // kernels and gpu::copy_* only; a null address otherwise (and for a slot
   // not made yet). Throws std::out_of_range for a slot that does not exist.
   gpu::DeviceAddress device_pointer(int slot) const;
+  // A slot's memory when it is one chunk of plain (pageable) host memory,
+  // which the CPU may read (the host backend's slots: the batch is then the
+  // slot itself, no copy); null otherwise. Throws std::out_of_range.
+  const unsigned char* host_block(int slot) const;
 
   // Records the slot's release on `stream` (any device) after the work that
   // reads it; the slot may be acquired again. Any thread. All or nothing:

@@ -128,7 +128,8 @@ void BatchResources::replace(gpu::DeviceBuffer& buffer, int device, std::size_t 
 void BatchResources::fit_buffers(DeviceContext& dev, int slot) {
   DeviceBuffers& b = dev.buffers[static_cast<std::size_t>(slot)];
   const std::size_t capacity = ring_->capacity(slot);
-  if (!ring_->zero_copy() && b.d_input.size() < capacity) replace(b.d_input, dev.device, capacity);
+  if (!ring_->zero_copy() && b.d_input.size() < capacity && !(layout_.batch_in_slot && ring_->host_block(slot)))
+    replace(b.d_input, dev.device, capacity);
   // A tensor the CPU made in a mapped slot is copied here on the GPU: a
   // consumer's tensor is never write-combined host memory.
   if (layout_.device_output || (ring_->zero_copy() && dev.device >= 0)) {
@@ -140,7 +141,8 @@ void BatchResources::fit_buffers(DeviceContext& dev, int slot) {
 std::optional<memory::SlotWriter> BatchResources::make_room(BatchSlot& b, int samples, std::size_t bytes) {
   std::optional<memory::SlotWriter> grown;
   const std::size_t want = std::max(bytes, static_cast<std::size_t>(samples) * staged_sample_bytes(layout_));
-  if (want > ring_->capacity(b.slot)) grown = ring_->grow(b.slot, want);
+  if (want > ring_->capacity(b.slot))
+    grown = ring_->grow(b.slot, layout_.grow_whole ? std::max(want, ring_->slot_bytes()) : want);
   fit_buffers(*b.dev, b.slot);
   b.room = room_of(ring_->capacity(b.slot));
   return grown;
@@ -161,7 +163,7 @@ bool BatchResources::fits(const BatchLayout& l) const {
   const BatchLayout& m = layout_;
   return l.devices == m.devices && same_staging(l.staging, m.staging) && l.batch_size == m.batch_size &&
          l.out_sample_bytes == m.out_sample_bytes && staged_sample_bytes(l) == staged_sample_bytes(m) &&
-         l.device_output == m.device_output &&
+         l.device_output == m.device_output && l.batch_in_slot == m.batch_in_slot &&
          l.per_image_geometry == m.per_image_geometry && l.decode_bytes == m.decode_bytes &&
          (l.decode_bytes == 0 || codecs::same_decoder(l.jpeg, m.jpeg)) && l.shape == m.shape && l.dtype == m.dtype &&
          l.layout == m.layout;

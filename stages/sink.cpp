@@ -87,9 +87,13 @@ void Sink::fill(BatchSlot& b) const {
   DeviceBatch& db = b.batch;
   // The tensor: the kernels' output (or, in zero-copy mode, the GPU's copy
   // of the tensor the CPU made in the mapped slot), else the staged copy.
-  // Never the write-combined slot itself: DeviceBatch::data is read freely.
+  // Never the write-combined slot itself: DeviceBatch::data is read freely;
+  // on the host backend the slot when it is plain memory (batch_in_slot).
   DeviceBuffers& buf = b.buffers();
   db.data = buf.d_output.get() ? buf.d_output.get() : buf.d_input.get();
+  if (b.dev->device < 0 && !ring_.zero_copy() && !buf.d_output.get() && b.staged &&
+      b.staged.for_device() != buf.d_input.get())  // the transfer left the batch in its slot
+    db.data = const_cast<void*>(b.staged.for_device());
   if (db.data == nullptr) throw std::logic_error("sink: the batch's tensor is in no buffer of its slot");
   db.device = b.dev->device;
   db.stream = b.dev->stream.get();

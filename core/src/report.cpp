@@ -81,8 +81,11 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
     os << fmt::format(", held batches moved out of the ring: {} ({})", m.held_batch_copies,
                       mib(m.held_batch_copy_bytes));
   os << "\n";
-  os << fmt::format("transfer: {} {} in {:.3f} s = {:.2f} GB/s\n", r.transfer.mode, mib(r.transfer.bytes),
-                    r.transfer.seconds, r.transfer.gb_per_s);
+  if (r.transfer.mode == "in place" && r.transfer.bytes == 0)
+    os << "transfer: none, each batch is its staging slot (host backend, tensor made by the CPU)\n";
+  else
+    os << fmt::format("transfer: {} {} in {:.3f} s = {:.2f} GB/s\n", r.transfer.mode, mib(r.transfer.bytes),
+                      r.transfer.seconds, r.transfer.gb_per_s);
   if (const auto& v = r.video; v.nvdec_files + v.cpu_files > 0) {
     os << fmt::format("video: NVDEC {} ({}) | CPU {} ({})", count(v.nvdec_files, "files"),
                       count(v.nvdec_frames, "frames"), count(v.cpu_files, "files"), count(v.cpu_frames, "frames"));

@@ -155,9 +155,12 @@ void StagingRing::add_chunk(Slot& s, std::size_t bytes, bool initial) {
   c.offset = s.capacity;
   c.bytes = bytes;
   // Fault every page in now, not on the hot path (a write: allowed for WC);
-  // plain memory on huge pages (page-locked memory is the driver's).
+  // plain memory on huge pages (page-locked memory is the driver's). On the
+  // host backend no copy engine reads the slots and a slot is made whole
+  // when the run's size is not known (plan_staging): its pages fault in as
+  // the packer writes them, so a short run touches what it carries only.
   if (c.kind == MemoryKind::pageable) gpu::advise_huge_pages(c.host, bytes);
-  std::memset(c.host, 0, bytes);
+  if (chain_->options().device >= 0) std::memset(c.host, 0, bytes);
   s.chunks[static_cast<std::size_t>(s.count)] = c;
   if (s.count == 0) s.pooled = initial;
   ++s.count;
@@ -271,6 +274,11 @@ void StagingRing::copy_to_device(int slot, std::size_t offset, void* d_dst, std:
   for_each_span(s.chunks.data(), offset, bytes, [&](unsigned char* host, std::size_t done, std::size_t n) {
     gpu::copy_h2d_async(to + done, host, n, stream);  // one copy per chunk the range spans
   });
+}
+
+const unsigned char* StagingRing::host_block(int slot) const {
+  const Slot& s = *slots_.at(static_cast<std::size_t>(slot));
+  return s.count == 1 && s.chunks[0].kind == MemoryKind::pageable ? s.chunks[0].host : nullptr;
 }
 
 gpu::DeviceAddress StagingRing::device_pointer(int slot) const {

@@ -163,6 +163,9 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
     detail::RunPlan p = detail::RunPlan::make(cfg, devices, detail::HostFacts::of_this_machine(devices.front(), jpeg),
                                               pushed, mix);
     p.diagnostics = std::move(diagnostics);
+    // A pulled batch the caller holds keeps its slot's buffer when the run
+    // needs the slot (PullRun::move_out_one): not the staging slot itself.
+    if (hooks.handoff) p.layout.batch_in_slot = false;
     return p;
   }();
   setup.step("plan", detail::describe_plan(plan));

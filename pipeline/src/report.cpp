@@ -121,7 +121,11 @@ void add_memory_and_transfer(Report& r, const Config& cfg, const StageSet& s, co
   r.memory.fallback_reason = ring.fallback_reason();
 
   const bool on_gpu = res.devices().front()->device >= 0;
-  r.transfer.mode = !on_gpu                                         ? "host memcpy"
+  // The host backend's batches stay in their slots when the CPU made the
+  // tensor (BatchLayout::batch_in_slot): no transfer at all.
+  const bool in_place = !on_gpu && res.layout().batch_in_slot && !ring.zero_copy();
+  r.transfer.mode = in_place                                        ? "in place"
+                    : !on_gpu                                       ? "host memcpy"
                     : ring.zero_copy()                              ? "zero_copy"
                     : cfg.staging.memory == StagingMemory::pageable ? "pageable"
                                                                     : "copy";

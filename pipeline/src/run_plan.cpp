@@ -274,10 +274,20 @@ void plan_staging(RunPlan& p, const Config& cfg, InputMix mix) {
     const auto n = static_cast<std::size_t>(mix.samples);
     so.initial_bytes = p.frame_bytes * std::clamp<std::size_t>(n, 1, batch);
     so.initial_slots = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(p.slots), (n + batch - 1) / batch));
+  } else if (so.device < 0) {
+    // The host backend: whole slots, each one block, whose pages fault in as
+    // they are written (StagingRing::add_chunk): a short run touches only
+    // what it carries, and the batch is the slot itself (batch_in_slot).
+    so.initial_bytes = so.slot_bytes;
+    so.initial_slots = -1;
   } else {
     so.initial_bytes = p.frame_bytes * std::clamp<std::size_t>(RunPlan::kModestStaging / p.frame_bytes, 1, batch);
     so.initial_slots = -1;
+    l.grow_whole = true;
   }
+  // The host backend's batches stay in their slots when the CPU made the
+  // tensor (no device buffers, no copy: docs/benchmarks.md#host-video).
+  l.batch_in_slot = so.device < 0 && !l.device_output;
   so.memory = cfg.staging.memory;
   so.transfer = cfg.staging.transfer;
   so.portable = p.devices.size() > 1;

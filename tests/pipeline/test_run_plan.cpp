@@ -328,7 +328,7 @@ TEST_CASE("run plan: page-locked memory for the CPU route's video frames only wh
   CHECK(RunPlan::make(mapped, {0}, h, false, videos).video_frames_bytes == 0);
 }
 
-TEST_CASE("run plan: staging for what the run carries, a known count's room and slots, else a modest room that grows") {
+TEST_CASE("run plan: staging for what the run carries, a known count's room and slots, else a modest room that grows (host backend: whole slots)") {
   using imgpipe::detail::InputMix;
   Config c;  // float32 640x640, batches of 32, 2 slots
   for (int device : {-1, 0}) {
@@ -346,14 +346,27 @@ TEST_CASE("run plan: staging for what the run carries, a known count's room and 
     CHECK(plan(70).layout.staging.initial_bytes == twenty.frame_bytes * 32);
     CHECK(plan(70).layout.staging.initial_slots == 2);   // 3 batches, 2 slots
     CHECK(plan(0).layout.staging.initial_slots == 0);
-    // Not known (pushed items, videos): every slot, with room for what 16 MiB holds.
+    // Not known (pushed items, videos): every slot, with room for what 16 MiB
+    // holds, grown to a whole batch at once; on the host backend whole slots
+    // at once (their pages fault in as they are written), each batch its slot.
     for (const RunPlan& unknown : {plan(-1), RunPlan::make(c, {device}, facts(8, 16 * GiB), true)}) {
       CHECK(unknown.known_samples == -1);
       CHECK(unknown.layout.staging.initial_slots == -1);
       const std::size_t room = std::max<std::size_t>(1, RunPlan::kModestStaging / unknown.frame_bytes);
-      CHECK(unknown.layout.staging.initial_bytes == unknown.frame_bytes * room);
-      CHECK(unknown.layout.staging.initial_bytes < unknown.layout.staging.slot_bytes);
+      if (device < 0) {
+        CHECK(unknown.layout.staging.initial_bytes == unknown.layout.staging.slot_bytes);
+        CHECK_FALSE(unknown.layout.grow_whole);
+      } else {
+        CHECK(unknown.layout.staging.initial_bytes == unknown.frame_bytes * room);
+        CHECK(unknown.layout.staging.initial_bytes < unknown.layout.staging.slot_bytes);
+        CHECK(unknown.layout.grow_whole);
+      }
     }
+    CHECK(twenty.layout.batch_in_slot == (device < 0));  // the CPU normalises here
+    Config gpu_normalised = c;
+    gpu_normalised.transform.normalize.where = imgpipe::Where::gpu;
+    CHECK_FALSE(RunPlan::make(gpu_normalised, {device}, facts(8, 16 * GiB), false, InputMix{true, false, 20})
+                    .layout.batch_in_slot);
   }
   // The inputs' mix: image files count, failed ones do not, a video makes the count unknown.
   std::vector<imgpipe::stages::InputItem> items(5);

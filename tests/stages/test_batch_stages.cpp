@@ -249,7 +249,7 @@ TEST_CASE("pack_copy, transfer, gpu_ops, sink: a batch from tokens to a checked 
   }
 }
 
-TEST_CASE("transfer, sink: zero-copy with a tensor the CPU made hands out device memory, never the mapped slot") {
+TEST_CASE("transfer, sink: zero-copy with a tensor the CPU made hands out device memory, never the mapped slot (host backend: the plain slot itself)") {
   Config c = rig_config();
   c.staging.transfer = imgpipe::TransferMode::zero_copy;
   c.transform.normalize.where = imgpipe::Where::cpu;  // the CPU makes the tensor: no kernel reads the slot
@@ -285,12 +285,16 @@ TEST_CASE("transfer, sink: zero-copy with a tensor the CPU made hands out device
     imgpipe::stages::BatchSlot& b = *w->batch;
     const imgpipe::stages::DeviceBuffers& buf = b.buffers();
     transfer(w);
-    CHECK(b.staged == (mapped ? rig.res.ring().device_pointer(b.slot) : buf.d_input.address()));
-    CHECK(transfer.stats().bytes == kBatch * kFrame);  // the GPU's copy of the slot, or the staging copy
+    // The host backend: the batch stays in its slot (plain memory, one block).
+    const unsigned char* block = rig.res.ring().host_block(b.slot);
+    CHECK(rig.plan.layout.batch_in_slot == (d < 0));
+    CHECK((block != nullptr) == (d < 0));
+    CHECK(b.staged == (mapped ? rig.res.ring().device_pointer(b.slot) : imgpipe::gpu::DeviceAddress(block)));
+    CHECK(transfer.stats().bytes == (mapped ? kBatch * kFrame : 0));  // the GPU's copy of the slot; none
     sink(gpu(w));
     REQUIRE(data != nullptr);
     // The batch's data is a device buffer of the batch, never the mapped slot.
-    CHECK(data == (mapped ? buf.d_output.get() : buf.d_input.get()));
+    CHECK(data == (mapped ? buf.d_output.get() : static_cast<const void*>(block)));
     if (mapped) CHECK(imgpipe::gpu::DeviceAddress(data) != rig.res.ring().device_pointer(b.slot));
     std::vector<unsigned char> expect;
     for (std::uint64_t i = 0; i < kBatch; ++i) expect.insert(expect.end(), rig.frames[i]->begin(), rig.frames[i]->end());

@@ -205,7 +205,7 @@ struct Report {
   } memory;
 
   struct Transfer {
-    std::string mode = "copy";
+    std::string mode = "copy";  // copy, zero_copy, pageable; host backend: host memcpy, or in place (no copy)
     std::uint64_t bytes = 0;
     double seconds = 0;  // sum of the copies' own durations (CUDA events)
     double gb_per_s = 0;
