@@ -141,8 +141,7 @@ void BatchResources::fit_buffers(DeviceContext& dev, int slot) {
 std::optional<memory::SlotWriter> BatchResources::make_room(BatchSlot& b, int samples, std::size_t bytes) {
   std::optional<memory::SlotWriter> grown;
   const std::size_t want = std::max(bytes, static_cast<std::size_t>(samples) * staged_sample_bytes(layout_));
-  if (want > ring_->capacity(b.slot))
-    grown = ring_->grow(b.slot, layout_.grow_whole ? std::max(want, ring_->slot_bytes()) : want);
+  if (want > ring_->capacity(b.slot)) grown = ring_->grow(b.slot, want);
   fit_buffers(*b.dev, b.slot);
   b.room = room_of(ring_->capacity(b.slot));
   return grown;

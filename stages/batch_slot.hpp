@@ -149,11 +149,6 @@ struct BatchLayout {
   // capacity over this, at most batch_size; its device buffers are sized
   // from that room and grow with the slot.
   std::size_t staged_sample_bytes = 0;
-  // The run's samples are not known ahead (videos' frames, streams, pushed
-  // items): a slot that outgrows its modest first room grows to a whole
-  // batch at once, not by doubling, so its device buffers are replaced once
-  // (a video run's slots fill anyway; docs/benchmarks.md#staging-size-and-set-up).
-  bool grow_whole = false;
   // The host backend with the tensor made by the CPU: a batch is its
   // staging slot itself when the slot is one block of plain memory
   // (StagingRing::host_block): no device buffers, no transfer copy.

@@ -283,7 +283,6 @@ void plan_staging(RunPlan& p, const Config& cfg, InputMix mix) {
   } else {
     so.initial_bytes = p.frame_bytes * std::clamp<std::size_t>(RunPlan::kModestStaging / p.frame_bytes, 1, batch);
     so.initial_slots = -1;
-    l.grow_whole = true;
   }
   // The host backend's batches stay in their slots when the CPU made the
   // tensor (no device buffers, no copy: docs/benchmarks.md#host-video).

@@ -97,7 +97,8 @@ struct RunPlan {
   // known (InputMix::samples), room for min(batch.size, count) samples in
   // as many slots as its batches (at most `slots`); else every slot starts
   // with room for the samples that kModestStaging holds (at least one) and
-  // grows, as its batches need, to a full batch at once (BatchLayout::grow_whole).
+  // grows, as its batches need, up to a full batch (StagingRing::grow); on the
+  // host backend whole slots, faulted in as they are written.
   static constexpr std::size_t kModestStaging = std::size_t{16} << 20;
   std::int64_t known_samples = -1;  // InputMix::samples
   // The diagnostics set for this run (core/diagnostics.hpp): not decided by

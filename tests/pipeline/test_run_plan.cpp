@@ -347,19 +347,17 @@ TEST_CASE("run plan: staging for what the run carries, a known count's room and 
     CHECK(plan(70).layout.staging.initial_slots == 2);   // 3 batches, 2 slots
     CHECK(plan(0).layout.staging.initial_slots == 0);
     // Not known (pushed items, videos): every slot, with room for what 16 MiB
-    // holds, grown to a whole batch at once; on the host backend whole slots
-    // at once (their pages fault in as they are written), each batch its slot.
+    // holds; on the host backend whole slots at once (their pages fault in as
+    // they are written), each batch its slot.
     for (const RunPlan& unknown : {plan(-1), RunPlan::make(c, {device}, facts(8, 16 * GiB), true)}) {
       CHECK(unknown.known_samples == -1);
       CHECK(unknown.layout.staging.initial_slots == -1);
       const std::size_t room = std::max<std::size_t>(1, RunPlan::kModestStaging / unknown.frame_bytes);
       if (device < 0) {
         CHECK(unknown.layout.staging.initial_bytes == unknown.layout.staging.slot_bytes);
-        CHECK_FALSE(unknown.layout.grow_whole);
       } else {
         CHECK(unknown.layout.staging.initial_bytes == unknown.frame_bytes * room);
         CHECK(unknown.layout.staging.initial_bytes < unknown.layout.staging.slot_bytes);
-        CHECK(unknown.layout.grow_whole);
       }
     }
     CHECK(twenty.layout.batch_in_slot == (device < 0));  // the CPU normalises here
