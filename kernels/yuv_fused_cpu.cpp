@@ -215,96 +215,138 @@ void emit(const YuvFusedParams& p, const Scratch& sc, int Y, int from, int to) {
 
 #if IMGPIPE_YUV_AVX2
 
+#define IMGPIPE_AVX2_INLINE __attribute__((target("avx2,f16c"), always_inline)) inline
+
 // Samples idx of a row (8 lanes) as yuv.hpp's detail::sample reads them: a
 // 32-bit gather at the sample's first byte, masked to its 1 or 2 bytes and
 // shifted.
-IMGPIPE_AVX2 inline __m256i fetch(const std::uint8_t* row, __m256i idx, const YuvFormat& f) {
+template <int Bytes>
+IMGPIPE_AVX2_INLINE __m256i fetch(const std::uint8_t* row, __m256i idx, __m128i shift) {
   const int* base = reinterpret_cast<const int*>(row);
-  if (f.bytes == 1) return _mm256_and_si256(_mm256_i32gather_epi32(base, idx, 1), _mm256_set1_epi32(0xff));
-  const __m256i v = _mm256_i32gather_epi32(base, _mm256_add_epi32(idx, idx), 1);
-  return _mm256_srl_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm_cvtsi32_si128(f.shift));
+  if constexpr (Bytes == 1) {
+    (void)shift;
+    return _mm256_and_si256(_mm256_i32gather_epi32(base, idx, 1), _mm256_set1_epi32(0xff));
+  } else {
+    const __m256i v = _mm256_i32gather_epi32(base, _mm256_add_epi32(idx, idx), 1);
+    return _mm256_srl_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), shift);
+  }
 }
 
 // The U, V pairs of interleaved chroma samples idx (NV12, P016).
-IMGPIPE_AVX2 inline void fetch_pairs(const std::uint8_t* row, __m256i idx, const YuvFormat& f, __m256i& U, __m256i& V) {
+template <int Bytes>
+IMGPIPE_AVX2_INLINE void fetch_pairs(const std::uint8_t* row, __m256i idx, __m128i shift, __m256i& U, __m256i& V) {
   const int* base = reinterpret_cast<const int*>(row);
-  if (f.bytes == 1) {
+  if constexpr (Bytes == 1) {
+    (void)shift;
     const __m256i uv = _mm256_i32gather_epi32(base, _mm256_add_epi32(idx, idx), 1);
     U = _mm256_and_si256(uv, _mm256_set1_epi32(0xff));
     V = _mm256_and_si256(_mm256_srli_epi32(uv, 8), _mm256_set1_epi32(0xff));
   } else {
     const __m256i uv = _mm256_i32gather_epi32(base, _mm256_slli_epi32(idx, 2), 1);
-    const __m128i shift = _mm_cvtsi32_si128(f.shift);
     U = _mm256_srl_epi32(_mm256_and_si256(uv, _mm256_set1_epi32(0xffff)), shift);
     V = _mm256_srl_epi32(_mm256_srli_epi32(uv, 16), shift);
   }
 }
 
-IMGPIPE_AVX2 inline __m256i clamp255(__m256i v) {
+IMGPIPE_AVX2_INLINE __m256i clamp255(__m256i v) {
   return _mm256_max_epi32(_mm256_min_epi32(v, _mm256_set1_epi32(255)), _mm256_setzero_si256());
 }
 
+IMGPIPE_AVX2_INLINE __m256i load8(const std::int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+IMGPIPE_AVX2_INLINE void store8(std::int32_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+
 // The row is not its plane's last (the gathers read past a sample).
+template <int Bytes, bool Interleaved>
 IMGPIPE_AVX2 void chroma_terms_avx2(const YuvImage& s, const YuvCoeffs& c, const Plan& plan, int cy, Scratch& sc,
                                     int from, int to) {
   const YuvFormat& f = s.format;
   const std::uint8_t* ur = s.plane[1] + static_cast<std::size_t>(cy) * s.pitch[1];
-  const std::uint8_t* vr = f.uv_interleaved ? nullptr : s.plane[2] + static_cast<std::size_t>(cy) * s.pitch[2];
+  const std::uint8_t* vr = Interleaved ? nullptr : s.plane[2] + static_cast<std::size_t>(cy) * s.pitch[2];
   const __m256i off = _mm256_set1_epi32(c.c_offset), rv = _mm256_set1_epi32(c.rv), gu = _mm256_set1_epi32(c.gu),
                 gv = _mm256_set1_epi32(c.gv), bu = _mm256_set1_epi32(c.bu);
+  const __m128i shift = _mm_cvtsi32_si128(f.shift);
   for (int t = 0; t < (plan.two ? 2 : 1); ++t) {
-    const std::int32_t* cx = t == 0 ? plan.c0.data() : plan.c1.data();
-    int X = from;
-    for (; X + 8 <= to; X += 8) {
-      const __m256i i = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cx + X));
+    const std::int32_t* __restrict cx = t == 0 ? plan.c0.data() : plan.c1.data();
+    std::int32_t* __restrict cr = sc.cr[t].data();
+    std::int32_t* __restrict cg = sc.cg[t].data();
+    std::int32_t* __restrict cb = sc.cb[t].data();
+    for (int X = from; X + 8 <= to; X += 8) {
+      const __m256i i = load8(cx + X);
       __m256i U, V;
-      if (f.uv_interleaved) {
-        fetch_pairs(ur, i, f, U, V);
+      if constexpr (Interleaved) {
+        fetch_pairs<Bytes>(ur, i, shift, U, V);
       } else {
-        U = fetch(ur, i, f);
-        V = fetch(vr, i, f);
+        U = fetch<Bytes>(ur, i, shift);
+        V = fetch<Bytes>(vr, i, shift);
       }
       const __m256i u = _mm256_sub_epi32(U, off), v = _mm256_sub_epi32(V, off);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sc.cr[t].data() + X), _mm256_mullo_epi32(rv, v));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sc.cg[t].data() + X),
-                          _mm256_add_epi32(_mm256_mullo_epi32(gu, u), _mm256_mullo_epi32(gv, v)));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sc.cb[t].data() + X), _mm256_mullo_epi32(bu, u));
+      store8(cr + X, _mm256_mullo_epi32(rv, v));
+      store8(cg + X, _mm256_add_epi32(_mm256_mullo_epi32(gu, u), _mm256_mullo_epi32(gv, v)));
+      store8(cb + X, _mm256_mullo_epi32(bu, u));
     }
   }
 }
 
-// The B, G, R values of 8 luma samples with tap t's chroma terms at X.
-IMGPIPE_AVX2 inline void convert8(const YuvCoeffs& c, const Scratch& sc, __m256i Y, int t, int X, __m256i* bgr) {
-  const __m256i y = _mm256_add_epi32(
-      _mm256_mullo_epi32(_mm256_set1_epi32(c.y), _mm256_sub_epi32(Y, _mm256_set1_epi32(c.y_offset))),
-      _mm256_set1_epi32(1 << 15));
-  const __m256i cr = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc.cr[t].data() + X));
-  const __m256i cg = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc.cg[t].data() + X));
-  const __m256i cb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc.cb[t].data() + X));
-  bgr[2] = clamp255(_mm256_srai_epi32(_mm256_add_epi32(y, cr), 16));
-  bgr[1] = clamp255(_mm256_srai_epi32(_mm256_sub_epi32(y, cg), 16));
-  bgr[0] = clamp255(_mm256_srai_epi32(_mm256_add_epi32(y, cb), 16));
+void chroma_terms_avx2(const YuvImage& s, const YuvCoeffs& c, const Plan& plan, int cy, Scratch& sc, int from, int to) {
+  const YuvFormat& f = s.format;
+  if (f.bytes == 1)
+    (f.uv_interleaved ? chroma_terms_avx2<1, true> : chroma_terms_avx2<1, false>)(s, c, plan, cy, sc, from, to);
+  else
+    (f.uv_interleaved ? chroma_terms_avx2<2, true> : chroma_terms_avx2<2, false>)(s, c, plan, cy, sc, from, to);
 }
 
-IMGPIPE_AVX2 void luma_pass_avx2(const YuvImage& s, const YuvCoeffs& c, const Plan& plan, int fy, Scratch& sc,
-                                 Scratch::Row& out, int from, int to) {
+// Source row fy at columns [from, to) in blocks of 8; returns where the
+// blocks end.
+template <int Bytes, bool Two>
+IMGPIPE_AVX2 int luma_blocks_avx2(const YuvImage& s, const YuvCoeffs& c, const Plan& plan, int fy, const Scratch& sc,
+                                  Scratch::Row& out, int from, int to) {
   const std::uint8_t* yr = luma_row(s, fy);
+  const __m128i shift = _mm_cvtsi32_si128(s.format.shift);
+  const __m256i cy = _mm256_set1_epi32(c.y), yoff = _mm256_set1_epi32(c.y_offset), half = _mm256_set1_epi32(1 << 15);
+  const std::int32_t* __restrict l0 = plan.l0.data();
+  const std::int32_t* __restrict l1 = plan.l1.data();
+  const std::int32_t* __restrict wp = plan.wp.data();
+  const std::int32_t* __restrict cr[2] = {sc.cr[0].data(), sc.cr[1].data()};
+  const std::int32_t* __restrict cg[2] = {sc.cg[0].data(), sc.cg[1].data()};
+  const std::int32_t* __restrict cb[2] = {sc.cb[0].data(), sc.cb[1].data()};
+  std::int32_t* __restrict hb = out.h[0].data();
+  std::int32_t* __restrict hg = out.h[1].data();
+  std::int32_t* __restrict hr = out.h[2].data();
+  // B, G, R of 8 samples with tap t's chroma terms at X (yuv.hpp's yuv_pixel).
+  auto convert = [&](__m256i Y, int t, int X, __m256i& B, __m256i& G, __m256i& R) __attribute__((target("avx2,f16c"), always_inline)) {
+    const __m256i y = _mm256_add_epi32(_mm256_mullo_epi32(cy, _mm256_sub_epi32(Y, yoff)), half);
+    R = clamp255(_mm256_srai_epi32(_mm256_add_epi32(y, load8(cr[t] + X)), 16));
+    G = clamp255(_mm256_srai_epi32(_mm256_sub_epi32(y, load8(cg[t] + X)), 16));
+    B = clamp255(_mm256_srai_epi32(_mm256_add_epi32(y, load8(cb[t] + X)), 16));
+  };
   int X = from;
   for (; X + 8 <= to; X += 8) {
-    __m256i a[3];
-    convert8(c, sc, fetch(yr, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(plan.l0.data() + X)), s.format), 0, X, a);
-    if (plan.two) {
-      __m256i b[3];
-      convert8(c, sc, fetch(yr, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(plan.l1.data() + X)), s.format), 1, X, b);
-      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(plan.wp.data() + X));
-      for (int k = 0; k < 3; ++k)  // a * w0 + b * w1 as one int16 multiply-add (values <= 255, weights <= 2048)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.h[k].data() + X),
-                            _mm256_madd_epi16(_mm256_or_si256(a[k], _mm256_slli_epi32(b[k], 16)), w));
+    __m256i B0, G0, R0;
+    convert(fetch<Bytes>(yr, load8(l0 + X), shift), 0, X, B0, G0, R0);
+    if constexpr (Two) {
+      __m256i B1, G1, R1;
+      convert(fetch<Bytes>(yr, load8(l1 + X), shift), 1, X, B1, G1, R1);
+      // a * w0 + b * w1 as one int16 multiply-add (values <= 255, weights <= 2048)
+      const __m256i w = load8(wp + X);
+      store8(hb + X, _mm256_madd_epi16(_mm256_or_si256(B0, _mm256_slli_epi32(B1, 16)), w));
+      store8(hg + X, _mm256_madd_epi16(_mm256_or_si256(G0, _mm256_slli_epi32(G1, 16)), w));
+      store8(hr + X, _mm256_madd_epi16(_mm256_or_si256(R0, _mm256_slli_epi32(R1, 16)), w));
     } else {  // every weight pair is (2048, 0)
-      for (int k = 0; k < 3; ++k)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.h[k].data() + X), _mm256_slli_epi32(a[k], detail::kCoefBits));
+      store8(hb + X, _mm256_slli_epi32(B0, detail::kCoefBits));
+      store8(hg + X, _mm256_slli_epi32(G0, detail::kCoefBits));
+      store8(hr + X, _mm256_slli_epi32(R0, detail::kCoefBits));
     }
   }
+  return X;
+}
+
+void luma_pass_avx2(const YuvImage& s, const YuvCoeffs& c, const Plan& plan, int fy, Scratch& sc, Scratch::Row& out,
+                    int from, int to) {
+  int X;
+  if (s.format.bytes == 1)
+    X = (plan.two ? luma_blocks_avx2<1, true> : luma_blocks_avx2<1, false>)(s, c, plan, fy, sc, out, from, to);
+  else
+    X = (plan.two ? luma_blocks_avx2<2, true> : luma_blocks_avx2<2, false>)(s, c, plan, fy, sc, out, from, to);
   if (X < to) luma_pass(s, c, plan, fy, sc, out, X, to);
 }
 

@@ -78,6 +78,12 @@ class SlotWriter {
   // std::out_of_range if it would pass capacity(). Writers of disjoint
   // ranges may run concurrently, also while the slot's holder grows it.
   void write(std::size_t offset, const void* src, std::size_t bytes) const;
+  // The slot's memory at [offset, offset + bytes) for the caller to write in
+  // place, when that range lies in one chunk of plain (pageable) memory: a
+  // stage that makes its frame there saves the copy. Null otherwise
+  // (write-combined or page-locked memory, a range over two chunks): then
+  // write() a copy. Throws std::out_of_range as write() does.
+  unsigned char* plain_span(std::size_t offset, std::size_t bytes) const;
   std::size_t capacity() const noexcept { return capacity_; }
   int slot() const noexcept { return slot_; }
 

@@ -213,7 +213,16 @@ Tally Pack::run(Work& w) {
 
 Tally PackCopy::run(Work& w) const {
   const FrameView& f = w.pixels.out;
-  if (f.yuv) {  // the planes gathered row by row, dense
+  if (f.one_pass) {  // a video frame from YUV to its tensor, in the slot itself where that is plain memory
+    kernels::YuvFusedParams p = *f.one_pass;
+    unsigned char* in_place = w.dest.writer->plain_span(w.dest.offset, f.bytes);
+    thread_local std::vector<unsigned char> made;
+    if (!in_place) made.resize(f.bytes);
+    p.dst = in_place ? in_place : made.data();
+    kernels::yuv_fused_cpu(p);  // checked by the transform stage
+    if (!in_place) w.dest.writer->write(w.dest.offset, made.data(), f.bytes);
+    w.pixels.video.reset();  // the decoder's buffer goes back to its pool
+  } else if (f.yuv) {  // the planes gathered row by row, dense
     std::size_t at = w.dest.offset;
     for (int k = 0; k < 3; ++k)
       for (int r = 0; r < f.yuv->rows[k]; ++r) {

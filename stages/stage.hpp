@@ -21,6 +21,7 @@
 #include "core/nvtx.hpp"
 #include "imgpipe/batch.hpp"
 #include "kernels/resize.hpp"
+#include "kernels/yuv_fused.hpp"
 #include "memory/staging_ring.hpp"
 
 namespace imgpipe::stages {
@@ -123,6 +124,12 @@ struct FrameView {
     kernels::SrcYuv staged;
   };
   std::optional<Yuv> yuv;
+  // A video frame (Pixels::video) the CPU takes from YUV to the frame pack
+  // copies in one pass (kernels/yuv_fused.hpp), done by the pack-copy stage
+  // straight into the slot where the slot is plain memory (the host
+  // backend), else into a buffer it then copies (`bytes` of output; dst
+  // set there).
+  std::optional<kernels::YuvFusedParams> one_pass;
   // A frame the GPU resizes: the box of it the resize starts from (width 0:
   // all of it) and the mirroring after it (random_crop, transform.flip: the
   // sample's geometry).

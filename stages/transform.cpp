@@ -151,29 +151,32 @@ Tally Transform::one_pass(Work& w) const {
   if (a) p.flip_x = a->flip_x, p.flip_y = a->flip_y;
   if (on_cpu_) {  // the normalised tensor
     const kernels::NormalizeParams n = normalize_params();
-    px.tensor.resize(frame_bytes());
-    p.dst = px.tensor.data();
     p.layout = n.layout;
     p.dtype = n.dtype;
     p.swap_rb = n.swap_rb;
     p.scale = n.scale;
     for (int c = 0; c < 3; ++c) p.mean[c] = n.mean[c], p.std[c] = n.std[c];
   } else {  // the u8 BGR canvas the GPU normalises
-    px.resized.create(r.height, r.width, CV_8UC3);
-    p.dst = px.resized.data;
     p.layout = Layout::nhwc;
     p.dtype = DType::uint8;
   }
+  // Checked here, where a failure is the sample's; made by the pack-copy
+  // stage in the slot (FrameView::one_pass), whose address only it knows.
+  kernels::YuvFusedParams checked = p;
+  checked.dst = &checked;
   try {
-    kernels::yuv_fused_cpu(p);
+    kernels::validate(checked);
   } catch (const std::exception& e) {
     w.sample.error = fmt::format("frame {} cannot be converted: {}", w.sample.frame, e.what());
+    px.video.reset();  // the decoder's buffer goes back to its pool
+    return {0, 0};
   }
-  px.video.reset();  // the decoder's buffer goes back to its pool
-  if (w.failed()) return {0, 0};
-  if (on_cpu_) px.out = {px.tensor.data(), px.tensor.size(), r.width, r.height};
-  else px.out = {px.resized.ptr<std::uint8_t>(), px.resized.total() * px.resized.elemSize(), r.width, r.height};
-  return {1, px.out.bytes};
+  px.out = {};
+  px.out.one_pass = p;
+  px.out.width = r.width;
+  px.out.height = r.height;
+  px.out.bytes = frame_bytes();
+  return {1, 0};
 }
 
 Tally Transform::run(Work& w) const {

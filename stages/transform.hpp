@@ -34,7 +34,8 @@ class Transform : public Stage<Transform, Takes::samples> {
             std::size_t frame_budget = 0, std::uint64_t epoch = 0);
   // Sets w.pixels.out to the frame pack copies, or w.sample.error. A video
   // frame the decode stage left YUV (w.pixels.video) is staged as it is when
-  // the GPU resizes, else taken to the output in one pass (cpu_one_pass).
+  // the GPU resizes, else checked and left for the pack-copy stage to take to
+  // the output in one pass, in the slot itself (FrameView::one_pass).
   Tally run(Work& w) const;
 
   // Resize `in` (u8, 3 channels) to the target into `out` (continuous);

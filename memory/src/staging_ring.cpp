@@ -70,6 +70,17 @@ void SlotWriter::write(std::size_t offset, const void* src, std::size_t bytes) c
   });
 }
 
+unsigned char* SlotWriter::plain_span(std::size_t offset, std::size_t bytes) const {
+  if (offset > capacity_ || bytes > capacity_ - offset)
+    throw std::out_of_range("staging slot span of " + std::to_string(bytes) + " bytes at offset " +
+                            std::to_string(offset) + " passes the slot's end (" + std::to_string(capacity_) + ")");
+  for (const SlotChunk* c = chunks_;; ++c) {
+    if (offset >= c->offset + c->bytes) continue;
+    if (c->kind != MemoryKind::pageable || offset + bytes > c->offset + c->bytes) return nullptr;
+    return c->host + (offset - c->offset);
+  }
+}
+
 namespace {
 // A kind's step in the staging chain write_combined -> pinned (portable and
 // mapped are pinned with flags) -> host_registered -> pageable.

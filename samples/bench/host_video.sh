@@ -3,7 +3,7 @@
 # this machine: W1's preprocessing (640x640 bilinear stretch, planar float32
 # RGB: NCHW float32) of 1080p H.264 clips (B-frames, 5 Mbit/s), all cores.
 #
-#   samples/bench/host_video.sh [--rounds N] [--clips DIR] [--photos DIR] [--out DIR]
+#   samples/bench/host_video.sh [--rounds N] [--loop L] [--clips DIR] [--photos DIR] [--out DIR]
 #
 # Entries, taking turns round by round (N rounds, default 3):
 #   ffmpeg_gbrpf32le  FFmpeg, one process per core (-threads 1), each clip
@@ -13,6 +13,8 @@
 #   imgpipe           `imgpipe --device cpu` with configs/w1.yaml over the clips
 #                     (mean/std too), process start included; its report's
 #                     rate after set-up beside it
+# Each entry goes over the clips L times (default 1): FFmpeg's processes with
+# -stream_loop L-1 (one process per clip still), imgpipe with input.loop L.
 # frames/s = the clips' frames / the wall time of the entry (all its
 # processes); every figure is printed per round, then the medians, and the
 # ratio of imgpipe's median to FFmpeg gbrpf32le's. FFmpeg's -f null output
@@ -23,14 +25,15 @@
 # Needs ffmpeg and build/pipeline/imgpipe (IMGPIPE=path to override).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-rounds=3 clips="" photos="$here/samples/data" out="${TMPDIR:-/tmp}/imgpipe_host_video"
+rounds=3 loop=1 clips="" photos="$here/samples/data" out="${TMPDIR:-/tmp}/imgpipe_host_video"
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
+    --loop) loop=$2; shift 2 ;;
     --clips) clips=$2; shift 2 ;;
     --photos) photos=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "usage: $0 [--rounds N] [--clips DIR] [--photos DIR] [--out DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--rounds N] [--loop L] [--clips DIR] [--photos DIR] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 imgpipe=${IMGPIPE:-$here/build/pipeline/imgpipe}
@@ -48,7 +51,7 @@ cores=$(nproc)
 now() { date +%s.%N; }
 # FFmpeg over every clip, one process per core, FORMAT as its output.
 ffmpeg_run() {
-  printf '%s\n' "${files[@]}" | xargs -P "$cores" -I{} ffmpeg -nostdin -v error -threads 1 -i {} \
+  printf '%s\n' "${files[@]}" | xargs -P "$cores" -I{} ffmpeg -nostdin -v error -threads 1 -stream_loop $((loop - 1)) -i {} \
     -vf "scale=640:640:flags=bilinear,format=$1" -f null -
 }
 
@@ -60,7 +63,7 @@ for ((r = 1; r <= rounds; ++r)); do
   t0=$(now); ffmpeg_run rgb24; t1=$(now)
   rate[ffmpeg_rgb24,$r]=$t0:$t1
   t0=$(now)
-  "$imgpipe" -c "$here/configs/w1.yaml" -i "$clips" --device cpu -q --report "$out/report_$r.json"
+  "$imgpipe" -c "$here/configs/w1.yaml" -i "$clips" --device cpu --set input.loop=$loop -q --report "$out/report_$r.json"
   t1=$(now)
   rate[imgpipe,$r]=$t0:$t1
 done
@@ -85,7 +88,7 @@ rows = {}
 for name in ("ffmpeg_gbrpf32le", "ffmpeg_rgb24", "imgpipe"):
     rows[name] = [fps(name, r) for r in range(1, rounds + 1)]
 rows["imgpipe, its rate after set-up"] = steady
-print(f"{len(sys.argv) - 3} clips, {frames} frames, {rounds} rounds taking turns, frames/s (median)")
+print(f"{len(sys.argv) - 3} clips, {frames} frames a run, {rounds} rounds taking turns, frames/s (median)")
 print("| entry | rounds | median |")
 print("|---|---|---|")
 for k, v in rows.items():

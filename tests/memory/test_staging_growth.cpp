@@ -157,3 +157,32 @@ TEST_CASE("staging growth: track lists the grown chunks with their site, and eve
     CHECK(log.count("still allocated") == 0);
   }
 }
+
+TEST_CASE("staging growth: plain_span is the slot's own memory for a range inside one plain chunk, else null, and host_block a one-chunk slot") {
+  for (int dev : ring_devices()) {
+    CAPTURE(dev);
+    gpu::Stream stream(dev);
+    constexpr std::size_t initial = 4096, most = 40000;
+    StagingRing ring(growing(dev, initial, most, 2, 2));
+    const bool plain = ring.kind(0) == imgpipe::memory::MemoryKind::pageable;  // the host backend's; a GPU's is page-locked
+    CHECK(plain == (dev < 0));
+    SlotWriter w = ring.acquire();
+    CHECK((ring.host_block(w.slot()) != nullptr) == plain);  // one chunk
+    unsigned char* span = w.plain_span(100, 200);
+    CHECK((span != nullptr) == plain);
+    if (span) {  // written in place, read back through the ring's copy
+      std::fill(span, span + 200, std::uint8_t{0x5A});
+      gpu::DeviceBuffer d(dev, 200);
+      ring.copy_to_device(w.slot(), 100, d.get(), 200, stream);
+      const auto back = read_back(d, 200, stream);
+      CHECK(std::all_of(back.begin(), back.end(), [](std::uint8_t b) { return b == 0x5A; }));
+    }
+    SlotWriter grown = ring.grow(w.slot(), 10000);
+    CHECK(ring.host_block(w.slot()) == nullptr);  // two chunks now
+    CHECK((grown.plain_span(initial, 1000) != nullptr) == plain);  // inside the second chunk
+    CHECK(grown.plain_span(initial - 10, 20) == nullptr);  // over the chunks' edge: write() a copy
+    CHECK_THROWS_AS(grown.plain_span(grown.capacity() - 10, 20), std::out_of_range);
+    ring.release(w.slot(), stream);
+    ring.drain();
+  }
+}

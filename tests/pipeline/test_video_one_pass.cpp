@@ -6,7 +6,9 @@
 // normalised by the normalise twin. Over stretch, letterbox, centre crop,
 // random crops with flips and centre crops of a box, bilinear and nearest,
 // float32 NCHW and float16 NHWC, on MPEG-4, H.264 with B-frames, HEVC and an
-// MPEG-TS whose frame size changes midway.
+// MPEG-TS whose frame size changes midway. And the pack-copy stage's two
+// ways of placing such a frame: in the slot itself (plain memory), or made
+// aside and copied (a range over two chunks, or write-combined memory).
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -22,12 +24,16 @@
 #include "codecs/video/video_file.hpp"
 #include "common.hpp"
 #include "imgpipe/pipeline.hpp"
+#include "memory/gpu.hpp"
+#include "memory/staging_ring.hpp"
+#include "stages/pack.hpp"
 #include "stages/transform.hpp"
 
 using imgpipe::Config;
 using imgpipe::DeviceBatch;
 using imgpipe::Pipeline;
 using imgpipe::Report;
+using imgpipe::stages::Work;
 
 namespace {
 
@@ -134,4 +140,48 @@ TEST_CASE("video one pass: every frame equals the BGR conversion cut, resized, m
     CHECK(compared == 4 * kFrames);
     if (m.flip > 0) CHECK(flipped > 0);
   }
+}
+
+TEST_CASE("video one pass: pack_copy makes the frame in the slot where it is plain memory, else aside and copies it") {
+  imgpipe::codecs::VideoFile file((imgpipe::test::opencv_data_dir() / "vtest.avi").string());
+  std::shared_ptr<imgpipe::codecs::VideoFrame> frame;
+  REQUIRE(file.next(frame) == imgpipe::codecs::VideoFile::Next::frame);
+  imgpipe::kernels::YuvFusedParams p;
+  REQUIRE(frame->yuv(p.src));
+  p.width = 64;
+  p.height = 48;
+  p.swap_rb = true;
+  p.scale = 1.0f / 255.0f;
+  const std::size_t bytes = 64 * 48 * 3 * sizeof(float);
+  std::vector<unsigned char> want(bytes);
+  p.dst = want.data();
+  imgpipe::kernels::yuv_fused_cpu(p);
+  p.dst = nullptr;
+  // A host slot made with 4096 bytes and grown: chunks [0, 4096) and [4096, ...).
+  imgpipe::memory::StagingOptions o;
+  o.slots = 2;
+  o.slot_bytes = 4 * bytes;
+  o.initial_bytes = 4096;
+  imgpipe::memory::StagingRing ring(o);
+  imgpipe::memory::SlotWriter w = ring.acquire();
+  w = ring.grow(w.slot(), 4 * bytes);
+  imgpipe::gpu::Stream stream(-1);
+  for (std::size_t offset : {std::size_t{4096} + 64, std::size_t{4096} - 100}) {  // inside the second chunk; over the edge
+    CAPTURE(offset);
+    CHECK((w.plain_span(offset, bytes) != nullptr) == (offset >= 4096));
+    Work work;
+    work.kind = Work::Kind::video_frame;
+    work.pixels.video = frame;
+    work.pixels.out.one_pass = p;
+    work.pixels.out.bytes = bytes;
+    work.dest.writer = w;
+    work.dest.offset = offset;
+    imgpipe::stages::PackCopy copy;
+    copy(&work);
+    CHECK(work.pixels.video == nullptr);  // the decoder's buffer goes back
+    imgpipe::gpu::DeviceBuffer back(-1, bytes);
+    ring.copy_to_device(w.slot(), offset, back.get(), bytes, stream);
+    CHECK(std::memcmp(back.get(), want.data(), bytes) == 0);
+  }
+  ring.release(w.slot(), stream);
 }
