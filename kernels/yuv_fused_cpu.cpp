@@ -19,6 +19,7 @@
 #include "yuv_fused.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -52,6 +53,17 @@ struct Plan {
   // Per output column X in [oa, ob) (other entries unused): full-frame luma
   // column of each tap, its chroma column, the weights; wp = w0 | w1 << 16.
   std::vector<std::int32_t> l0, l1, c0, c1, w0, w1, wp;
+  // 8-bit samples, per block of 8 output columns from oa: where the block's
+  // samples of a row lie when all within 32 bytes of the row (base: the
+  // first byte; lo/hi: byte shuffles of the two 16-byte halves), so the AVX2
+  // rows load and shuffle instead of gathering; base -1: gather. Luma taps
+  // 0 and 1; chroma taps 0 and 1, U (planar: U and V alike) and V (NV12).
+  struct Window {
+    std::int32_t base = -1;
+    alignas(16) std::uint8_t lo[16];
+    alignas(16) std::uint8_t hi[16];
+  };
+  std::vector<Window> wl[2], wu[2], wv[2];
 };
 
 struct Scratch {
@@ -133,6 +145,45 @@ void make_plan(const YuvFusedParams& p, Plan& plan) {
   // The covered columns are contiguous (a placement is one interval of the
   // canvas, mirrored or not).
   if (plan.ob < plan.oa) plan.oa = plan.ob = 0;
+  // Windows of 8-bit rows: sample byte `index * mult + add` of a row of
+  // `row_bytes` bytes.
+  const YuvFormat& f = p.src.format;
+  auto windows = [&](const std::vector<std::int32_t>& index, int mult, int add, int row_bytes,
+                     std::vector<Plan::Window>& out) {
+    out.clear();
+    if (f.bytes != 1) return;
+    for (int X = plan.oa; X + 8 <= plan.ob; X += 8) {
+      Plan::Window w;
+      int lo = INT32_MAX, hi = 0;
+      for (int k = 0; k < 8; ++k) {
+        lo = std::min(lo, index[X + k] * mult + add);
+        hi = std::max(hi, index[X + k] * mult + add);
+      }
+      if (hi - lo < 32 && lo + 32 <= row_bytes) {  // no byte read past the row
+        w.base = lo;
+        for (int k = 0; k < 16; ++k) {
+          const int at = k < 8 ? index[X + k] * mult + add - lo : -1;
+          w.lo[k] = at >= 0 && at < 16 ? static_cast<std::uint8_t>(at) : 0x80;
+          w.hi[k] = at >= 16 ? static_cast<std::uint8_t>(at - 16) : 0x80;
+        }
+      }
+      out.push_back(w);
+    }
+  };
+  const int cw = f.monochrome ? 0 : chroma_width(f, p.src.width);
+  for (int t = 0; t < 2; ++t) {
+    windows(t == 0 ? plan.l0 : plan.l1, 1, 0, p.src.width, plan.wl[t]);
+    const std::vector<std::int32_t>& ci = t == 0 ? plan.c0 : plan.c1;
+    if (f.monochrome) {
+      plan.wu[t].clear(), plan.wv[t].clear();
+    } else if (f.uv_interleaved) {
+      windows(ci, 2, 0, 2 * cw, plan.wu[t]);
+      windows(ci, 2, 1, 2 * cw, plan.wv[t]);
+    } else {
+      windows(ci, 1, 0, cw, plan.wu[t]);
+      plan.wv[t].clear();
+    }
+  }
 }
 
 // ---- portable rows ---------------------------------------------------------
@@ -248,6 +299,15 @@ IMGPIPE_AVX2_INLINE void fetch_pairs(const std::uint8_t* row, __m256i idx, __m12
   }
 }
 
+// The 8 samples of a block through its window (8-bit samples).
+IMGPIPE_AVX2_INLINE __m256i window8(const std::uint8_t* row, const Plan::Window& w) {
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + w.base));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + w.base + 16));
+  const __m128i v = _mm_or_si128(_mm_shuffle_epi8(a, _mm_load_si128(reinterpret_cast<const __m128i*>(w.lo))),
+                                 _mm_shuffle_epi8(b, _mm_load_si128(reinterpret_cast<const __m128i*>(w.hi))));
+  return _mm256_cvtepu8_epi32(v);
+}
+
 IMGPIPE_AVX2_INLINE __m256i clamp255(__m256i v) {
   return _mm256_max_epi32(_mm256_min_epi32(v, _mm256_set1_epi32(255)), _mm256_setzero_si256());
 }
@@ -270,14 +330,18 @@ IMGPIPE_AVX2 void chroma_terms_avx2(const YuvImage& s, const YuvCoeffs& c, const
     std::int32_t* __restrict cr = sc.cr[t].data();
     std::int32_t* __restrict cg = sc.cg[t].data();
     std::int32_t* __restrict cb = sc.cb[t].data();
-    for (int X = from; X + 8 <= to; X += 8) {
-      const __m256i i = load8(cx + X);
+    const Plan::Window* wu = plan.wu[t].data();
+    const Plan::Window* wv = plan.wv[t].data();
+    for (int X = from, b = 0; X + 8 <= to; X += 8, ++b) {
       __m256i U, V;
-      if constexpr (Interleaved) {
-        fetch_pairs<Bytes>(ur, i, shift, U, V);
+      if (Bytes == 1 && wu[b].base >= 0 && (!Interleaved || wv[b].base >= 0)) {  // a load and a shuffle
+        U = window8(ur, wu[b]);
+        V = Interleaved ? window8(ur, wv[b]) : window8(vr, wu[b]);
+      } else if constexpr (Interleaved) {
+        fetch_pairs<Bytes>(ur, load8(cx + X), shift, U, V);
       } else {
-        U = fetch<Bytes>(ur, i, shift);
-        V = fetch<Bytes>(vr, i, shift);
+        U = fetch<Bytes>(ur, load8(cx + X), shift);
+        V = fetch<Bytes>(vr, load8(cx + X), shift);
       }
       const __m256i u = _mm256_sub_epi32(U, off), v = _mm256_sub_epi32(V, off);
       store8(cr + X, _mm256_mullo_epi32(rv, v));
@@ -319,13 +383,21 @@ IMGPIPE_AVX2 int luma_blocks_avx2(const YuvImage& s, const YuvCoeffs& c, const P
     G = clamp255(_mm256_srai_epi32(_mm256_sub_epi32(y, load8(cg[t] + X)), 16));
     B = clamp255(_mm256_srai_epi32(_mm256_add_epi32(y, load8(cb[t] + X)), 16));
   };
+  const Plan::Window* w0 = plan.wl[0].data();
+  const Plan::Window* w1 = plan.wl[1].data();
+  // Tap t's samples of block b (columns X...): a load and a shuffle, or a gather.
+  auto samples = [&](int t, int b, int X) __attribute__((target("avx2,f16c"), always_inline)) {
+    const Plan::Window& w = t == 0 ? w0[b] : w1[b];
+    if (Bytes == 1 && w.base >= 0) return window8(yr, w);
+    return fetch<Bytes>(yr, load8((t == 0 ? l0 : l1) + X), shift);
+  };
   int X = from;
-  for (; X + 8 <= to; X += 8) {
+  for (int b = 0; X + 8 <= to; X += 8, ++b) {
     __m256i B0, G0, R0;
-    convert(fetch<Bytes>(yr, load8(l0 + X), shift), 0, X, B0, G0, R0);
+    convert(samples(0, b, X), 0, X, B0, G0, R0);
     if constexpr (Two) {
       __m256i B1, G1, R1;
-      convert(fetch<Bytes>(yr, load8(l1 + X), shift), 1, X, B1, G1, R1);
+      convert(samples(1, b, X), 1, X, B1, G1, R1);
       // a * w0 + b * w1 as one int16 multiply-add (values <= 255, weights <= 2048)
       const __m256i w = load8(wp + X);
       store8(hb + X, _mm256_madd_epi16(_mm256_or_si256(B0, _mm256_slli_epi32(B1, 16)), w));
