@@ -10,7 +10,8 @@
 #                     decoded and `scale=640:640:flags=bilinear,format=gbrpf32le`
 #                     (planar float32 RGB: the tensor's layout; mean/std left out)
 #   ffmpeg_rgb24      the same to packed 8-bit RGB (`format=rgb24`)
-#   imgpipe           `imgpipe --device cpu` with configs/w1.yaml over the clips
+#   imgpipe           `imgpipe --device cpu` with the default config
+#                     (configs/pipeline.yaml: W1's transform, batches of 32) over the clips
 #                     (mean/std too), process start included; its report's
 #                     rate after set-up beside it
 # Each entry goes over the clips L times (default 1): FFmpeg's processes with
@@ -63,7 +64,7 @@ for ((r = 1; r <= rounds; ++r)); do
   t0=$(now); ffmpeg_run rgb24; t1=$(now)
   rate[ffmpeg_rgb24,$r]=$t0:$t1
   t0=$(now)
-  "$imgpipe" -c "$here/configs/w1.yaml" -i "$clips" --device cpu --set input.loop=$loop -q --report "$out/report_$r.json"
+  "$imgpipe" -c "$here/configs/pipeline.yaml" -i "$clips" --device cpu --set input.loop=$loop -q --report "$out/report_$r.json"
   t1=$(now)
   rate[imgpipe,$r]=$t0:$t1
 done
