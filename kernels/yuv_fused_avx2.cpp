@@ -8,6 +8,7 @@
 #include "yuv_fused_rows.hpp"
 
 #if IMGPIPE_YUV_AVX2
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -218,7 +219,9 @@ IMGPIPE_AVX2 void emit_avx2(const YuvFusedParams& p, const Scratch& sc, int Y) {
 bool cpu_has_avx2() noexcept {
   static const bool has = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    // F16C from CPUID leaf 1 (clang's __builtin_cpu_supports does not name it).
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
   }();
   return has;
 }
