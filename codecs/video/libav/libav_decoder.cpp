@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <new>
 
 #include <fmt/format.h>
@@ -65,6 +66,12 @@ int pool_get_buffer(AVCodecContext* ctx, AVFrame* f, int flags) {
   } catch (const std::exception&) {
     return AVERROR(ENOMEM);
   }
+  // Zeroed, as libavcodec's own pool makes its buffers: a picture whose
+  // decode leaves part of it unwritten without an error (an HEVC slice
+  // lost to damage) shows zeros there, not the pixels of whichever frame
+  // held the block before, so a seek and a sequential decode deliver the
+  // same frame (tests/fuzz/corpus_video/regress-hevc-unwritten-area.mov).
+  std::memset(b.data, 0, b.bytes);
   auto* owner = new (std::nothrow) std::shared_ptr<memory::FramePool>(*pool);
   AVBufferRef* buf = owner ? av_buffer_create(static_cast<std::uint8_t*>(b.data), static_cast<int>(b.bytes),
                                               release_pool_block, owner, 0)
