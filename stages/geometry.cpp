@@ -109,4 +109,18 @@ void complete_geometry(SampleGeometry& g, int frame_width, int frame_height, con
   }
 }
 
+kernels::ResizeBatch resize_batch_of(const ResizeConfig& r) {
+  kernels::ResizeBatch k;
+  k.channels = 3;
+  k.width = r.width;
+  k.height = r.height;
+  k.interp = r.interpolation == Interpolation::nearest ? kernels::Interp::nearest : kernels::Interp::linear;
+  k.fit = r.boxed()                           ? kernels::Fit::stretch  // the box (SrcImage's window), stretched
+          : r.mode == ResizeMode::letterbox   ? kernels::Fit::letterbox
+          : r.mode == ResizeMode::center_crop ? kernels::Fit::center_crop
+                                              : kernels::Fit::stretch;
+  k.pad_value = static_cast<std::uint8_t>(r.pad_value);
+  return k;
+}
+
 }  // namespace imgpipe::stages

@@ -51,6 +51,10 @@ inline FrameView::Window gpu_window(const Augment& a, const ResizeConfig& resize
   return w;
 }
 
+// The kernels' resize for `resize` (no images yet): canvas, interpolation,
+// pad value, and the fit (a boxed resize stretches its box).
+kernels::ResizeBatch resize_batch_of(const ResizeConfig& resize);
+
 std::optional<Augment> augment_of(const TransformConfig& t, std::uint64_t epoch, std::uint64_t item,
                                   std::int64_t frame, const SampleGeometry& g, int frame_width, int frame_height);
 

@@ -135,19 +135,16 @@ Tally Transform::one_pass(Work& w) const {
   complete_geometry(g, img.width, img.height, cfg_.resize, a ? &*a : nullptr);
   g.epoch = epoch_;
   const ResizeConfig& r = cfg_.resize;
+  const kernels::ResizeBatch k = resize_batch_of(r);
   kernels::YuvFusedParams p;
   p.src = img;
-  p.width = r.width;
-  p.height = r.height;
-  if (r.boxed()) {  // the box, stretched (as resize() cuts it)
-    if (a) p.box_x = a->x, p.box_y = a->y, p.box_width = a->width, p.box_height = a->height;
-  } else {
-    p.fit = r.mode == ResizeMode::letterbox     ? kernels::Fit::letterbox
-            : r.mode == ResizeMode::center_crop ? kernels::Fit::center_crop
-                                                : kernels::Fit::stretch;
-  }
-  p.interp = r.interpolation == Interpolation::nearest ? kernels::Interp::nearest : kernels::Interp::linear;
-  p.pad_value = static_cast<std::uint8_t>(r.pad_value);
+  p.width = k.width;
+  p.height = k.height;
+  p.fit = k.fit;
+  p.interp = k.interp;
+  p.pad_value = k.pad_value;
+  if (r.boxed() && a)  // the box, stretched (as resize() cuts it)
+    p.box_x = a->x, p.box_y = a->y, p.box_width = a->width, p.box_height = a->height;
   if (a) p.flip_x = a->flip_x, p.flip_y = a->flip_y;
   if (on_cpu_) {  // the normalised tensor
     const kernels::NormalizeParams n = normalize_params();

@@ -12,6 +12,7 @@
 #include "imgpipe/log.hpp"
 #include "codecs/image/nvjpeg/jpeg_gpu.hpp"
 #include "memory/gpu.hpp"
+#include "stages/geometry.hpp"
 #include "stages/source.hpp"
 
 namespace imgpipe::detail {
@@ -56,20 +57,6 @@ std::size_t frame_budget(const Config& cfg, const HostFacts& host, std::size_t t
   const std::size_t share = allowance / (static_cast<std::size_t>(cfg.staging.slots) * cfg.batch.size);
   const std::size_t most = checked_mul(static_cast<std::size_t>(cfg.decode.max_pixels), 3, "decode.max_pixels");
   return std::max(target_frame, std::min(share, most));
-}
-
-kernels::ResizeBatch resize_of(const ResizeConfig& r) {
-  kernels::ResizeBatch k;
-  k.channels = 3;
-  k.width = r.width;
-  k.height = r.height;
-  k.interp = r.interpolation == Interpolation::nearest ? kernels::Interp::nearest : kernels::Interp::linear;
-  k.fit = r.boxed()                           ? kernels::Fit::stretch  // the box (SrcImage's window), stretched
-          : r.mode == ResizeMode::letterbox   ? kernels::Fit::letterbox
-          : r.mode == ResizeMode::center_crop ? kernels::Fit::center_crop
-                                              : kernels::Fit::stretch;
-  k.pad_value = static_cast<std::uint8_t>(r.pad_value);
-  return k;
 }
 
 void plan_steps(RunPlan& p, const Config& cfg, InputMix mix) {
@@ -221,7 +208,7 @@ void plan_layout(RunPlan& p, const Config& cfg, const HostFacts& host) {
   // however small the target; larger bitstreams take the CPU route.
   constexpr std::size_t k1080p = std::size_t{1920} * 1088 * 3;
   if (p.gpu_decode) p.frame_bytes = std::max(p.frame_bytes, std::min(p.max_decoded_frame, k1080p) / 8);
-  p.resize = resize_of(t.resize);
+  p.resize = stages::resize_batch_of(t.resize);
 
   stages::BatchLayout& l = p.layout;
   l.devices = p.devices;
