@@ -53,6 +53,9 @@ bool is_query(int argc, char** argv) {  // --list-test-cases and the like run no
 
 int main(int argc, char** argv) {
   imgpipe::logger()->set_level(spdlog::level::err);  // tests check failures through reports, not logs
+  // IMGPIPE_TEST_LOG=debug (or info, warn): the library's log lines, to follow a failing case.
+  if (const char* level = std::getenv("IMGPIPE_TEST_LOG"); level != nullptr && *level != '\0')
+    imgpipe::logger()->set_level(spdlog::level::from_str(level));
   // A suite started by a launcher (srun, torchrun) must not shard its inputs.
   for (const auto& v : imgpipe::test::launcher_variables()) ::unsetenv(v.c_str());
   doctest::Context ctx(argc, argv);

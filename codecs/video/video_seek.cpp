@@ -6,9 +6,11 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <spdlog/logger.h>
 
 #include "codecs/video/video_file_impl.hpp"
 #include "codecs/video/libav/libav_decoder.hpp"
+#include "imgpipe/log.hpp"
 
 namespace imgpipe::codecs {
 
@@ -118,6 +120,8 @@ std::int64_t VideoFile::Impl::landed_key() {
 // keyframe before the one decoding started at (from the start after the first).
 bool VideoFile::Impl::decode_again_earlier() {
   if (resync == Resync::count || seek_key < 0) return false;  // from the start already: as it decodes
+  logger()->debug("'{}': frame {} did not come out of the {} decoder after a seek: decoding again from an earlier keyframe",
+                  path, frames, device >= 0 ? "NVDEC" : "libavcodec");
   target_pts = findex->pts[static_cast<std::size_t>(frames)];
   seek_key = std::min<std::int64_t>(seek_key, findex->key_of[static_cast<std::size_t>(frames)]) - 1;
   if (seek_key >= 0 && restart(Resync::target, threads, {}, true)) return true;
@@ -144,7 +148,9 @@ bool VideoFile::Impl::seek(std::int64_t index) {
   target_pts = x.pts[static_cast<std::size_t>(index)];
   seek_key = x.key_of[static_cast<std::size_t>(index)];
   seeked = true;
-  if (restart(Resync::target, threads, {}, true) || restart(Resync::count, threads, {}, true)) return true;
+  if (restart(Resync::target, threads, {}, true)) return true;
+  logger()->debug("'{}': the container cannot seek to the keyframe before frame {}: decoding from the start", path, index);
+  if (restart(Resync::count, threads, {}, true)) return true;
   broken(fmt::format("the decoder cannot start again at frame {}", index));
   return false;
 }
@@ -166,6 +172,9 @@ bool VideoFile::Impl::seen_before(const Decoded& d) {
       }
       // Shown after it, or no time to tell: the seek is not where the index
       // says (a container's odd timestamps); from the start, by count.
+      logger()->debug("'{}': after a seek the {} decoder showed a frame at {} where frame {} (at {}) was due: decoding "
+                      "again from the start",
+                      path, device >= 0 ? "NVDEC" : "libavcodec", d.pts, frames, target_pts);
       if (!restart(Resync::count, threads, {}, true)) damaged("the decoder lost its place in the file", INT64_MIN);
       return true;
     case Resync::overlap:

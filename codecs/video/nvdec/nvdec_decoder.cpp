@@ -103,6 +103,9 @@ class NvdecDecoder final : public FrameDecoder {
         d.flags |= CUVID_PKT_TIMESTAMP;
         d.timestamp = pkt_->pts;
         timed_ = true;
+        // A packet the container cuts (an MP4 edit list): decoded, its frame
+        // not shown, as libavcodec drops a frame decoded from such a packet.
+        if ((pkt_->flags & AV_PKT_FLAG_DISCARD) != 0) cut_.push_back(pkt_->pts);
       }
       parse(d);
       av_packet_unref(pkt_.get());
@@ -157,6 +160,7 @@ class NvdecDecoder final : public FrameDecoder {
     parser_.reset();
     flushing_ = false;
     shown_.clear();
+    cut_.clear();
     std::fill(decoded_.begin(), decoded_.end(), 0);
     filter_.flush();
     error_.clear();
@@ -446,6 +450,13 @@ class NvdecDecoder final : public FrameDecoder {
     Decoded out;
     out.pts = d->timed_ ? disp->timestamp : INT64_MIN;
     const auto idx = static_cast<std::size_t>(disp->picture_index);
+    if (d->timed_) {  // an edit list's cut: not shown, whatever it holds
+      if (const auto cut = std::find(d->cut_.begin(), d->cut_.end(), disp->timestamp); cut != d->cut_.end()) {
+        d->cut_.erase(cut);
+        if (idx < d->decoded_.size()) d->decoded_[idx] = 0;
+        return 1;
+      }
+    }
     if (idx >= d->decoded_.size() || !d->decoded_[idx]) {
       // Its surface holds an earlier picture (or nothing): not delivered.
       out.damage = "NVDEC's parser displayed a picture it had not decoded (damaged data)";
@@ -480,6 +491,7 @@ class NvdecDecoder final : public FrameDecoder {
   std::unique_ptr<void, ParserFree> parser_;
   std::unique_ptr<Engine> engine_;
   std::deque<Decoded> shown_;  // displayed and copied out, not yet received
+  std::vector<std::int64_t> cut_;  // times of the packets an edit list cuts whose frames are not yet displayed
   kernels::YuvImage layout_;
   std::size_t plane_at_[3] = {0, 0, 0};
   unsigned surface_height_ = 0;  // rows of the mapped frame's luma (its planes follow)
