@@ -89,6 +89,7 @@ class NvdecDecoder final : public FrameDecoder {
     } catch (const std::exception& e) {
       return fail(fmt::format("NVDEC's device {} cannot be made current ({})", device_, e.what()), AVERROR_EXTERNAL);
     }
+    if (pkt && leading_after_flush(*pkt)) return 0;
     int r = filter_.send(pkt);
     if (r < 0) return fail(fmt::format("the {} bitstream filter rejected a packet", filter_.name()), r);
     for (;;) {
@@ -161,6 +162,8 @@ class NvdecDecoder final : public FrameDecoder {
     flushing_ = false;
     shown_.clear();
     cut_.clear();
+    after_flush_ = codec_ == cudaVideoCodec_HEVC;
+    flush_key_pts_ = AV_NOPTS_VALUE;
     std::fill(decoded_.begin(), decoded_.end(), 0);
     filter_.flush();
     error_.clear();
@@ -175,6 +178,28 @@ class NvdecDecoder final : public FrameDecoder {
   }
 
  private:
+  // After a seek (flush), an HEVC keyframe's leading pictures (shown before
+  // it, decoded after it: an open GOP's RASL pictures, whose references lie
+  // before the keyframe) are not sent: they precede the seek's target, and
+  // a parser that starts at a CRA picture cannot decode them (docs/video.md,
+  // "Frame-accurate seeking"). HEVC puts every
+  // leading picture before the trailing ones in decode order, and no
+  // trailing picture refers to one.
+  bool leading_after_flush(const AVPacket& pkt) {
+    if (!after_flush_ || pkt.pts == AV_NOPTS_VALUE) return false;
+    if (flush_key_pts_ == AV_NOPTS_VALUE) {
+      if ((pkt.flags & AV_PKT_FLAG_KEY) == 0) {
+        after_flush_ = false;  // not started at a keyframe: everything is sent
+        return false;
+      }
+      flush_key_pts_ = pkt.pts;
+      return false;
+    }
+    if (pkt.pts < flush_key_pts_) return true;
+    after_flush_ = false;  // the first trailing picture: the leading ones are over
+    return false;
+  }
+
   // The parser (at the start, and again at each flush), and the sequence
   // header the container keeps apart (Annex B SPS/PPS after the filter,
   // MPEG-4's VOL) before the first packet. In the decoder's context.
@@ -492,6 +517,8 @@ class NvdecDecoder final : public FrameDecoder {
   std::unique_ptr<Engine> engine_;
   std::deque<Decoded> shown_;  // displayed and copied out, not yet received
   std::vector<std::int64_t> cut_;  // times of the packets an edit list cuts whose frames are not yet displayed
+  bool after_flush_ = false;                     // leading_after_flush() is looking
+  std::int64_t flush_key_pts_ = AV_NOPTS_VALUE;  // the keyframe the parser started at after a flush
   kernels::YuvImage layout_;
   std::size_t plane_at_[3] = {0, 0, 0};
   unsigned surface_height_ = 0;  // rows of the mapped frame's luma (its planes follow)
