@@ -19,6 +19,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <spdlog/logger.h>
+
+#include "imgpipe/log.hpp"
 #include "imgpipe/pipeline.hpp"
 
 namespace {
@@ -93,7 +96,7 @@ nlohmann::json epoch_json(int epoch, const imgpipe::Report& r) {
 
 int main(int argc, char** argv) {
   CLI::App app{"imgpipe_bench_epochs: one Pipeline, one run per epoch"};
-  std::string config, json_path, where, verify;
+  std::string config, json_path, where, verify, log_level;
   std::vector<std::string> inputs;
   int epochs = 3;
   int gpu_batch = -1;
@@ -106,7 +109,10 @@ int main(int argc, char** argv) {
   app.add_option("--gpu-batch", gpu_batch, "decode.gpu_batch (JPEGs per engine call; 0 = auto); default: the config's")
       ->check(CLI::Range(0, 4096));
   app.add_option("--json", json_path, "write every epoch and the totals to this file");
+  app.add_option("--log-level", log_level, "the library's log level (debug: each run's set-up steps with their seconds)")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
   CLI11_PARSE(app, argc, argv);
+  if (!log_level.empty()) imgpipe::logger()->set_level(spdlog::level::from_str(log_level));
   try {
     imgpipe::Config cfg = imgpipe::Config::from_yaml_file(config);
     if (!inputs.empty()) cfg.input.paths = inputs;
