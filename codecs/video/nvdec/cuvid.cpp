@@ -1,8 +1,6 @@
 #include "codecs/video/nvdec/cuvid.hpp"
 
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <string>
 
 #include <fmt/format.h>
@@ -60,29 +58,7 @@ cudaVideoChromaFormat chroma_format(int chroma) {
 
 }  // namespace nvdec
 
-namespace {
-// What a device's engines take does not change while the process runs, and
-// asking costs: about 50 cuvidGetDecoderCaps calls, a third of a second on
-// the H200, which every run of a kept Pipeline (each epoch) paid before its
-// first video. Kept per device once found; a failure is asked again.
-std::mutex g_caps_mutex;
-std::map<int, NvdecCaps>& known_caps() {
-  static std::map<int, NvdecCaps> caps;
-  return caps;
-}
-NvdecCaps query_caps(int device, std::string& why);
-}  // namespace
-
 NvdecCaps nvdec_caps(int device, std::string& why) {
-  const std::lock_guard lock(g_caps_mutex);
-  if (const auto it = known_caps().find(device); it != known_caps().end()) return it->second;
-  NvdecCaps caps = query_caps(device, why);
-  if (!caps.empty()) known_caps().emplace(device, caps);
-  return caps;
-}
-
-namespace {
-NvdecCaps query_caps(int device, std::string& why) {
   NvdecCaps caps;
   try {
     const CuvidFunctions& f = nvdec::api();
@@ -108,7 +84,6 @@ NvdecCaps query_caps(int device, std::string& why) {
   }
   return caps;
 }
-}  // namespace
 
 #else  // !IMGPIPE_HAS_CUDA
 
