@@ -73,11 +73,12 @@ int pool_get_buffer(AVCodecContext* ctx, AVFrame* f, int flags) {
   // same frame (tests/fuzz/corpus_video/regress-hevc-unwritten-area.mov).
   // Not for H.264 frame pictures: libavcodec's error resilience there
   // conceals every macroblock a damaged picture misses and flags the frame
-  // (decode_error_flags), which the reader reports; the memset was a tenth
-  // of the CPU route's time on clips (docs/video.md, "Damage the decoder
-  // does not see").
-  if (ctx->codec_id != AV_CODEC_ID_H264 || (ctx->field_order != AV_FIELD_PROGRESSIVE && ctx->field_order != AV_FIELD_UNKNOWN))
-    std::memset(b.data, 0, b.bytes);
+  // (decode_error_flags), which the reader reports, and the memset is a
+  // share of the CPU route's time worth saving (docs/video.md, "Damage the
+  // decoder does not see"). Field pictures, where error resilience does not
+  // run, keep it where the container says the stream is interlaced.
+  const bool interlaced = ctx->field_order != AV_FIELD_PROGRESSIVE && ctx->field_order != AV_FIELD_UNKNOWN;
+  if (ctx->codec_id != AV_CODEC_ID_H264 || interlaced) std::memset(b.data, 0, b.bytes);
   auto* owner = new (std::nothrow) std::shared_ptr<memory::FramePool>(*pool);
   AVBufferRef* buf = owner ? av_buffer_create(static_cast<std::uint8_t*>(b.data), static_cast<int>(b.bytes),
                                               release_pool_block, owner, 0)

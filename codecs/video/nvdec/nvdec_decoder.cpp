@@ -182,9 +182,8 @@ class NvdecDecoder final : public FrameDecoder {
   // it, decoded after it: an open GOP's RASL pictures, whose references lie
   // before the keyframe) are not sent: they precede the seek's target, and
   // a parser that starts at a CRA picture cannot decode them (docs/video.md,
-  // "Frame-accurate seeking"). HEVC puts every
-  // leading picture before the trailing ones in decode order, and no
-  // trailing picture refers to one.
+  // "Frame-accurate seeking"). HEVC puts every leading picture before the
+  // trailing ones in decode order, and no trailing picture refers to one.
   bool leading_after_flush(const AVPacket& pkt) {
     if (!after_flush_ || pkt.pts == AV_NOPTS_VALUE) return false;
     if (flush_key_pts_ == AV_NOPTS_VALUE) {
