@@ -64,7 +64,7 @@ bool VideoReader::State::decode_frame(codecs::VideoFile& file, std::int64_t inde
   // Back, past the end, or into a later keyframe's frames: decoding on would
   // pass every frame between.
   bool seek = index < at || at >= size;
-  if (!seek && index > at && index < size)
+  if (!seek && index > at && index < size && !file.seeks_from_start())
     seek = fi.key_of[static_cast<std::size_t>(index)] > fi.key_of[static_cast<std::size_t>(at)];
   if (seek && !file.seek(index)) return false;
   for (;;) {

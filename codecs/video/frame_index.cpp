@@ -48,7 +48,10 @@ FrameIndex FrameIndex::scan(Demuxer& d) {
   std::uint32_t segment = 0;
   std::vector<std::uint32_t> first_key;  // of each segment
   int rc = 0;
+  bool untimed = false, timed_apart = false;  // a packet without a presentation time; one whose differs from its decode time
   while ((rc = d.read(pkt)) == 0) {
+    if (pkt->pts == AV_NOPTS_VALUE) untimed = true;
+    else if (pkt->pts != pkt->dts) timed_apart = true;
     std::int64_t t = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
     if (t == AV_NOPTS_VALUE) t = last == kNone ? 0 : last + 1;
     if ((pkt->flags & AV_PKT_FLAG_KEY) != 0) {
@@ -72,6 +75,7 @@ FrameIndex FrameIndex::scan(Demuxer& d) {
   av_packet_free(&pkt);
   if (rc != AVERROR_EOF)
     throw Error(fmt::format("'{}': reading its packets to index the frames failed ({})", d.path(), av_error(rc)));
+  x.decode_times_only = untimed && !timed_apart;
   if (x.keys.empty() && !shown.empty())
     throw Error(fmt::format("'{}': its video stream has no keyframe to decode from", d.path()));
   std::stable_sort(shown.begin(), shown.end(), [](const Shown& a, const Shown& b) {

@@ -148,8 +148,19 @@ bool VideoFile::Impl::seek(std::int64_t index) {
   target_pts = x.pts[static_cast<std::size_t>(index)];
   seek_key = x.key_of[static_cast<std::size_t>(index)];
   seeked = true;
-  if (restart(Resync::target, threads, {}, true)) return true;
-  logger()->debug("'{}': the container cannot seek to the keyframe before frame {}: decoding from the start", path, index);
+  // Decode times only, with B-frames (an AVI of MPEG-4 part 2 or H.264):
+  // neither the frames' times nor a keyframe's place in display order can
+  // be told from the packets (FFmpeg's own MPEG-4 AVIs have open GOPs), so
+  // the frames are counted from the start, the one order that is known.
+  if (seeks_from_start()) {
+    logger()->debug("'{}': decode times only, with B-frames: frame {} is counted from the start", path, index);
+    seek_key = -1;
+  } else if (restart(Resync::target, threads, {}, true)) {
+    return true;
+  }
+  if (seek_key >= 0)
+    logger()->debug("'{}': the container cannot seek to the keyframe before frame {}: decoding from the start", path,
+                    index);
   if (restart(Resync::count, threads, {}, true)) return true;
   broken(fmt::format("the decoder cannot start again at frame {}", index));
   return false;

@@ -157,3 +157,41 @@ TEST_CASE("video seek: every frame a seek lands on is the sequential decode's, b
     CHECK(f.next(frame) == VideoFile::Next::end);
   }
 }
+
+TEST_CASE("video seek: an AVI with B-frames (decode times only) lands on the sequential decode's frame, counted from the start") {
+  imgpipe::test::TempDir dir;
+  const std::string src = "-f lavfi -i testsrc2=size=96x64:rate=25:duration=3 -c:v mpeg4 -g 12 ";
+  // FFmpeg's MPEG-4 part 2 with B-frames in AVI: no presentation time on
+  // the I- and P-frames' packets, and open GOPs (B-frames after an I-frame
+  // shown before it). Without B-frames every packet has its time.
+  imgpipe::test::ffmpeg(src + "-bf 2 " + (dir / "b.avi").string());
+  imgpipe::test::ffmpeg(src + (dir / "p.avi").string());
+  for (const bool b_frames : {true, false}) {
+    CAPTURE(b_frames);
+    const std::string path = (dir / (b_frames ? "b.avi" : "p.avi")).string();
+    const std::vector<std::uint64_t> whole = sequential_hashes(path);
+    VideoFile f(path);
+    const FrameIndex& x = f.frame_index();
+    REQUIRE(x.size() == whole.size());
+    CHECK(x.decode_times_only == b_frames);
+    CHECK(f.seeks_from_start() == b_frames);
+    const auto n = static_cast<std::int64_t>(whole.size());
+    for (const std::int64_t t : {n / 2, std::int64_t{1}, n - 3, std::int64_t{13}, std::int64_t{12},
+                                 std::int64_t{11}, std::int64_t{0}, n - 1}) {
+      CAPTURE(t);
+      const std::int64_t before = f.decoded();
+      REQUIRE(f.seek(t));
+      std::shared_ptr<imgpipe::codecs::VideoFrame> frame;
+      const std::int64_t end = std::min(n, t + 3);
+      for (std::int64_t k = t; k < end; ++k) {
+        REQUIRE_MESSAGE(f.next(frame) == VideoFile::Next::frame, f.error());
+        CHECK(imgpipe::codecs::frame_hash(*frame) == whole[static_cast<std::size_t>(k)]);
+        CHECK(f.frames() == k + 1);
+      }
+      // Counted from the start with B-frames; from the keyframe (12 frames
+      // a GOP) without.
+      if (b_frames) CHECK(f.decoded() - before >= end);
+      else CHECK(f.decoded() - before <= end - t + 12);
+    }
+  }
+}
