@@ -123,6 +123,11 @@ struct StagingOptions {
   // Slots made at construction (-1: all); the others get their first chunk
   // when their holder grows them. Ignored in zero-copy mode: all made.
   int initial_slots = -1;
+  // acquire() hands out a slot handed out before rather than a fresh one,
+  // waiting a short while (kFreshWait) for one to be released: the host
+  // backend's slots fault their pages in as they are first written, so a run
+  // whose consumer gives batches back quickly touches one slot, not all.
+  bool prefer_written = false;
 };
 
 class StagingRing {
@@ -138,7 +143,8 @@ class StagingRing {
   StagingRing& operator=(const StagingRing&) = delete;
 
   // The next slot in ring order that is not held (acquired and not yet
-  // released; when every slot is held, waits for a release), then waits
+  // released; when every slot is held, waits for a release; with
+  // prefer_written, a slot handed out before first, see there), then waits
   // until the work that read it last (its release) is done. Time spent
   // blocked is added to wait_seconds(). After abandon(), throws
   // RingAbandoned instead of waiting for a held slot. When that wait throws
@@ -248,6 +254,7 @@ class StagingRing {
   mutable std::mutex m_;  // next_ and each slot's held and release event
   std::condition_variable released_cv_;
   bool abandoned_ = false;
+  bool prefer_written_ = false;
   int next_ = 0;
   std::atomic<long long> wait_ns_{0};
   std::atomic<std::uint64_t> acquires_{0};

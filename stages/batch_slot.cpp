@@ -153,7 +153,7 @@ bool same_staging(const memory::StagingOptions& a, const memory::StagingOptions&
   return a.device == b.device && a.slots == b.slots && a.slot_bytes == b.slot_bytes && a.memory == b.memory &&
          a.transfer == b.transfer && a.portable == b.portable && a.budget_bytes == b.budget_bytes &&
          a.fallback == b.fallback && a.track == b.track && a.initial_bytes == b.initial_bytes &&
-         a.initial_slots == b.initial_slots;
+         a.initial_slots == b.initial_slots && a.prefer_written == b.prefer_written;
 }
 
 }  // namespace

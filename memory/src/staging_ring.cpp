@@ -34,8 +34,18 @@ struct StagingRing::Slot {
   // slot's users are serialised by the pipeline).
   std::map<int, gpu::Event> released;
   gpu::Event* last = nullptr;
-  bool held = false;  // acquired and not yet released
+  bool held = false;    // acquired and not yet released
+  bool handed = false;  // acquired at least once (its pages written)
 };
+
+namespace {
+// How long acquire() waits, with prefer_written, for a slot handed out
+// before to come back before it hands out a fresh one: longer than a quick
+// consumer takes to finish a batch (the last samples' copies, then the
+// sink), and paid at most once per fresh slot when the consumer is slow
+// (docs/benchmarks.md, "Host video").
+constexpr auto kFreshWait = std::chrono::milliseconds(100);
+}  // namespace
 
 namespace {
 // Calls f(host, done, n) for each piece of [offset, offset + bytes) of a
@@ -118,7 +128,7 @@ HostChainOptions chain_options(const StagingOptions& o) {
 StagingRing::StagingRing(int device, int slots, std::size_t slot_bytes, StagingMemory requested)
     : StagingRing(StagingOptions{device, slots, slot_bytes, requested}) {}
 
-StagingRing::StagingRing(const StagingOptions& o) : slot_bytes_(o.slot_bytes) {
+StagingRing::StagingRing(const StagingOptions& o) : slot_bytes_(o.slot_bytes), prefer_written_(o.prefer_written) {
   if (o.slots < 2) throw std::invalid_argument("StagingRing: at least 2 slots are needed");
   if (o.slot_bytes == 0) throw std::invalid_argument("StagingRing: slot size is 0");
   // Kernels read a zero-copy slot in place, as one mapped block: made whole.
@@ -237,13 +247,26 @@ SlotWriter StagingRing::acquire() {
   // The next slot in ring order that is not held; with every slot held
   // (a consumer of the pull API keeps batches), wait for a release.
   auto free_slot = [&]() -> int {
+    int fresh = -1;
     for (int k = 0; k < slots(); ++k) {
       const int i = (next_ + k) % slots();
-      if (!slots_[i]->held) return i;
+      if (slots_[i]->held) continue;
+      if (!prefer_written_ || slots_[i]->handed) return i;
+      if (fresh < 0) fresh = i;
     }
-    return -1;
+    return fresh;
   };
   int i = free_slot();
+  if (prefer_written_ && i >= 0 && !slots_[i]->handed) {
+    // Only fresh slots are free: one handed out before may come back soon.
+    const bool any_handed = std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->handed; });
+    if (any_handed)
+      released_cv_.wait_for(lk, kFreshWait, [&] {
+        const int j = free_slot();
+        return abandoned_ || (j >= 0 && slots_[j]->handed);
+      });
+    i = free_slot();
+  }
   while (i < 0) {
     if (abandoned_) throw RingAbandoned("staging ring: every slot is held and the run was abandoned");
     released_cv_.wait(lk);
@@ -251,6 +274,7 @@ SlotWriter StagingRing::acquire() {
   }
   Slot& s = *slots_[i];
   s.held = true;
+  s.handed = true;
   gpu::Event* last = s.last;
   next_ = (i + 1) % slots();
   ++acquires_;

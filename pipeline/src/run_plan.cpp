@@ -274,6 +274,9 @@ void plan_staging(RunPlan& p, const Config& cfg, InputMix mix) {
   // The host backend's batches stay in their slots when the CPU made the
   // tensor (no device buffers, no copy: docs/benchmarks.md#host-video).
   l.batch_in_slot = so.device < 0 && !l.device_output;
+  // Its slots' pages fault in as they are written: a batch taken back
+  // quickly leaves the next in the same slot (StagingOptions::prefer_written).
+  so.prefer_written = so.device < 0;
   so.memory = cfg.staging.memory;
   so.transfer = cfg.staging.transfer;
   so.portable = p.devices.size() > 1;

@@ -7,9 +7,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common.hpp"
@@ -185,4 +187,40 @@ TEST_CASE("staging growth: plain_span is the slot's own memory for a range insid
     ring.release(w.slot(), stream);
     ring.drain();
   }
+}
+
+TEST_CASE("staging ring (host): prefer_written hands a slot out again before a fresh one, waiting briefly for it") {
+  gpu::Stream stream(-1);
+  StagingOptions o = growing(-1, 4096, 4096, 3, -1);
+  o.prefer_written = true;
+  StagingRing ring(o);
+  // Given back before the next acquire: the same slot again, not the next in ring order.
+  SlotWriter w = ring.acquire();
+  REQUIRE(w.slot() == 0);
+  ring.release(0, stream);
+  CHECK(ring.acquire().slot() == 0);
+  // Slot 0 held: the acquire waits for it, and takes it when it comes back in time.
+  std::thread giver([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ring.release(0, stream);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const int again = ring.acquire().slot();
+  giver.join();
+  CHECK(again == 0);
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(15));
+  // Held past the wait: a fresh slot, then that one counts as written too.
+  const int fresh = ring.acquire().slot();
+  CHECK(fresh == 1);
+  ring.release(fresh, stream);
+  const int next = ring.acquire().slot();
+  CHECK(next == 1);  // written before: no wait, not slot 2
+  ring.release(0, stream);
+  ring.release(next, stream);
+  // Without the option the ring hands slots out in ring order.
+  StagingRing plain(growing(-1, 4096, 4096, 3, -1));
+  CHECK(plain.acquire().slot() == 0);
+  plain.release(0, stream);
+  CHECK(plain.acquire().slot() == 1);
+  plain.release(1, stream);
 }
