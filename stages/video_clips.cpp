@@ -30,10 +30,9 @@ ClipPlan VideoReader::State::clip_plan(std::int64_t all) const {
 
 // What decode_frame() will have the decoder do for the plan: each clip from
 // the frame its decoder is at when that is no later than the clip's
-// keyframe, else from the keyframe (the first frame decoded from it). A
-// file with decode times only is taken as one that seeks from its start
-// (VideoFile::seeks_from_start: those with B-frames, which the index alone
-// does not tell): forwards it decodes on, backwards from frame 0.
+// keyframe, else from the keyframe (the first frame decoded from it); a
+// file that seeks from its start (FrameIndex::seeks_from_start) decodes on
+// forwards and from frame 0 backwards.
 std::int64_t VideoReader::State::clip_work(const codecs::FrameIndex& fi) const {
   const auto all = static_cast<std::int64_t>(fi.size());
   const auto key = [&](std::int64_t i) { return fi.key_of[static_cast<std::size_t>(i)]; };
@@ -42,7 +41,7 @@ std::int64_t VideoReader::State::clip_work(const codecs::FrameIndex& fi) const {
     for (std::size_t j = 0; j < clip.size(); ++j) {
       const std::int64_t i = clip[j];
       if (i < 0 || i >= all || (j > 0 && i == clip[j - 1])) continue;  // a padded frame is the last one again
-      if (fi.decode_times_only) {
+      if (fi.seeks_from_start) {
         if (i < at) at = 0;
       } else if (i < at || (i > at && at < all && key(i) > key(at))) {  // a seek: from i's keyframe's first frame
         at = i;

@@ -75,7 +75,7 @@ FrameIndex FrameIndex::scan(Demuxer& d) {
   av_packet_free(&pkt);
   if (rc != AVERROR_EOF)
     throw Error(fmt::format("'{}': reading its packets to index the frames failed ({})", d.path(), av_error(rc)));
-  x.decode_times_only = untimed && !timed_apart;
+  x.seeks_from_start = untimed && !timed_apart && d.stream()->codecpar->video_delay > 0;
   if (x.keys.empty() && !shown.empty())
     throw Error(fmt::format("'{}': its video stream has no keyframe to decode from", d.path()));
   std::stable_sort(shown.begin(), shown.end(), [](const Shown& a, const Shown& b) {

@@ -48,13 +48,13 @@ struct FrameIndex {
   // Packets whose presentation time another packet had already: the later is
   // left out (a second field, a broken mux); counted here.
   std::size_t duplicates = 0;
-  // The container gives decode times only (AVI): some packets have no
-  // presentation time and the others' equal their decode times. With
-  // B-frames such a stream's order of display is not in its packets, and
-  // libavcodec stamps a frame with the decode time of the packet that
-  // pushed it out: `pts` is the packets' order, which a seek cannot trust
-  // (VideoFile::seek counts from the start instead).
-  bool decode_times_only = false;
+  // The container gives decode times only (AVI: some packets have no
+  // presentation time and the others' equal their decode times) and the
+  // stream has B-frames (its video_delay). Such a stream's order of display
+  // is not in its packets, and libavcodec stamps a frame with the decode
+  // time of the packet that pushed it out: `pts` is the packets' order,
+  // which a seek cannot trust, so VideoFile::seek counts from the start.
+  bool seeks_from_start = false;
 
   std::size_t size() const noexcept { return pts.size(); }
   // The segment frame i is in.

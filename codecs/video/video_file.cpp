@@ -296,7 +296,7 @@ std::int64_t VideoFile::frames() const noexcept { return d_->frames; }
 std::int64_t VideoFile::decoded() const noexcept { return d_->decoded; }
 bool VideoFile::seek(std::int64_t index) { return d_->seek(index); }
 const FrameIndex& VideoFile::frame_index() { return d_->frame_index(); }
-bool VideoFile::seeks_from_start() { return d_->seeks_from_start(); }
+bool VideoFile::seeks_from_start() { return d_->frame_index().seeks_from_start; }
 const std::string& VideoFile::error() const noexcept { return d_->error; }
 
 std::string libav_versions() {

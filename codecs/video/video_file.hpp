@@ -126,7 +126,7 @@ class VideoFile {
   const FrameIndex& frame_index();
   // Whether seek() decodes from the file's start, counting frames (a
   // container with decode times only, and B-frames: FrameIndex's
-  // decode_times_only): then going forwards is never dearer by decoding on.
+  // seeks_from_start): then going forwards is never dearer by decoding on.
   bool seeks_from_start();
   const std::string& error() const noexcept;
 

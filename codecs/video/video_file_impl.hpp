@@ -193,7 +193,6 @@ struct VideoFile::Impl {
     }
     return *findex;
   }
-  bool seeks_from_start() { return frame_index().decode_times_only && demux->stream()->codecpar->video_delay > 0; }
   bool seek_to_key();
   std::int64_t landed_key();
   bool missed(const Decoded& d) const noexcept {

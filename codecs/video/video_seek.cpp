@@ -152,15 +152,15 @@ bool VideoFile::Impl::seek(std::int64_t index) {
   // neither the frames' times nor a keyframe's place in display order can
   // be told from the packets (FFmpeg's own MPEG-4 AVIs have open GOPs), so
   // the frames are counted from the start, the one order that is known.
-  if (seeks_from_start()) {
+  if (x.seeks_from_start) {
     logger()->debug("'{}': decode times only, with B-frames: frame {} is counted from the start", path, index);
     seek_key = -1;
   } else if (restart(Resync::target, threads, {}, true)) {
     return true;
-  }
-  if (seek_key >= 0)
+  } else {
     logger()->debug("'{}': the container cannot seek to the keyframe before frame {}: decoding from the start", path,
                     index);
+  }
   if (restart(Resync::count, threads, {}, true)) return true;
   broken(fmt::format("the decoder cannot start again at frame {}", index));
   return false;

@@ -45,9 +45,7 @@ namespace {
 // sink), and paid at most once per fresh slot when the consumer is slow
 // (docs/benchmarks.md, "Host video").
 constexpr auto kFreshWait = std::chrono::milliseconds(100);
-}  // namespace
 
-namespace {
 // Calls f(host, done, n) for each piece of [offset, offset + bytes) of a
 // slot, chunk by chunk in order: `host` the piece's first byte, `done` the
 // bytes of the range before it, `n` its length. Looks at the chunks up to the
