@@ -34,6 +34,7 @@ struct NvdecFigures {
   int idle = 0;
   std::uint64_t made = 0, reused = 0;
   std::uint64_t frame_bytes = 0;  // device memory the decoded-frame pools hold now (in use and idle)
+  std::uint64_t caps_asked = 0;   // times the engines were asked what they take (nvdec_caps: once a device)
 };
 NvdecFigures nvdec_figures();
 

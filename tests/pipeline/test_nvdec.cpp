@@ -254,6 +254,10 @@ TEST_CASE("nvdec: a folder of videos on both routes at once (auto), decoders reu
   CHECK(gpu.idle[0] >= 1);
   CHECK(gpu.idle[1] >= 1);
   CHECK(after.idle == 0);
+  // What the engines take was asked once in the process (the runs above
+  // asked already): the two runs of the Pipeline asked nothing again.
+  CHECK(before.caps_asked >= 1);
+  CHECK(after.caps_asked == before.caps_asked);
 }
 
 TEST_CASE("nvdec: a stream whose size changes mid-way (an MPEG-TS joined from two) plays through as on the CPU") {

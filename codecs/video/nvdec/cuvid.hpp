@@ -6,6 +6,7 @@
 
 #if IMGPIPE_HAS_CUDA
 
+#include <cstdint>
 #include <string>
 
 // ffnvcodec's loader prints what it cannot load; the reason is ours to give.
@@ -55,6 +56,9 @@ void check(CUresult r, const char* what);
 
 // nvcuvid's chroma format for 400, 420, 422, 444.
 cudaVideoChromaFormat chroma_format(int chroma);
+
+// Times nvdec_caps asked a device's engines (not answered from what it keeps).
+std::uint64_t caps_asked();
 
 }  // namespace imgpipe::codecs::nvdec
 

@@ -262,6 +262,7 @@ NvdecFigures nvdec_figures() {
   if (!nvdec::library().f) return {};
   NvdecFigures n = nvdec::cache().figures();
   n.frame_bytes = nvdec::FramePool::held_bytes();
+  n.caps_asked = nvdec::caps_asked();
   return n;
 }
 
