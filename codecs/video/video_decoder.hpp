@@ -45,6 +45,11 @@ class FrameDecoder {
   // seeks make a new one (cheap on the CPU); NVDEC's once its frame memory
   // ran out.
   virtual bool flush() { return false; }
+  // Whether the packets sent next may be left undecoded where no other frame
+  // refers to theirs (a seek's frames before its target: dropped anyway).
+  // A decoder that cannot tell, or whose codec's rule it does not trust,
+  // decodes them all (the default).
+  virtual void skip_unreferenced(bool) {}
 };
 
 }  // namespace imgpipe::codecs

@@ -264,10 +264,13 @@ void VideoFile::Impl::send_packet() {
   // open GOP's leading frames after a seek: libavcodec's H.264 and HEVC
   // decoders put none of them out), which would hold the target back for
   // kReorder packets.
-  if (pts != AV_NOPTS_VALUE && !(resync == Resync::target && pts < target_pts)) pending.push_back({sent, pts});
+  // Its frame may as well not be decoded where no other frame refers to it.
+  const bool before_target = resync == Resync::target && pts != AV_NOPTS_VALUE && pts < target_pts;
+  if (pts != AV_NOPTS_VALUE && !before_target) pending.push_back({sent, pts});
   if (pkt->dts != AV_NOPTS_VALUE) sent_dts = pkt->dts;
   while (!pending.empty() && pending.front().seq < sent - kReorder) pending.pop_front();
   ++sent;
+  dec->skip_unreferenced(before_target);
   const int r = dec->send(pkt);
   av_packet_unref(pkt);
   if (r == AVERROR(ENOMEM) && leave_nvdec()) return;

@@ -168,6 +168,18 @@ int LibavDecoder::receive(Decoded& out) {
   return 0;
 }
 
+// H.264 only: a picture whose NAL units say that no other refers to it
+// (nal_ref_idc 0) is then skipped whole (AVDISCARD_NONREF), leaving every
+// reference picture as a full decode leaves it. Other codecs' rules are not
+// relied on (HEVC's sub-layer non-reference pictures may be referred to by a
+// higher temporal layer). libavcodec reads the setting for each packet: with
+// frame threads when the packet is handed to a thread, with one thread while
+// avcodec_send_packet decodes it (VideoFile sends a packet only once
+// receive has nothing more, so the packet is decoded there and then).
+void LibavDecoder::skip_unreferenced(bool on) {
+  if (ctx_->codec_id == AV_CODEC_ID_H264) ctx_->skip_frame = on ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
+}
+
 std::string LibavDecoder::reason(int code) const {
   return fmt::format("the {} decoder failed ({})", codec_, av_error(code));
 }

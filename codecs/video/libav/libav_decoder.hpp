@@ -36,6 +36,7 @@ class LibavDecoder final : public FrameDecoder {
   int send(const AVPacket* pkt) override;
   int receive(Decoded& out) override;
   std::string reason(int code) const override;
+  void skip_unreferenced(bool on) override;
   // The frames decoding at once with frame threading (0 without it).
   std::size_t frame_threads() const noexcept;
 
