@@ -13,7 +13,8 @@
 #             shuffled every epoch; W4_EPOCHS epochs a process, the first its
 #             warm-up; W4_ROUNDS processes, the first before the peers, the
 #             others after them; then one with input.video.where cpu when
-#             time is left (W4_WHERE_CPU)
+#             time is left (W4_WHERE_CPU), and one with input.video.where
+#             gpu before it (W4_WHERE_GPU): the two routes alone
 #   peers     samples/bench/w4_peers.py: a DataLoader of 16 persistent
 #             workers seeking with cv2.VideoCapture (and PyAV when it
 #             imports), FFmpeg CLI processes seeking with -ss before -i
@@ -37,6 +38,7 @@
 #   W4_EPOCHS      epochs per imgpipe process, the first a warm-up (6)
 #   W4_ROUNDS      imgpipe processes of the default config (2)
 #   W4_WHERE_CPU   1: one more process with input.video.where cpu, last (1)
+#   W4_WHERE_GPU   1: one with input.video.where gpu before it (1)
 #   W4_PEERS_S     at most this long for the peers (110)
 #   W4_FFMPEG_S    seconds each FFmpeg peer runs (15)
 #   W4_PEER_CASES  w4_peers.py --cases (auto)
@@ -137,6 +139,7 @@ EOF
 }
 w4_config auto > "$runs/w4_default.yaml"
 w4_config cpu > "$runs/w4_cpu.yaml"
+w4_config gpu > "$runs/w4_gpu.yaml"
 per_epoch=0  # seconds an epoch took in the last run (the estimate for the next)
 # imgpipe_run NAME ROUND EPOCHS CAP: one process; its epochs are read from its
 # stdout (one JSON line each), so a process stopped by its cap still counts
@@ -217,6 +220,17 @@ for r in $(seq 2 "$rounds"); do
   fi
   imgpipe_run default "$r" "$e" "$(cap $(( need * 2 )))"
 done
+# where: gpu (NVDEC alone; the CPU decodes only what the engines refuse)
+# and where: cpu bound what the default's two routes at once can reach.
+if [ "${W4_WHERE_GPU:-1}" = 1 ]; then
+  est=$(( per_epoch * 2 ))
+  e=$(( ($(left) - 10 - (${W4_WHERE_CPU:-1} == 1 ? 3 * est : 0)) / (est > 0 ? est : 1) )); [ "$e" -gt 4 ] && e=4
+  if [ "$e" -lt 2 ]; then
+    note "imgpipe where gpu: skipped ($(left) s left)"
+  else
+    imgpipe_run gpu 1 "$e" "$(cap $(( est * e + 15 )))"
+  fi
+fi
 if [ "${W4_WHERE_CPU:-1}" = 1 ]; then
   # where: cpu decodes slower: an epoch there takes up to ~3x the default's
   est=$(( per_epoch * 3 ))
