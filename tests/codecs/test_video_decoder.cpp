@@ -100,7 +100,7 @@ struct Read {
 
 Read read_file(const fs::path& p, int threads) {
   Read out;
-  VideoFile v(p.string(), {threads, nullptr, nullptr});
+  VideoFile v(p.string(), {threads, nullptr, nullptr, {}});
   std::shared_ptr<VideoFrame> f;
   while ((out.end = v.next(f)) == VideoFile::Next::frame) out.hashes.push_back(imgpipe::codecs::frame_hash(*f));
   CHECK(v.frames() == static_cast<std::int64_t>(out.hashes.size()));
