@@ -21,7 +21,9 @@
 #             (decode only) on the CPUs, on NVDEC and on both
 # clips/s of imgpipe and of the DataLoaders: the median of the epochs after
 # each process's first; the decode amplification: frames decoded per frame
-# delivered, per route, from imgpipe's report. Writes OUT/w4.json (every
+# delivered, per route, from imgpipe's report; the CPUs' idle share and the
+# NVDEC engines' busy share while each imgpipe process ran (vmstat,
+# nvidia-smi dmon). Writes OUT/w4.json (every
 # epoch of every run, the peers) and OUT/w4_summary.txt (the lines starting
 # "W4" and the "BAR W4" line, also printed last).
 #
@@ -148,10 +150,18 @@ imgpipe_run() {
   local name=$1 r=$2 e=$3 c=$4 t rc
   t=$(date +%s)
   echo "=== imgpipe_bench_epochs $name round $r: $e epochs, at most $c s"
+  # What the machine did meanwhile: the CPUs (vmstat) and the NVDEC engines
+  # (nvidia-smi dmon's dec column), a line a second, for the summary.
+  local watch=()
+  vmstat -n 1 > "$runs/vmstat_${name}_r$r.txt" 2> /dev/null & watch+=($!)
+  if command -v nvidia-smi > /dev/null; then
+    nvidia-smi dmon -s u -d 1 > "$runs/dmon_${name}_r$r.txt" 2> /dev/null & watch+=($!)
+  fi
   # shellcheck disable=SC2086  # EPOCHS_BIN may be several words
   timeout -k 5 "$c" $epochs_bin --config "$runs/w4_$name.yaml" --epochs "$e" --json "$runs/epochs_${name}_r$r.json" \
     > "$runs/epochs_${name}_r$r.log" 2>&1
   rc=$?
+  kill "${watch[@]}" 2> /dev/null; wait "${watch[@]}" 2> /dev/null
   grep -v '^{' "$runs/epochs_${name}_r$r.log" | tail -n 5
   "$python" - "$runs/epochs_${name}_r$r.log" <<'PY'
 import json, sys
@@ -295,6 +305,33 @@ for log in sorted(glob.glob(os.path.join(runs, "epochs_*_r*.log")), key=lambda p
 def amp(v, route):
     dec, dlv = v.get(f"{route}_decoded", 0), v.get(f"{route}_delivered", 0)
     return dec / dlv if dlv else None
+# The mean of a column over a watcher's lines (the first second left out:
+# the process starting), None when there is none.
+def column_mean(path, name, skip=1):
+    head, vals = None, []
+    try:
+        for line in open(path):
+            f = line.split()
+            if not f:
+                continue
+            if name in f and not f[0].lstrip("-").isdigit():
+                head = [x for x in f if x != "#"]
+                continue
+            if head and len(f) == len(head) and f[head.index(name)].replace(".", "", 1).isdigit():
+                vals.append(float(f[head.index(name)]))
+    except OSError:
+        return None
+    vals = vals[skip:]
+    return sum(vals) / len(vals) if vals else None
+for name, e in res["imgpipe"].items():
+    for p in e["processes"]:
+        idle = column_mean(os.path.join(runs, f"vmstat_{name}_r{p['round']}.txt"), "id")
+        dec = column_mean(os.path.join(runs, f"dmon_{name}_r{p['round']}.txt"), "dec")
+        p["cpu_idle_pct"], p["nvdec_busy_pct"] = idle, dec
+        if idle is not None or dec is not None:
+            print(f"W4 imgpipe {name} round {p['round']} load (a sample a second, the process's whole life): "
+                  f"CPUs idle {'-' if idle is None else f'{idle:.0f}%'} (vmstat), NVDEC engines busy "
+                  f"{'-' if dec is None else f'{dec:.0f}%'} (nvidia-smi dmon dec)")
 for name, e in res["imgpipe"].items():
     timed = [x["images_per_s"] for p in e["processes"] for x in p["epochs"][1:]]
     e["timed_epochs_clips_per_s"] = timed
