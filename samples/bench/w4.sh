@@ -40,7 +40,8 @@
 #   W4_EPOCHS      epochs per imgpipe process, the first a warm-up (6)
 #   W4_ROUNDS      imgpipe processes of the default config (2)
 #   W4_WHERE_CPU   1: one more process with input.video.where cpu, last (1)
-#   W4_WHERE_GPU   1: one with input.video.where gpu before it (1)
+#   W4_WHERE_GPU   1: one with input.video.where gpu before it, where
+#                  nvidia-smi finds a GPU (1)
 #   W4_PEERS_S     at most this long for the peers (110)
 #   W4_FFMPEG_S    seconds each FFmpeg peer runs (15)
 #   W4_PEER_CASES  w4_peers.py --cases (auto)
@@ -232,7 +233,8 @@ for r in $(seq 2 "$rounds"); do
 done
 # where: gpu (NVDEC alone; the CPU decodes only what the engines refuse)
 # and where: cpu bound what the default's two routes at once can reach.
-if [ "${W4_WHERE_GPU:-1}" = 1 ]; then
+# (left out where no NVIDIA driver answers: where: gpu is an error there).
+if [ "${W4_WHERE_GPU:-1}" = 1 ] && nvidia-smi -L > /dev/null 2>&1; then
   est=$(( per_epoch * 2 ))
   e=$(( ($(left) - 10 - (${W4_WHERE_CPU:-1} == 1 ? 3 * est : 0)) / (est > 0 ? est : 1) )); [ "$e" -gt 4 ] && e=4
   if [ "$e" -lt 2 ]; then
