@@ -61,34 +61,6 @@ cudaVideoChromaFormat chroma_format(int chroma) {
 }  // namespace nvdec
 
 namespace {
-// What a device's engines take does not change while the process runs, and
-// asking costs: about 50 cuvidGetDecoderCaps calls, a third of a second on
-// the H200, which every run of a kept Pipeline (each epoch) paid before its
-// first video. Kept per device once found; a failure is asked again.
-std::mutex g_caps_mutex;
-std::uint64_t g_caps_asked = 0;  // under g_caps_mutex
-std::map<int, NvdecCaps>& known_caps() {
-  static std::map<int, NvdecCaps> caps;
-  return caps;
-}
-NvdecCaps query_caps(int device, std::string& why);
-}  // namespace
-
-NvdecCaps nvdec_caps(int device, std::string& why) {
-  const std::lock_guard lock(g_caps_mutex);
-  if (const auto it = known_caps().find(device); it != known_caps().end()) return it->second;
-  ++g_caps_asked;
-  NvdecCaps caps = query_caps(device, why);
-  if (!caps.empty()) known_caps().emplace(device, caps);
-  return caps;
-}
-
-std::uint64_t nvdec::caps_asked() {
-  const std::lock_guard lock(g_caps_mutex);
-  return g_caps_asked;
-}
-
-namespace {
 NvdecCaps query_caps(int device, std::string& why) {
   NvdecCaps caps;
   try {
@@ -115,7 +87,30 @@ NvdecCaps query_caps(int device, std::string& why) {
   }
   return caps;
 }
+
+// What a device's engines take does not change while the process runs, and
+// asking costs a cuvidGetDecoderCaps call per codec, chroma format and bit
+// depth, which every run of a kept Pipeline (each epoch) paid before its
+// first video (docs/benchmarks.md, "W4"). Kept per device once found; a
+// failure is asked again.
+std::mutex g_caps_mutex;
+std::map<int, NvdecCaps> g_known_caps;  // under g_caps_mutex
+std::uint64_t g_caps_asked = 0;         // under g_caps_mutex
 }  // namespace
+
+NvdecCaps nvdec_caps(int device, std::string& why) {
+  const std::lock_guard lock(g_caps_mutex);
+  if (const auto it = g_known_caps.find(device); it != g_known_caps.end()) return it->second;
+  ++g_caps_asked;
+  NvdecCaps caps = query_caps(device, why);
+  if (!caps.empty()) g_known_caps.emplace(device, caps);
+  return caps;
+}
+
+std::uint64_t nvdec::caps_asked() {
+  const std::lock_guard lock(g_caps_mutex);
+  return g_caps_asked;
+}
 
 #else  // !IMGPIPE_HAS_CUDA
 
