@@ -46,8 +46,10 @@ Source::Source(const std::vector<InputItem>& items, const VideoConfig& video, in
   opts.epoch = epoch;
   clip_length_ = video.clips.length;
   // Open beside the videos in turn a few more, so that the next one's header
-  // is read before its turn comes.
-  const int ahead = interleave_ + std::max(2, threads / 4);
+  // is read before its turn comes; and, where NVDEC may take some, the
+  // files its engines decode at once, so that the CPU threads keep files
+  // of their own (codecs::VideoRouter::slots).
+  const int ahead = interleave_ + std::max(2, threads / 4) + (router ? router->slots(true) : 0);
   // Eight frames queued a video absorb the decoders' jitter (I, P and B
   // frames differ several times in cost), for which the videos would
   // otherwise wait in turns order.

@@ -41,9 +41,24 @@ std::string nvdec_refusal(const VideoInfo& v, const NvdecCaps& caps) {
   return {};
 }
 
+namespace {
+// Files an NVDEC engine decodes at once at full speed: one file's reader
+// feeds its engine between pictures (demuxing, parsing, copying frames
+// out), so two keep each engine busy (docs/video-decode.md: FFmpeg's 14
+// NVDEC processes outran 7 on the 7 engines).
+constexpr int kFilesPerEngine = 2;
+}  // namespace
+
 VideoRouter::VideoRouter(Options o) : o_(std::move(o)) {
   if (o_.caps.size() != o_.devices.size()) throw std::invalid_argument("VideoRouter: one caps table per device");
   if (o_.devices.empty() && o_.off_reason.empty()) o_.off_reason = "no GPU in the run";
+  o_.cpu_slots = std::max(1, o_.cpu_slots);
+  if (o_.where != VideoWhere::cpu && o_.off_reason.empty())
+    for (const NvdecCaps& caps : o_.caps) {
+      int engines = 1;
+      for (const NvdecCap& c : caps) engines = std::max(engines, c.engines);
+      nvdec_slots_ += kFilesPerEngine * engines;
+    }
 }
 
 std::int64_t VideoRouter::expected_frames(const VideoInfo& v) {
@@ -51,40 +66,53 @@ std::int64_t VideoRouter::expected_frames(const VideoInfo& v) {
   return v.declared_frames > 0 ? v.declared_frames : 300;  // unknown: ten seconds' worth
 }
 
-void VideoRouter::open(Route& r, std::int64_t frames, Clock::time_point now) {
-  if (r.open++ == 0) r.since = now;
+void VideoRouter::open(Route& r, std::int64_t frames) {
+  ++r.open;
   r.queued += frames;
   ++r.files;
 }
 
-void VideoRouter::close(Route& r, std::int64_t left, Clock::time_point now) {
+void VideoRouter::close(Route& r, std::int64_t left) {
   r.queued = std::max<std::int64_t>(0, r.queued - std::max<std::int64_t>(0, left));
-  if (--r.open == 0) r.busy_s += std::chrono::duration<double>(now - r.since).count();
+  --r.open;
 }
 
-double VideoRouter::rate_locked(bool nvdec, Clock::time_point now) const {
+int VideoRouter::slots(bool nvdec) const noexcept { return nvdec ? nvdec_slots_ : o_.cpu_slots; }
+
+double VideoRouter::rate_locked(bool nvdec) const {
   const Route& r = nvdec ? nvdec_ : cpu_;
-  const double prior =
-      nvdec ? o_.nvdec_prior_fps * static_cast<double>(std::max<std::size_t>(1, o_.devices.size())) : o_.cpu_prior_fps;
-  double busy = r.busy_s;
-  if (r.open > 0) busy += std::chrono::duration<double>(now - r.since).count();
   const std::uint64_t decoded = r.frames + r.dropped;
-  return busy >= 1.0 && decoded > 0 ? static_cast<double>(decoded) / busy : prior;
+  if (r.worked_s >= 1.0 && decoded > 0) return static_cast<double>(decoded) / r.worked_s;
+  if (!nvdec) return o_.cpu_prior_fps / o_.cpu_slots;
+  return o_.nvdec_prior_fps * static_cast<double>(o_.devices.size()) / std::max(1, nvdec_slots_);
 }
 
 double VideoRouter::rate(bool nvdec) const {
   const std::lock_guard lock(mu_);
-  return rate_locked(nvdec, Clock::now());
+  return rate_locked(nvdec);
 }
 
-VideoRouter::Choice VideoRouter::choose(const VideoInfo& v, Clock::time_point now) {
+double VideoRouter::done_in(bool nvdec, std::int64_t frames) const {
+  const Route& r = nvdec ? nvdec_ : cpu_;
+  const double per_file = rate_locked(nvdec);
+  const auto f = static_cast<double>(frames);
+  return std::max(f / per_file, (static_cast<double>(r.queued) + f) / (per_file * slots(nvdec)));
+}
+
+void VideoRouter::worked(int device, double seconds) {
+  if (seconds <= 0) return;
+  const std::lock_guard lock(mu_);
+  route(device).worked_s += seconds;
+}
+
+VideoRouter::Choice VideoRouter::choose(const VideoInfo& v) {
   const std::lock_guard lock(mu_);
   Choice c;
   const std::int64_t frames = expected_frames(v);
   auto to_cpu = [&](std::string why) {
     c.cpu_reason = std::move(why);
     ++reasons_[c.cpu_reason];
-    open(cpu_, frames, now);
+    open(cpu_, frames);
     return c;
   };
   if (o_.where == VideoWhere::cpu) return to_cpu("input.video.where is cpu");
@@ -107,52 +135,49 @@ VideoRouter::Choice VideoRouter::choose(const VideoInfo& v, Clock::time_point no
   if (device < 0) return to_cpu(refusal);
   if (o_.where == VideoWhere::auto_) {
     // Where would it be done first?
-    const double t_gpu = static_cast<double>(nvdec_.queued + frames) / rate_locked(true, now);
-    const double t_cpu = static_cast<double>(cpu_.queued + frames) / rate_locked(false, now);
-    if (t_cpu < t_gpu) {
-      open(cpu_, frames, now);
+    if (done_in(false, frames) < done_in(true, frames)) {
+      open(cpu_, frames);
       return c;  // the balance's choice: no reason to report
     }
   }
   c.device = device;
-  open(nvdec_, frames, now);
+  open(nvdec_, frames);
   return c;
 }
 
-void VideoRouter::delivered(int device, Clock::time_point) {
+void VideoRouter::delivered(int device) {
   const std::lock_guard lock(mu_);
   Route& r = route(device);
   ++r.frames;
   if (r.queued > 0) --r.queued;
 }
 
-void VideoRouter::dropped(int device, Clock::time_point) {
+void VideoRouter::dropped(int device) {
   const std::lock_guard lock(mu_);
   Route& r = route(device);
   ++r.dropped;
   if (r.queued > 0) --r.queued;
 }
 
-void VideoRouter::closed(int device, const VideoInfo& v, std::int64_t frames, Clock::time_point now) {
+void VideoRouter::closed(int device, const VideoInfo& v, std::int64_t frames) {
   const std::lock_guard lock(mu_);
-  close(route(device), expected_frames(v) - frames, now);
+  close(route(device), expected_frames(v) - frames);
 }
 
-void VideoRouter::fell_back(int device, const VideoInfo& v, const std::string& why, Clock::time_point now) {
+void VideoRouter::fell_back(int device, const VideoInfo& v, const std::string& why) {
   const std::lock_guard lock(mu_);
   const std::int64_t frames = expected_frames(v);
-  close(route(device), frames, now);
+  close(route(device), frames);
   --nvdec_.files;
   ++reasons_[why];
-  open(cpu_, frames, now);
+  open(cpu_, frames);
 }
 
-void VideoRouter::moved(int device, const VideoInfo& v, std::int64_t frames, const std::string& why,
-                        Clock::time_point now) {
+void VideoRouter::moved(int device, const VideoInfo& v, std::int64_t frames, const std::string& why) {
   const std::lock_guard lock(mu_);
   const std::int64_t left = std::max<std::int64_t>(0, expected_frames(v) - frames);
-  close(route(device), left, now);
-  open(cpu_, left, now);
+  close(route(device), left);
+  open(cpu_, left);
   --cpu_.files;  // the file is NVDEC's
   if (!why.empty()) ++reasons_[why];
 }

@@ -60,4 +60,24 @@ void PacketFilter::flush() noexcept {
   av_packet_unref(in_);
 }
 
+bool h264_unreferenced(const std::uint8_t* data, std::size_t size) noexcept {
+  bool slice = false;
+  // Each NAL unit follows a 00 00 01 start code (emulation prevention keeps
+  // the sequence out of the units' payloads).
+  for (std::size_t i = 0; i + 3 < size; ++i) {
+    if (data[i] != 0 || data[i + 1] != 0 || data[i + 2] != 1) continue;
+    const std::uint8_t header = data[i + 3];
+    const int type = header & 0x1f;
+    const int ref_idc = (header >> 5) & 3;
+    if (type >= 1 && type <= 5) {
+      if (ref_idc != 0) return false;
+      slice = true;
+    } else if (type == 7 || type == 8 || type == 13 || type == 15 || type == 20) {
+      return false;  // parameter sets (SPS, PPS, SPS extension, subset SPS), or an SVC/MVC slice
+    }
+    i += 3;
+  }
+  return slice;
+}
+
 }  // namespace imgpipe::codecs

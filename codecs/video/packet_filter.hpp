@@ -5,6 +5,9 @@
 // builds and is tested without a GPU (tests/codecs/test_video_route.cpp).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 struct AVBSFContext;
 struct AVCodecParameters;
 struct AVPacket;
@@ -34,5 +37,14 @@ class PacketFilter {
   AVBSFContext* bsf_ = nullptr;
   AVPacket* in_ = nullptr;  // send()'s reference to the caller's packet, reused
 };
+
+// Whether an H.264 access unit in Annex B (PacketFilter's output) is a
+// picture no other picture refers to: it holds a slice, and every slice NAL
+// unit (types 1 to 5) has nal_ref_idc 0. False where it holds none, any
+// reference slice, an SVC or MVC slice (type 20), or a parameter set (an
+// SPS or PPS the pictures after it need): such a unit is decoded. Dropping
+// such units leaves every other picture as it decodes (the same rule as
+// libavcodec's AVDISCARD_NONREF).
+bool h264_unreferenced(const std::uint8_t* data, std::size_t size) noexcept;
 
 }  // namespace imgpipe::codecs

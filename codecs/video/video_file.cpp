@@ -294,10 +294,17 @@ VideoFile::~VideoFile() = default;
 const VideoInfo& VideoFile::info() const noexcept { return d_->info; }
 int VideoFile::device() const noexcept { return d_->device; }
 const std::string& VideoFile::cpu_reason() const noexcept { return d_->cpu_reason; }
-VideoFile::Next VideoFile::next(std::shared_ptr<VideoFrame>& out) { return d_->next(out); }
+// The time a file spends decoding is its route's measure (VideoRouter::worked).
+VideoFile::Next VideoFile::next(std::shared_ptr<VideoFrame>& out) {
+  const Impl::Timed timed(*d_);
+  return d_->next(out);
+}
 std::int64_t VideoFile::frames() const noexcept { return d_->frames; }
 std::int64_t VideoFile::decoded() const noexcept { return d_->decoded; }
-bool VideoFile::seek(std::int64_t index) { return d_->seek(index); }
+bool VideoFile::seek(std::int64_t index) {
+  const Impl::Timed timed(*d_);
+  return d_->seek(index);
+}
 const FrameIndex& VideoFile::frame_index() { return d_->frame_index(); }
 bool VideoFile::seeks_from_start() { return d_->frame_index().seeks_from_start; }
 const std::string& VideoFile::error() const noexcept { return d_->error; }

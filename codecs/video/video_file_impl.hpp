@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -118,6 +119,17 @@ struct VideoFile::Impl {
   // A packet whose frame has not come out this many packets later makes no
   // frame of its own (H.264 reorders at most 16 frames; a second field).
   static constexpr std::int64_t kReorder = 34;
+
+  // Tells the router how long a call of VideoFile's decoded, on the route
+  // the file is on when it returns.
+  struct Timed {
+    Impl& d;
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    explicit Timed(Impl& impl) : d(impl) {}
+    ~Timed() {
+      if (d.router) d.router->worked(d.device, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  };
 
   ~Impl() {
     if (router) {

@@ -35,6 +35,7 @@ std::unique_ptr<codecs::VideoRouter> make_video_router(const Config& cfg, const 
   o.where = v.where == Where::cpu ? codecs::VideoWhere::cpu
             : v.where == Where::gpu ? codecs::VideoWhere::gpu : codecs::VideoWhere::auto_;
   o.orientation = v.orientation;
+  o.cpu_slots = plan.threads;
   o.cpu_prior_fps = 110.0 * plan.threads;  // one 1080p H.264 stream a core (docs/video.md)
   if (o.where != codecs::VideoWhere::cpu) {
     if (plan.devices.empty() || plan.devices.front() < 0) {

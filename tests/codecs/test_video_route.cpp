@@ -5,9 +5,12 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -213,34 +216,95 @@ TEST_CASE("video route: gpu spreads files over the devices, a decoder that canno
   CHECK(f.cpu_reasons.at("NVDEC could not start (out of memory)") == 1);
 }
 
-TEST_CASE("video route: auto sends each file where the frames queued there would be done first, at measured rates") {
-  using Clock = VideoRouter::Clock;
+TEST_CASE("video route: auto sends each file where it would be done first: each route's slots at its rate per file") {
   VideoRouter::Options o = on_gpus(codecs::VideoWhere::auto_, {0});
-  o.nvdec_prior_fps = 1500;
-  o.cpu_prior_fps = 500;
+  for (codecs::NvdecCap& c : o.caps[0]) c.engines = 1;  // two NVDEC slots
+  o.cpu_slots = 2;
+  o.nvdec_prior_fps = 200;  // 100 a file on each route
+  o.cpu_prior_fps = 200;
   VideoRouter r(o);
-  const Clock::time_point t0 = Clock::now();
+  CHECK(r.slots(true) == 2);
+  CHECK(r.slots(false) == 2);
+  CHECK(r.rate(true) == doctest::Approx(100));
+  CHECK(r.rate(false) == doctest::Approx(100));
   const VideoInfo v = stream("h264", 640, 480);  // 100 frames declared
-  // Priors 1500 and 500 frames/s: NVDEC takes three files for each the CPU takes.
+  // Each route decodes two files at once at 100 frames/s: NVDEC takes two
+  // (ties go to it), then the CPU two, then they take turns as their
+  // queues grow.
   std::vector<int> routes;
-  for (int i = 0; i < 8; ++i) routes.push_back(r.choose(v, t0).device);
-  CHECK(routes == std::vector<int>{0, 0, 0, -1, 0, 0, 0, -1});
-  CHECK(r.rate(true) == 1500);
-  // Measured over two seconds: NVDEC delivered its six files' 600 frames, the
-  // CPU 1600 frames (its files were longer than declared).
-  for (int i = 0; i < 600; ++i) r.delivered(0);
-  for (int i = 0; i < 1600; ++i) r.delivered(-1);
-  const Clock::time_point t2 = t0 + std::chrono::seconds(2);
-  for (int i = 0; i < 6; ++i) r.closed(0, v, 100, t2);
-  for (int i = 0; i < 2; ++i) r.closed(-1, v, 800, t2);
-  CHECK(r.rate(true) == doctest::Approx(300));
-  CHECK(r.rate(false) == doctest::Approx(800));
-  // Now the CPU is faster: it takes files until its queue would outlast NVDEC's.
+  for (int i = 0; i < 7; ++i) routes.push_back(r.choose(v).device);
+  CHECK(routes == std::vector<int>{0, 0, -1, -1, 0, -1, 0});
+  // Measured: the CPU's files decoded 400 frames in 2 s of decoding (200 a
+  // file), NVDEC's 400 in 4 s (100 a file).
+  for (int i = 0; i < 400; ++i) r.delivered(0);
+  for (int i = 0; i < 400; ++i) r.delivered(-1);
+  r.worked(-1, 2.0);
+  r.worked(0, 1.5);
+  r.worked(0, 2.5);
+  for (int i = 0; i < 4; ++i) r.closed(0, v, 100);
+  for (int i = 0; i < 3; ++i) r.closed(-1, v, 100);
+  CHECK(r.rate(false) == doctest::Approx(200));
+  CHECK(r.rate(true) == doctest::Approx(100));
+  // Now the CPU is twice as fast: it takes files until its queue would
+  // outlast a file's time on NVDEC.
   routes.clear();
-  for (int i = 0; i < 7; ++i) routes.push_back(r.choose(v, t2).device);
-  CHECK(routes == std::vector<int>{-1, -1, 0, -1, -1, -1, 0});
+  for (int i = 0; i < 6; ++i) routes.push_back(r.choose(v).device);
+  CHECK(routes == std::vector<int>{-1, -1, -1, 0, 0, -1});
   // The balance's choices carry no reason; nothing is counted as refused.
   CHECK(r.figures().cpu_reasons.empty());
+}
+
+TEST_CASE("video route: a route given few files is judged by its rate per file and its slots, not by the few") {
+  // Sixteen CPU threads, seven engines (14 NVDEC slots), 100 frames a
+  // second a file on each route at first.
+  VideoRouter::Options o = on_gpus(codecs::VideoWhere::auto_, {0});
+  for (codecs::NvdecCap& c : o.caps[0]) c.engines = 7;
+  o.cpu_slots = 16;
+  o.cpu_prior_fps = 1600;
+  o.nvdec_prior_fps = 1400;
+  VideoRouter r(o);
+  REQUIRE(r.slots(true) == 14);
+  const VideoInfo v = stream("h264", 640, 480);  // 100 frames declared
+  std::vector<int> routes;
+  for (int f = 0; f < 15; ++f) routes.push_back(r.choose(v).device);
+  std::vector<int> expected(14, 0);
+  expected.push_back(-1);
+  REQUIRE(routes == expected);  // NVDEC's slots fill first (ties go to it), then the CPU has one
+  // Measured: the CPU's one file decoded 100 frames in a second, NVDEC's
+  // fourteen 1,400 in 14 file-seconds. Frames a second while a route had
+  // files open would rate the CPU at 100 against NVDEC's 1,400 and give
+  // it one file in fifteen; a file's rate times its slots rates it at
+  // 1,600, and it takes about half.
+  for (int i = 0; i < 100; ++i) r.delivered(-1);
+  for (int i = 0; i < 1400; ++i) r.delivered(0);
+  r.worked(-1, 1.0);
+  r.worked(0, 14.0);
+  for (const int d : routes) r.closed(d, v, 100);
+  CHECK(r.rate(false) == doctest::Approx(100));
+  CHECK(r.rate(true) == doctest::Approx(100));
+  int cpu = 0;
+  for (int f = 0; f < 30; ++f) cpu += r.choose(v).device < 0 ? 1 : 0;
+  CHECK(cpu >= 14);
+  CHECK(cpu <= 16);
+}
+
+TEST_CASE("video route: NVDEC's slots are two files an engine on every device, none where it is off") {
+  VideoRouter::Options o = on_gpus(codecs::VideoWhere::auto_, {0, 1});
+  for (auto& caps : o.caps)
+    for (codecs::NvdecCap& c : caps) c.engines = 7;
+  o.caps[1][0].engines = 5;  // the most that take any codec count
+  CHECK(VideoRouter(o).slots(true) == 28);
+  o.caps[1].back().engines = 0;
+  CHECK(VideoRouter(o).slots(true) == 28);
+  VideoRouter::Options unknown = on_gpus(codecs::VideoWhere::gpu, {0});  // engines 0: unknown, one counted
+  CHECK(VideoRouter(unknown).slots(true) == 2);
+  o.where = codecs::VideoWhere::cpu;
+  CHECK(VideoRouter(o).slots(true) == 0);
+  VideoRouter::Options off = on_gpus(codecs::VideoWhere::auto_, {0});
+  off.off_reason = "the CPU resizes";
+  CHECK(VideoRouter(off).slots(true) == 0);
+  CHECK(VideoRouter(on_gpus(codecs::VideoWhere::auto_, {})).slots(true) == 0);
+  CHECK(VideoRouter(off).slots(false) == 1);  // cpu_slots' default
 }
 
 TEST_CASE("video route: the packets NVDEC's parser gets are Annex B for H.264 and HEVC, whatever the container") {
@@ -273,6 +337,80 @@ TEST_CASE("video route: the packets NVDEC's parser gets are Annex B for H.264 an
   CHECK(vp9.size() == 10);
 }
 
+TEST_CASE("video route: h264_unreferenced names the Annex B access units whose every slice no picture refers to") {
+  using Bytes = std::vector<std::uint8_t>;
+  const auto unref = [](const Bytes& b) { return codecs::h264_unreferenced(b.data(), b.size()); };
+  CHECK(unref({0, 0, 0, 1, 0x01, 0x88, 0x84}));                   // a non-reference slice (nal_ref_idc 0)
+  CHECK_FALSE(unref({0, 0, 0, 1, 0x21, 0x88, 0x84}));             // nal_ref_idc 1
+  CHECK_FALSE(unref({0, 0, 0, 1, 0x65, 0x88, 0x84}));             // an IDR slice
+  CHECK(unref({0, 0, 0, 1, 0x09, 0x10, 0, 0, 1, 0x06, 0x05, 0, 0, 1, 0x01, 0x9a}));  // AUD, SEI, then the slice
+  CHECK_FALSE(unref({0, 0, 1, 0x01, 0x9a, 0, 0, 1, 0x41, 0x9a}));  // two slices, the second a reference
+  CHECK(unref({0, 0, 1, 0x01, 0x9a, 0, 0, 1, 0x01, 0x9b}));        // two non-reference slices
+  CHECK_FALSE(unref({0, 0, 0, 1, 0x67, 0x64, 0, 0, 1, 0x68, 0xee, 0, 0, 1, 0x01, 0x9a}));  // SPS and PPS first
+  CHECK_FALSE(unref({0, 0, 1, 0x14, 0x80, 0, 0, 1, 0x01, 0x9a}));  // an MVC/SVC slice (type 20)
+  CHECK_FALSE(unref({0, 0, 0, 1, 0x09, 0x10}));                    // no slice at all
+  CHECK_FALSE(unref({}));
+  CHECK_FALSE(unref({0, 0, 1}));                                   // cut before the NAL header
+
+  // A real stream: without B-pyramid every B-frame x264 makes is a
+  // non-reference picture, every I- and P-frame a reference. Each packet
+  // the filter gives is judged; libavcodec's picture types are the truth.
+  test::TempDir d;
+  const std::string path = (d / "b.mp4").string();
+  test::ffmpeg("-f lavfi -i testsrc2=s=192x160:d=2 -pix_fmt yuv420p -c:v libx264 -bf 3 -g 25 "
+               "-x264-params scenecut=0:b-pyramid=none " + path);
+  AVFormatContext* fmt = nullptr;
+  REQUIRE(avformat_open_input(&fmt, path.c_str(), nullptr, nullptr) == 0);
+  REQUIRE(avformat_find_stream_info(fmt, nullptr) >= 0);
+  const int s = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+  REQUIRE(s >= 0);
+  const AVCodec* codec = avcodec_find_decoder(fmt->streams[s]->codecpar->codec_id);
+  AVCodecContext* ctx = avcodec_alloc_context3(codec);
+  REQUIRE(avcodec_parameters_to_context(ctx, fmt->streams[s]->codecpar) >= 0);
+  ctx->thread_count = 1;
+  REQUIRE(avcodec_open2(ctx, codec, nullptr) == 0);
+  std::map<std::int64_t, bool> judged;  // pts -> unreferenced
+  std::map<std::int64_t, bool> b_frame;  // pts -> libavcodec's picture type is B
+  AVPacket* in = av_packet_alloc();
+  AVPacket* out = av_packet_alloc();
+  AVFrame* frame = av_frame_alloc();
+  const auto frames = [&] {
+    while (avcodec_receive_frame(ctx, frame) == 0) b_frame[frame->pts] = frame->pict_type == AV_PICTURE_TYPE_B;
+  };
+  {
+    codecs::PacketFilter f(fmt->streams[s]);
+    while (av_read_frame(fmt, in) >= 0) {
+      if (in->stream_index == s) {
+        REQUIRE(avcodec_send_packet(ctx, in) == 0);
+        frames();
+        REQUIRE(f.send(in) == 0);
+        while (f.receive(out) == 0) {
+          judged[out->pts] = codecs::h264_unreferenced(out->data, static_cast<std::size_t>(out->size));
+          av_packet_unref(out);
+        }
+      }
+      av_packet_unref(in);
+    }
+  }
+  REQUIRE(avcodec_send_packet(ctx, nullptr) == 0);
+  frames();
+  av_frame_free(&frame);
+  av_packet_free(&in);
+  av_packet_free(&out);
+  avcodec_free_context(&ctx);
+  avformat_close_input(&fmt);
+  REQUIRE(judged.size() == 50);
+  REQUIRE(b_frame.size() == 50);
+  int unreferenced = 0;
+  for (const auto& [pts, u] : judged) {
+    CAPTURE(pts);
+    REQUIRE(b_frame.count(pts) == 1);
+    CHECK(u == b_frame.at(pts));
+    unreferenced += u ? 1 : 0;
+  }
+  CHECK(unreferenced >= 30);  // three B-frames in four, but at the GOPs' ends
+}
+
 TEST_CASE("video route: input.video.where gpu without a GPU is an error naming the key, auto says why files went to the CPU") {
   test::TempDir d;
   test::ffmpeg("-f lavfi -i testsrc2=s=160x96:d=0.2 -pix_fmt yuv420p -c:v libx264 " + (d / "a.mp4").string());
@@ -300,28 +438,26 @@ TEST_CASE("video route: input.video.where gpu without a GPU is an error naming t
 }
 
 TEST_CASE("video route: a clip file weighs the frames its clips decode, and dropped frames count in the route's rate") {
-  using Clock = VideoRouter::Clock;
   VideoRouter::Options o = on_gpus(codecs::VideoWhere::auto_, {0});
-  o.nvdec_prior_fps = 1000;
-  o.cpu_prior_fps = 1000;
+  o.cpu_slots = 1;
+  o.nvdec_prior_fps = 200;  // two slots (engines unknown): 100 a file, as the CPU's one
+  o.cpu_prior_fps = 100;
   VideoRouter r(o);
-  const Clock::time_point t0 = Clock::now();
   VideoInfo whole = stream("h264", 640, 480);  // 100 frames declared
   VideoInfo clip = whole;
   clip.planned_work = 10;  // a clip decodes 10 of them
-  // Equal rates: NVDEC takes the first whole file (100 queued); then the CPU
-  // is empty and takes the next; a clip file (10) goes where 10 more is least.
-  CHECK(r.choose(whole, t0).device == 0);
-  CHECK(r.choose(whole, t0).device == -1);
-  CHECK(r.choose(clip, t0).device == 0);  // ties go to NVDEC: 110 against 110
-  CHECK(r.choose(clip, t0).device == -1);  // 120 against 110
-  // Over one second NVDEC delivers 20 frames and drops 100 (decoded before
-  // clips' first frames): its rate is what it decoded, 120 a second.
+  CHECK(r.choose(whole).device == 0);
+  CHECK(r.choose(whole).device == 0);   // ties go to NVDEC: 1 s on either
+  CHECK(r.choose(clip).device == -1);   // 0.1 s on the CPU, 1.05 s behind NVDEC's 200 frames
+  // The CPU's queue is the clip's 10 frames, not the file's 100: the next
+  // whole file is done there in 1.1 s, before NVDEC's 1.5 s (with 100
+  // queued it would be 2 s).
+  CHECK(r.choose(whole).device == -1);
+  // NVDEC delivers 20 frames and drops 100 (decoded before clips' first
+  // frames) in a second of decoding: its rate is what it decoded.
   for (int i = 0; i < 20; ++i) r.delivered(0);
   for (int i = 0; i < 100; ++i) r.dropped(0);
-  const Clock::time_point t1 = t0 + std::chrono::seconds(1);
-  r.closed(0, whole, 100, t1);
-  r.closed(0, clip, 20, t1);
+  r.worked(0, 1.0);
   CHECK(r.rate(true) == doctest::Approx(120));
   CHECK(r.figures().nvdec_frames == 20);  // the report's frames are the delivered ones
 }

@@ -76,7 +76,7 @@ NvdecCaps query_caps(int device, std::string& why) {
           q.nBitDepthMinus8 = static_cast<unsigned>(depth - 8);
           if (f.cuvidGetDecoderCaps(&q) != CUDA_SUCCESS || !q.bIsSupported) continue;
           caps.push_back({c.ffmpeg, chroma, depth, q.nMinWidth, q.nMinHeight, static_cast<int>(q.nMaxWidth),
-                          static_cast<int>(q.nMaxHeight), q.nMaxMBCount});
+                          static_cast<int>(q.nMaxHeight), q.nMaxMBCount, static_cast<int>(q.nNumNVDECs)});
         }
       }
     }

@@ -97,6 +97,12 @@ class NvdecDecoder final : public FrameDecoder {
       if (r == AVERROR(EAGAIN)) return 0;
       if (r == AVERROR_EOF) break;
       if (r < 0) return fail(fmt::format("the {} bitstream filter failed", filter_.name()), r);
+      // Not given to the parser at all: it never decodes nor displays the
+      // picture, as libavcodec puts out no frame for one it skips.
+      if (skip_unreferenced_ && h264_unreferenced(pkt_->data, static_cast<std::size_t>(pkt_->size))) {
+        av_packet_unref(pkt_.get());
+        continue;
+      }
       CUVIDSOURCEDATAPACKET d{};
       d.payload = pkt_->data;
       d.payload_size = static_cast<tcu_ulong>(pkt_->size);
@@ -149,6 +155,9 @@ class NvdecDecoder final : public FrameDecoder {
   // the same size, so resize() changes nothing), and no decoder is taken
   // from the cache or made. Not after NVDEC's frame memory ran out (the
   // file goes on on the CPU route).
+  // H.264 only, as the CPU route (LibavDecoder::skip_unreferenced).
+  void skip_unreferenced(bool on) override { skip_unreferenced_ = on && codec_ == cudaVideoCodec_H264; }
+
   bool flush() override {
     if (out_of_memory_) return false;
     std::optional<gpu::CurrentDeviceGuard> bind;
@@ -517,6 +526,7 @@ class NvdecDecoder final : public FrameDecoder {
   std::deque<Decoded> shown_;  // displayed and copied out, not yet received
   std::vector<std::int64_t> cut_;  // times of the packets an edit list cuts whose frames are not yet displayed
   bool after_flush_ = false;                     // leading_after_flush() is looking
+  bool skip_unreferenced_ = false;               // the packets sent now: H.264 non-reference pictures left out
   std::int64_t flush_key_pts_ = AV_NOPTS_VALUE;  // the keyframe the parser started at after a flush
   kernels::YuvImage layout_;
   std::size_t plane_at_[3] = {0, 0, 0};
