@@ -47,6 +47,9 @@
 #   W4_PEER_CASES  w4_peers.py --cases (auto)
 #   W4_PEERS_ARGS  more w4_peers.py arguments (e.g. "--prefetch 4")
 #   EPOCHS_BIN     imgpipe_bench_epochs command (build/samples/imgpipe_bench_epochs)
+#   W4_OLD_BIN     an imgpipe_bench_epochs command built before a change: one
+#                  process of the default config right after the first
+#                  (named "old"), so that a change is judged in one call
 #   IMGPIPE        imgpipe CLI command (build/pipeline/imgpipe): one --report
 #                  run for the amplification when EPOCHS_BIN's JSON lacks it
 #   FFMPEG         the peers' ffmpeg command (ffmpeg); make_videos.sh runs
@@ -148,7 +151,7 @@ per_epoch=0  # seconds an epoch took in the last run (the estimate for the next)
 # stdout (one JSON line each), so a process stopped by its cap still counts
 # the epochs it finished.
 imgpipe_run() {
-  local name=$1 r=$2 e=$3 c=$4 t rc
+  local name=$1 r=$2 e=$3 c=$4 bin=${5:-$epochs_bin} t rc
   t=$(date +%s)
   echo "=== imgpipe_bench_epochs $name round $r: $e epochs, at most $c s"
   # What the machine did meanwhile: the CPUs (vmstat) and the NVDEC engines
@@ -159,7 +162,7 @@ imgpipe_run() {
     nvidia-smi dmon -s u -d 1 > "$runs/dmon_${name}_r$r.txt" 2> /dev/null & watch+=($!)
   fi
   # shellcheck disable=SC2086  # EPOCHS_BIN may be several words
-  timeout -k 5 "$c" $epochs_bin --config "$runs/w4_$name.yaml" --epochs "$e" --json "$runs/epochs_${name}_r$r.json" \
+  timeout -k 5 "$c" $bin --config "$runs/w4_$name.yaml" --epochs "$e" --json "$runs/epochs_${name}_r$r.json" \
     > "$runs/epochs_${name}_r$r.log" 2>&1
   rc=$?
   kill "${watch[@]}" 2> /dev/null; wait "${watch[@]}" 2> /dev/null
@@ -191,6 +194,10 @@ PY
 }
 peers_need=75  # kept for the peers: a DataLoader and three FFmpeg cases
 imgpipe_run default 1 "$epochs" "$(cap 90 "$peers_need")"
+if [ -n "${W4_OLD_BIN:-}" ]; then
+  cp "$runs/w4_default.yaml" "$runs/w4_old.yaml"
+  imgpipe_run old 1 "$epochs" "$(cap 90 "$peers_need")" "$W4_OLD_BIN"
+fi
 
 # The amplification from the CLI's report when this imgpipe_bench_epochs
 # predates the epochs' "video" (one epoch, a fresh process).
@@ -350,7 +357,8 @@ for name, e in res["imgpipe"].items():
                                       max(1, tot["cpu_delivered"] + tot["nvdec_delivered"])), **tot}
     unit = last.get("samples_unit", "clips?")
     if e["clips_per_s"]:
-        line = (f"W4 imgpipe {'where auto (default)' if name == 'default' else 'where ' + name}: "
+        what = {"default": "where auto (default)", "old": "W4_OLD_BIN (before the change), where auto"}
+        line = (f"W4 imgpipe {what.get(name, 'where ' + name)}: "
                 f"{e['clips_per_s']:.1f} {unit}/s, median of {len(timed)} epochs after each process's first "
                 f"{[round(x, 1) for x in timed]} ({len(e['processes'])} processes; first epochs "
                 f"{[round(x, 1) for x in e['first_epochs_clips_per_s']]}); {e['clips_per_s'] * 16:.0f} frames/s delivered")
