@@ -3,8 +3,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <string_view>
 #include <new>
 #include <utility>
 
@@ -15,6 +18,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/cuda_check.hpp"
+#include "imgpipe/error.hpp"
 #endif
 
 namespace imgpipe::gpu {
@@ -182,6 +186,46 @@ void set_device(int device) {
   if (device >= 0) IMGPIPE_CUDA_TRY(cudaSetDevice(device));
 #else
   (void)device;
+#endif
+}
+
+std::string set_wait_policy(int device) {
+#if IMGPIPE_HAS_CUDA
+  static constexpr struct {
+    const char* name;
+    unsigned flag;
+  } kPolicies[] = {{"auto", cudaDeviceScheduleAuto},
+                   {"spin", cudaDeviceScheduleSpin},
+                   {"yield", cudaDeviceScheduleYield},
+                   {"block", cudaDeviceScheduleBlockingSync}};
+  const auto name_of = [&](unsigned flag) {
+    for (const auto& p : kPolicies)
+      if (p.flag == flag) return p.name;
+    return "auto";
+  };
+  const char* asked = std::getenv("IMGPIPE_CUDA_WAIT");
+  const bool named = asked != nullptr && *asked != '\0';
+  unsigned want = cudaDeviceScheduleBlockingSync;
+  if (named) {
+    const auto* it = std::find_if(std::begin(kPolicies), std::end(kPolicies),
+                                  [&](const auto& p) { return std::string_view(asked) == p.name; });
+    if (it == std::end(kPolicies))
+      throw Error(fmt::format("IMGPIPE_CUDA_WAIT is '{}': one of block, yield, spin, auto", asked));
+    want = it->flag;
+  }
+  const CurrentDeviceGuard on(device);
+  unsigned flags = 0;
+  IMGPIPE_CUDA_TRY(cudaGetDeviceFlags(&flags));
+  const unsigned now = flags & cudaDeviceScheduleMask;
+  if (!named && now != cudaDeviceScheduleAuto) return fmt::format("{} (the process's choice)", name_of(now));
+  if (now != want) {
+    // cudaDeviceMapHost is implied and refused here; the rest is kept.
+    IMGPIPE_CUDA_TRY(cudaSetDeviceFlags((flags & ~(cudaDeviceScheduleMask | cudaDeviceMapHost)) | want));
+  }
+  return fmt::format("{} ({})", name_of(want), named ? "IMGPIPE_CUDA_WAIT" : "imgpipe's default");
+#else
+  (void)device;
+  return "none (no CUDA)";
 #endif
 }
 

@@ -149,6 +149,8 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   // The diagnostics, read once for the run (a malformed one fails it here).
   Diagnostics diagnostics = Diagnostics::from_environment();
   setup.step("devices", detail::describe_devices(devices, host_why));
+  for (const int d : devices)
+    if (d >= 0) setup.step("waits", fmt::format("device {}: {}", d, gpu::set_wait_policy(d)));
   // Discovery first: the plan depends on what the inputs are (a run of
   // videos alone makes no JPEG engines and converts its frames on the GPU).
   const std::uint64_t epoch = options.epoch.value_or(next_epoch.load());

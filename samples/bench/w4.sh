@@ -47,9 +47,11 @@
 #   W4_PEER_CASES  w4_peers.py --cases (auto)
 #   W4_PEERS_ARGS  more w4_peers.py arguments (e.g. "--prefetch 4")
 #   EPOCHS_BIN     imgpipe_bench_epochs command (build/samples/imgpipe_bench_epochs)
-#   W4_OLD_BIN     an imgpipe_bench_epochs command built before a change: one
-#                  process of the default config right after the first
-#                  (named "old"), so that a change is judged in one call
+#   W4_VARIANTS    more imgpipe processes of the default config right after
+#                  the first, so that a change is judged in one call:
+#                  "NAME=COMMAND;NAME=COMMAND", each COMMAND an
+#                  imgpipe_bench_epochs command (the binary before a change,
+#                  or the new one under `env VAR=value`)
 #   IMGPIPE        imgpipe CLI command (build/pipeline/imgpipe): one --report
 #                  run for the amplification when EPOCHS_BIN's JSON lacks it
 #   FFMPEG         the peers' ffmpeg command (ffmpeg); make_videos.sh runs
@@ -194,10 +196,13 @@ PY
 }
 peers_need=75  # kept for the peers: a DataLoader and three FFmpeg cases
 imgpipe_run default 1 "$epochs" "$(cap 90 "$peers_need")"
-if [ -n "${W4_OLD_BIN:-}" ]; then
-  cp "$runs/w4_default.yaml" "$runs/w4_old.yaml"
-  imgpipe_run old 1 "$epochs" "$(cap 90 "$peers_need")" "$W4_OLD_BIN"
-fi
+variants=()
+IFS=';' read -ra variants <<< "${W4_VARIANTS:-}"
+for v in "${variants[@]}"; do
+  [ -n "$v" ] || continue
+  cp "$runs/w4_default.yaml" "$runs/w4_${v%%=*}.yaml"
+  imgpipe_run "${v%%=*}" 1 "$epochs" "$(cap 90 "$peers_need")" "${v#*=}"
+done
 
 # The amplification from the CLI's report when this imgpipe_bench_epochs
 # predates the epochs' "video" (one epoch, a fresh process).
@@ -298,6 +303,7 @@ print(f"W4 corpus mix: {len(files)} videos, sizes {sizes}, codecs {codecs}"
       + (f"; each clip decoded from the keyframe before it, and no further, would make a decode amplification "
          f"of {res['corpus']['amplification_floor']:.2f}" if floors else ""))
 med = statistics.median
+variant_names = [v.split("=", 1)[0] for v in os.environ.get("W4_VARIANTS", "").split(";") if v]
 for log in sorted(glob.glob(os.path.join(runs, "epochs_*_r*.log")), key=lambda p: ("epochs_default_" not in p, p)):
     m = re.match(r"epochs_(.+)_r(\d+)\.log$", os.path.basename(log))
     eps = []
@@ -357,8 +363,10 @@ for name, e in res["imgpipe"].items():
                                       max(1, tot["cpu_delivered"] + tot["nvdec_delivered"])), **tot}
     unit = last.get("samples_unit", "clips?")
     if e["clips_per_s"]:
-        what = {"default": "where auto (default)", "old": "W4_OLD_BIN (before the change), where auto"}
-        line = (f"W4 imgpipe {what.get(name, 'where ' + name)}: "
+        what = "where auto (default)" if name == "default" else "where " + name
+        if name in variant_names:
+            what = f"variant {name} (W4_VARIANTS), where auto"
+        line = (f"W4 imgpipe {what}: "
                 f"{e['clips_per_s']:.1f} {unit}/s, median of {len(timed)} epochs after each process's first "
                 f"{[round(x, 1) for x in timed]} ({len(e['processes'])} processes; first epochs "
                 f"{[round(x, 1) for x in e['first_epochs_clips_per_s']]}); {e['clips_per_s'] * 16:.0f} frames/s delivered")
