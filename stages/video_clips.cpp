@@ -71,6 +71,9 @@ bool VideoReader::State::decode_frame(codecs::VideoFile& file, std::int64_t inde
   if (!seek && index > at && index < size && !file.seeks_from_start())
     seek = fi.key_of[static_cast<std::size_t>(index)] > fi.key_of[static_cast<std::size_t>(at)];
   if (seek && !file.seek(index)) return false;
+  // Decoding on: the frames between are not wanted (the decoder may leave
+  // some undecoded); where the file cannot skip, they are passed one by one.
+  if (!seek && index > at) file.skip_to(index);
   for (;;) {
     const std::int64_t n = file.frames();
     if (file.next(out) != codecs::VideoFile::Next::frame) return false;

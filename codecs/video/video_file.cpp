@@ -132,7 +132,7 @@ VideoFile::Next VideoFile::Impl::next(std::shared_ptr<VideoFrame>& out) {
       on_drained();
     } else if (r != AVERROR(EAGAIN)) {
       if (r == AVERROR(ENOMEM) && leave_nvdec()) continue;
-      if (resync == Resync::target) continue;  // a frame before a seek's target (send_packet)
+      if (resync == Resync::target && !skipping) continue;  // a frame before a seek's target (send_packet)
       // Frame threading reports a packet's damage when its frame is due.
       decoder_damage(dec->reason(r), INT64_MIN);
     } else if (draining) {
@@ -157,7 +157,8 @@ void VideoFile::Impl::take(Decoded d) {
   }
   // Before the frame a seek asked for: dropped, whatever the decoder says of
   // it (an open GOP's leading frames lack their references after a seek).
-  if (resync == Resync::target && pts != AV_NOPTS_VALUE && pts < target_pts) return;
+  // Skipping on (skip_to()), damage found there breaks the file.
+  if (resync == Resync::target && pts != AV_NOPTS_VALUE && pts < target_pts && (!skipping || d.damage.empty())) return;
   // Shown at or after the damage: the drain goes on, nothing more is delivered.
   if (after_damage(d)) return;
   if (!d.damage.empty()) {
@@ -249,6 +250,7 @@ void VideoFile::Impl::demuxer_skipped() {
   if (sent_dts != AV_NOPTS_VALUE) {
     damaged(std::move(why), sent_dts + 1);
   } else {
+    if (skipping) unskip(INT64_MIN);
     damage = std::move(why);
     damage_pts = INT64_MIN;  // the frames already put out (held) are delivered
     drain();
@@ -277,7 +279,7 @@ void VideoFile::Impl::send_packet() {
   // Before the frame a seek asked for, a packet the decoder rejects is one
   // of the frames dropped (an open GOP's leading B-frames miss their
   // references there): the frames from the target on are judged as they come.
-  if (r < 0 && r != AVERROR(EAGAIN) && resync == Resync::target) return;
+  if (r < 0 && r != AVERROR(EAGAIN) && resync == Resync::target && !skipping) return;
   // With frame threads the error is an earlier packet's: its place is not known.
   if (r < 0 && r != AVERROR(EAGAIN)) decoder_damage(dec->reason(r), pts);
 }
@@ -305,6 +307,7 @@ bool VideoFile::seek(std::int64_t index) {
   const Impl::Timed timed(*d_);
   return d_->seek(index);
 }
+bool VideoFile::skip_to(std::int64_t index) { return d_->skip_to(index); }
 const FrameIndex& VideoFile::frame_index() { return d_->frame_index(); }
 bool VideoFile::seeks_from_start() { return d_->frame_index().seeks_from_start; }
 const std::string& VideoFile::error() const noexcept { return d_->error; }

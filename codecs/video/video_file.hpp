@@ -122,6 +122,17 @@ class VideoFile {
   // placed by libavcodec as before. False, with next() at the end, when the
   // file has no frame `index`.
   bool seek(std::int64_t index);
+  // Decoding on, the frames before `index` are not wanted (a clip's stride
+  // passes them): next() returns frame `index` next, and an H.264 frame
+  // among those before it that no other frame refers to is not decoded, as
+  // before a seek's target. Damage met before `index` breaks the file as
+  // decoding each frame would, at the frame it is found in (where the
+  // decoder gives no time, at the first frame not delivered). False, and
+  // nothing changes (next() goes on frame by frame), where the file cannot
+  // tell frames by time: on NVDEC, under frame threads (damage there is
+  // placed by decoding again), before the index is built, with decode times
+  // only, several segments, or `index` not ahead of frames().
+  bool skip_to(std::int64_t index);
   // The index seek() builds (built here when it was not).
   const FrameIndex& frame_index();
   // Whether seek() decodes from the file's start, counting frames (a

@@ -81,7 +81,11 @@ struct VideoFile::Impl {
   // After seek(): frames shown before `target_pts` are dropped (`target`).
   enum class Resync { none, overlap, count, target } resync = Resync::none;
   std::int64_t skip = 0;  // Resync::count: frames still to drop
-  std::int64_t target_pts = AV_NOPTS_VALUE;  // Resync::target: the frame seek() asked for
+  std::int64_t target_pts = AV_NOPTS_VALUE;  // Resync::target: the frame seek() or skip_to() asked for
+  // Resync::target set by skip_to(): decoding went on from frame
+  // `skipped_from`, and damage before the target breaks the file there.
+  bool skipping = false;
+  std::int64_t skipped_from = 0;
   std::unique_ptr<FrameIndex> findex;        // built by the first seek()
   // Since a seek the frames are checked against the index: the keyframe
   // decoding started from (the index's keys), -1 from the file's start. A
@@ -161,6 +165,7 @@ struct VideoFile::Impl {
   // its place (a decoder error, a concealed frame) also drops the frames
   // held back (see `hold`): they may have been decoded from it.
   void damaged(std::string why, std::int64_t pts, std::int64_t seq = INT64_MAX) {
+    if (skipping && damage.empty()) unskip(pts);
     if (damage.empty()) {
       damage = std::move(why);
       damage_pts = pts == AV_NOPTS_VALUE ? INT64_MIN : pts;
@@ -198,6 +203,8 @@ struct VideoFile::Impl {
   bool relocate();
   bool restart(Resync how, int threads = 1, const std::string& why = {}, bool seeking = false);
   bool seek(std::int64_t index);
+  bool skip_to(std::int64_t index);
+  void unskip(std::int64_t pts);
   const FrameIndex& frame_index() {
     if (!findex) {
       Demuxer scan(path);

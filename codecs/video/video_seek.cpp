@@ -65,6 +65,7 @@ bool VideoFile::Impl::restart(Resync how, int with_threads, const std::string& w
   draining = drained = false;
   if (how != Resync::target) demux->drop_peeked();  // a seek keeps the packet it checked (landed_key)
   resync = how;
+  skipping = false;
   skip = frames;
   return true;
 }
@@ -166,6 +167,52 @@ bool VideoFile::Impl::seek(std::int64_t index) {
   return false;
 }
 
+// Decoding on to frame `index` without its frames before: they are dropped
+// by their times as before a seek's target (Resync::target), and those no
+// frame refers to are not decoded (send_packet). Only where frames are told
+// by time and damage needs no placing by a decode again (see skip_to() in
+// video_file.hpp).
+bool VideoFile::Impl::skip_to(std::int64_t index) {
+  if (!findex || device >= 0 || hold > 0 || resync != Resync::none || done != Next::frame || !damage.empty() ||
+      draining)
+    return false;
+  const FrameIndex& x = *findex;
+  if (x.seeks_from_start || x.segments.size() > 1 || index <= frames || index >= static_cast<std::int64_t>(x.size()))
+    return false;
+  const std::int64_t target = x.pts[static_cast<std::size_t>(index)];
+  // Frames out of the decoder already: those before the target go; the
+  // target among them is delivered next as it is.
+  bool have = false;
+  for (const Decoded& h : held) {
+    if (h.pts == AV_NOPTS_VALUE || (h.pts > target && !have)) return false;
+    have = have || h.pts == target;
+  }
+  std::erase_if(held, [&](const Decoded& h) { return h.pts < target; });
+  if (!have) {
+    resync = Resync::target;
+    target_pts = target;
+    skipping = true;
+    skipped_from = frames;
+  }
+  frames = covered = index;
+  return true;
+}
+
+// Damage at `pts` while skipping: the file breaks at the frame it is found
+// in (at the first frame not delivered when its time is unknown), as
+// decoding each frame would have found it; frames shown before that one are
+// still dropped. Damage at or after the target is a seek's.
+void VideoFile::Impl::unskip(std::int64_t pts) {
+  skipping = false;
+  std::int64_t at = skipped_from;
+  if (pts != AV_NOPTS_VALUE && pts != INT64_MIN) {
+    if (pts >= target_pts) return;
+    if (const auto i = findex->frame_at(pts)) at = std::max<std::int64_t>(at, static_cast<std::int64_t>(*i));
+  }
+  frames = covered = at;
+  target_pts = findex->pts[static_cast<std::size_t>(at)];
+}
+
 bool VideoFile::Impl::seen_before(const Decoded& d) {
   switch (resync) {
     case Resync::none: return false;
@@ -177,8 +224,9 @@ bool VideoFile::Impl::seen_before(const Decoded& d) {
       --skip;
       return true;
     case Resync::target:
-      if (d.pts == target_pts) {  // the frame seek() asked for
+      if (d.pts == target_pts) {  // the frame seek() or skip_to() asked for
         resync = Resync::none;
+        skipping = false;
         return false;
       }
       // Shown after it, or no time to tell: the seek is not where the index

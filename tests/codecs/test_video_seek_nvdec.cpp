@@ -24,6 +24,10 @@
 #include <string>
 #include <vector>
 
+extern "C" {
+#include <libavformat/avformat.h>
+}
+
 #include "codecs/route/video_route.hpp"
 #include "codecs/video/frame_index.hpp"
 #include "codecs/video/video_devices.hpp"
@@ -261,6 +265,160 @@ void check_unreferenced_left(const codecs::VideoFileOptions& vo, int device, int
 
 TEST_CASE("video seek: an H.264 seek leaves undecoded the frames before its target that no frame refers to") {
   check_unreferenced_left({}, -1, 0);  // bit for bit on the CPU route
+}
+
+TEST_CASE("video seek: skip_to decodes on to a later frame, leaving the unreferenced frames between undecoded") {
+  imgpipe::test::TempDir dir;
+  const std::string path = (dir / "nonref.mp4").string();
+  // B-frames without B-pyramid: non-reference pictures, three in four; 2 s GOPs of 50.
+  ffmpeg("-f lavfi -i testsrc2=size=192x160:rate=25:duration=4 -pix_fmt yuv420p -c:v libx264 -bf 3 -g 50 "
+         "-x264-params scenecut=0:b-pyramid=none " + path);
+  const std::vector<std::vector<std::uint8_t>> whole = cpu_frames(path);
+  REQUIRE(whole.size() == 100);
+  // Every other frame, from frame 0 and from frame 1, as a clip of stride 2
+  // reads them: each the sequential decode's, bit for bit.
+  for (const std::int64_t first : {0, 1}) {
+    CAPTURE(first);
+    VideoFile f(path);
+    f.frame_index();
+    std::shared_ptr<VideoFrame> frame;
+    for (std::int64_t k = first; k < 100; k += 2) {
+      CAPTURE(k);
+      if (k > 0) REQUIRE(f.skip_to(k));
+      CHECK(f.frames() == k);
+      REQUIRE_MESSAGE(f.next(frame) == VideoFile::Next::frame, f.error());
+      CHECK(max_diff(bgr_of(*frame), whole[static_cast<std::size_t>(k)]) == 0);
+    }
+    // Frames 1 and 3 of each four are B-frames, 0 and 2 ... the I- and
+    // P-frames at every fourth: read from 0, the odd frames are left out
+    // (50 or so decoded); from 1, the P-frames between are decoded.
+    CAPTURE(f.decoded());
+    // The reorder delay has sent some of them before the skip is asked for.
+    CHECK(f.decoded() <= (first == 0 ? 85 : 95));
+    CHECK(f.decoded() >= 50);
+    CHECK_FALSE(f.skip_to(f.frames()));  // not ahead
+  }
+  {  // Where the file cannot skip: nothing changes, the frames come one by one.
+    VideoFile before(path);  // no index yet
+    CHECK_FALSE(before.skip_to(10));
+    CHECK(before.frames() == 0);
+    codecs::VideoFileOptions threads;
+    threads.threads = 2;  // frame threads: damage is placed by decoding again
+    VideoFile f(path, threads);
+    f.frame_index();
+    CHECK_FALSE(f.skip_to(10));
+    std::shared_ptr<VideoFrame> frame;
+    REQUIRE(f.next(frame) == VideoFile::Next::frame);
+    CHECK(f.frames() == 1);
+  }
+  // Damage among the frames passed over breaks the file as a frame-by-frame
+  // decode does: the IDR frame at 50 overwritten in the middle. Read from
+  // frame 1 every other frame, the frames delivered are the sequential
+  // decode's before its break, and the break is at that frame.
+  std::vector<std::uint8_t> bytes = imgpipe::test::read_bytes(path);
+  std::int64_t key_pos = -1;
+  {
+    VideoFile f(path);
+    const FrameIndex& x = f.frame_index();
+    REQUIRE(x.keys.size() == 2);
+    key_pos = x.keys[1].pos;
+  }
+  REQUIRE(key_pos > 0);
+  for (std::size_t i = 0; i < 96; ++i) bytes.at(static_cast<std::size_t>(key_pos) + 120 + i) ^= 0x5a;
+  const std::string broken = (dir / "broken.mp4").string();
+  imgpipe::test::write_bytes(broken, bytes);
+  std::int64_t seq_break = 0;
+  std::string seq_error;
+  {
+    VideoFile f(broken);
+    std::shared_ptr<VideoFrame> frame;
+    while (f.next(frame) == VideoFile::Next::frame) {
+    }
+    seq_break = f.frames();
+    seq_error = f.error();
+  }
+  CAPTURE(seq_error);
+  REQUIRE(!seq_error.empty());
+  REQUIRE(seq_break >= 40);
+  REQUIRE(seq_break <= 55);
+  VideoFile f(broken);
+  f.frame_index();
+  std::shared_ptr<VideoFrame> frame;
+  std::int64_t k = 1;
+  VideoFile::Next got = VideoFile::Next::frame;
+  for (; k < 100 && got == VideoFile::Next::frame; k += 2) {
+    CAPTURE(k);
+    f.skip_to(k);  // as the clip reader: where it cannot skip, frame by frame
+    while (got == VideoFile::Next::frame && f.frames() <= k) got = f.next(frame);
+    if (got != VideoFile::Next::frame) break;
+    CHECK(k < seq_break);
+    CHECK(max_diff(bgr_of(*frame), whole[static_cast<std::size_t>(k)]) == 0);
+  }
+  CAPTURE(f.error());
+  CHECK(f.error() == seq_error);
+  CHECK(f.frames() == seq_break);
+}
+
+TEST_CASE("video seek: damage skip_to passes over in a frame others refer to breaks the file at that frame") {
+  imgpipe::test::TempDir dir;
+  const std::string path = (dir / "p.mp4").string();
+  ffmpeg("-f lavfi -i testsrc2=size=192x160:rate=25:duration=4 -pix_fmt yuv420p -c:v libx264 -bf 3 -g 50 "
+         "-x264-params scenecut=0:b-pyramid=none " + path);
+  // The largest packet shown at frames 20 to 35 (by its time, 25 frames a
+  // second): a P-frame, which the frames after it refer to.
+  std::int64_t pos = -1, size = 0, pts = 0;
+  {
+    AVFormatContext* fmt = nullptr;
+    REQUIRE(avformat_open_input(&fmt, path.c_str(), nullptr, nullptr) == 0);
+    REQUIRE(avformat_find_stream_info(fmt, nullptr) >= 0);
+    const AVStream* st = fmt->streams[0];
+    AVPacket* p = av_packet_alloc();
+    while (av_read_frame(fmt, p) >= 0) {
+      const double at = static_cast<double>(p->pts - st->start_time) * av_q2d(st->time_base) * 25;
+      if (at >= 19.5 && at <= 35.5 && (p->flags & AV_PKT_FLAG_KEY) == 0 && p->size > size) {
+        pos = p->pos;
+        size = p->size;
+        pts = p->pts;
+      }
+      av_packet_unref(p);
+    }
+    av_packet_free(&p);
+    avformat_close_input(&fmt);
+  }
+  REQUIRE(pos > 0);
+  std::int64_t damaged_frame = -1;
+  {
+    VideoFile f(path);
+    const auto i = f.frame_index().frame_at(pts);
+    REQUIRE(i.has_value());
+    damaged_frame = static_cast<std::int64_t>(*i);
+  }
+  CAPTURE(damaged_frame);
+  std::vector<std::uint8_t> bytes = imgpipe::test::read_bytes(path);
+  for (std::int64_t i = size / 3; i < size / 3 + 64; ++i) bytes.at(static_cast<std::size_t>(pos + i)) ^= 0x5a;
+  const std::string broken = (dir / "broken.mp4").string();
+  imgpipe::test::write_bytes(broken, bytes);
+  std::int64_t seq_break = 0;
+  {
+    VideoFile f(broken);
+    std::shared_ptr<VideoFrame> frame;
+    while (f.next(frame) == VideoFile::Next::frame) {
+    }
+    REQUIRE_FALSE(f.error().empty());
+    seq_break = f.frames();
+  }
+  CAPTURE(seq_break);
+  REQUIRE(seq_break <= damaged_frame);  // B-frames shown before it are decoded after it
+  // Frame 0, then on to frame 45 in the same GOP: the damaged P-frame is
+  // decoded on the way (others refer to it), and the file breaks there.
+  VideoFile f(broken);
+  f.frame_index();
+  std::shared_ptr<VideoFrame> frame;
+  REQUIRE(f.next(frame) == VideoFile::Next::frame);
+  REQUIRE(f.skip_to(45));
+  CHECK(f.next(frame) == VideoFile::Next::broken);
+  CHECK(f.frames() == damaged_frame);
+  CHECK(f.error().starts_with("damaged data at frame " + std::to_string(damaged_frame) + ": "));
 }
 
 TEST_CASE("video seek nvdec: an H.264 seek on NVDEC leaves the unreferenced frames before its target undecoded too") {
