@@ -79,12 +79,15 @@ void VideoRouter::close(Route& r, std::int64_t left) {
 
 int VideoRouter::slots(bool nvdec) const noexcept { return nvdec ? nvdec_slots_ : o_.cpu_slots; }
 
+bool VideoRouter::measured(bool nvdec) const {
+  const Route& r = nvdec ? nvdec_ : cpu_;
+  return r.worked_s >= 1.0 && r.frames + r.dropped > 0;
+}
+
 double VideoRouter::rate_locked(bool nvdec) const {
   const Route& r = nvdec ? nvdec_ : cpu_;
-  const std::uint64_t decoded = r.frames + r.dropped;
-  if (r.worked_s >= 1.0 && decoded > 0) return static_cast<double>(decoded) / r.worked_s;
-  if (!nvdec) return o_.cpu_prior_fps / o_.cpu_slots;
-  return o_.nvdec_prior_fps * static_cast<double>(o_.devices.size()) / std::max(1, nvdec_slots_);
+  if (measured(nvdec)) return static_cast<double>(r.frames + r.dropped) / r.worked_s;
+  return nvdec ? o_.nvdec_file_prior_fps : o_.cpu_prior_fps / o_.cpu_slots;
 }
 
 double VideoRouter::rate(bool nvdec) const {
@@ -95,8 +98,11 @@ double VideoRouter::rate(bool nvdec) const {
 double VideoRouter::done_in(bool nvdec, std::int64_t frames) const {
   const Route& r = nvdec ? nvdec_ : cpu_;
   const double per_file = rate_locked(nvdec);
+  double capacity = per_file * slots(nvdec);
+  if (!measured(nvdec))
+    capacity = nvdec ? o_.nvdec_prior_fps * static_cast<double>(o_.devices.size()) : o_.cpu_prior_fps;
   const auto f = static_cast<double>(frames);
-  return std::max(f / per_file, (static_cast<double>(r.queued) + f) / (per_file * slots(nvdec)));
+  return std::max(f / per_file, (static_cast<double>(r.queued) + f) / capacity);
 }
 
 void VideoRouter::worked(int device, double seconds) {

@@ -10,14 +10,15 @@
 // frames). Otherwise it goes to the CPU, and the reason is counted for the
 // report. `where: gpu` sends every stream the engines take to them; `auto`
 // keeps both routes busy: each file goes where it would be done first. A
-// route decodes `slots` files at full speed at once (the CPU: the run's
-// decode threads; NVDEC: two files an engine), each at the route's measured
-// rate per file (frames decoded a second of decoding, worked(); a prior
-// until a second of it is known). A file is done no sooner than its own
-// frames take at that rate, nor before the frames already queued on the
-// route (the frames its open files declare, less those decoded) plus its
-// own are through all the slots. A route given few files is not judged by
-// them: its rate is a file's, its capacity the slots'.
+// route decodes `slots` files at once (the CPU: the run's decode threads;
+// NVDEC: two files an engine), each at the route's measured rate per file
+// (frames decoded a second of decoding, worked()), its capacity that rate
+// times the slots (priors until a second of it is known). A file is done
+// no sooner than its own frames take at the rate per file, nor before the
+// frames already queued on the route (the frames its open files declare,
+// less those decoded) plus its own are through at the capacity. A route
+// given few files is not judged by them: its rate is a file's, its
+// capacity the slots'.
 // Thread-safe: the readers of a run share one router.
 #pragma once
 
@@ -64,9 +65,13 @@ class VideoRouter {
     bool orientation = true;       // input.video.orientation: rotated streams go to the CPU
     // Files the CPU decodes at once at full speed (the run's decode threads).
     int cpu_slots = 1;
-    // Priors for auto before a route's rate is measured (frames a second).
-    double nvdec_prior_fps = 1400;  // per device, all its engines
-    double cpu_prior_fps = 1000;    // all the CPU's slots
+    // Priors for auto before a route's rate is measured (frames a second):
+    // each route's capacity, and NVDEC's for one file alone (one file
+    // feeds the engines faster than its share of them; a CPU file's is
+    // its slot's share).
+    double nvdec_prior_fps = 1400;       // per device, all its engines
+    double nvdec_file_prior_fps = 600;   // one file alone
+    double cpu_prior_fps = 1000;         // all the CPU's slots
   };
   explicit VideoRouter(Options o);
 
@@ -103,8 +108,8 @@ class VideoRouter {
   // Seconds a file on `device` (-1: CPU) spent decoding (VideoFile's
   // next() and seek()): the measure of its route's rate per file.
   void worked(int device, double seconds);
-  // A route's rate per file (frames decoded a second of decoding), or the
-  // prior's share of a slot while less than a second is known.
+  // A route's rate per file (frames decoded a second of decoding), or its
+  // prior for one file while less than a second is known.
   double rate(bool nvdec) const;
   // Files a route decodes at once at full speed: the CPU's from Options;
   // NVDEC's two an engine on every device (0 where NVDEC is off or where
@@ -123,6 +128,7 @@ class VideoRouter {
   Route& route(int device) { return device >= 0 ? nvdec_ : cpu_; }
   void open(Route& r, std::int64_t frames);
   void close(Route& r, std::int64_t left);
+  bool measured(bool nvdec) const;  // a second of decoding known, mu_ held
   double rate_locked(bool nvdec) const;  // rate(), mu_ held
   double done_in(bool nvdec, std::int64_t frames) const;  // seconds until a new file would be done there, mu_ held
   static std::int64_t expected_frames(const VideoInfo& v);

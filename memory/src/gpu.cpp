@@ -13,12 +13,13 @@
 
 #include <fmt/format.h>
 
+#include "imgpipe/error.hpp"
+
 #if IMGPIPE_HAS_CUDA
 #include <cuda.h>  // CUresult and CUcontext only: the functions come through the runtime's entry points
 #include <cuda_runtime_api.h>
 
 #include "core/cuda_check.hpp"
-#include "imgpipe/error.hpp"
 #endif
 
 namespace imgpipe::gpu {
@@ -190,41 +191,36 @@ void set_device(int device) {
 }
 
 std::string set_wait_policy(int device) {
-#if IMGPIPE_HAS_CUDA
-  static constexpr struct {
-    const char* name;
-    unsigned flag;
-  } kPolicies[] = {{"auto", cudaDeviceScheduleAuto},
-                   {"spin", cudaDeviceScheduleSpin},
-                   {"yield", cudaDeviceScheduleYield},
-                   {"block", cudaDeviceScheduleBlockingSync}};
-  const auto name_of = [&](unsigned flag) {
-    for (const auto& p : kPolicies)
-      if (p.flag == flag) return p.name;
-    return "auto";
-  };
+  // The variable is checked with or without CUDA: a wrong one is an error everywhere.
+  static constexpr const char* kNames[] = {"auto", "spin", "yield", "block"};  // cudaDeviceSchedule* order
   const char* asked = std::getenv("IMGPIPE_CUDA_WAIT");
   const bool named = asked != nullptr && *asked != '\0';
-  unsigned want = cudaDeviceScheduleBlockingSync;
+  std::size_t want = 3;  // block
   if (named) {
-    const auto* it = std::find_if(std::begin(kPolicies), std::end(kPolicies),
-                                  [&](const auto& p) { return std::string_view(asked) == p.name; });
-    if (it == std::end(kPolicies))
+    const auto* it = std::find_if(std::begin(kNames), std::end(kNames),
+                                  [&](const char* n) { return std::string_view(asked) == n; });
+    if (it == std::end(kNames))
       throw Error(fmt::format("IMGPIPE_CUDA_WAIT is '{}': one of block, yield, spin, auto", asked));
-    want = it->flag;
+    want = static_cast<std::size_t>(it - std::begin(kNames));
   }
+#if IMGPIPE_HAS_CUDA
+  static constexpr unsigned kFlags[] = {cudaDeviceScheduleAuto, cudaDeviceScheduleSpin, cudaDeviceScheduleYield,
+                                        cudaDeviceScheduleBlockingSync};
   const CurrentDeviceGuard on(device);
   unsigned flags = 0;
   IMGPIPE_CUDA_TRY(cudaGetDeviceFlags(&flags));
   const unsigned now = flags & cudaDeviceScheduleMask;
-  if (!named && now != cudaDeviceScheduleAuto) return fmt::format("{} (the process's choice)", name_of(now));
-  if (now != want) {
-    // cudaDeviceMapHost is implied and refused here; the rest is kept.
-    IMGPIPE_CUDA_TRY(cudaSetDeviceFlags((flags & ~(cudaDeviceScheduleMask | cudaDeviceMapHost)) | want));
+  if (!named && now != cudaDeviceScheduleAuto) {
+    const auto* it = std::find(std::begin(kFlags), std::end(kFlags), now);
+    return fmt::format("{} (the process's choice)", it == std::end(kFlags) ? "auto" : kNames[it - std::begin(kFlags)]);
   }
-  return fmt::format("{} ({})", name_of(want), named ? "IMGPIPE_CUDA_WAIT" : "imgpipe's default");
+  // cudaDeviceMapHost is implied and refused here; the rest is kept.
+  if (now != kFlags[want])
+    IMGPIPE_CUDA_TRY(cudaSetDeviceFlags((flags & ~(cudaDeviceScheduleMask | cudaDeviceMapHost)) | kFlags[want]));
+  return fmt::format("{} ({})", kNames[want], named ? "IMGPIPE_CUDA_WAIT" : "imgpipe's default");
 #else
   (void)device;
+  (void)want;
   return "none (no CUDA)";
 #endif
 }

@@ -4,6 +4,7 @@
 // needed. The NVDEC route itself: tests/pipeline/test_nvdec.cpp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -221,6 +222,7 @@ TEST_CASE("video route: auto sends each file where it would be done first: each 
   for (codecs::NvdecCap& c : o.caps[0]) c.engines = 1;  // two NVDEC slots
   o.cpu_slots = 2;
   o.nvdec_prior_fps = 200;  // 100 a file on each route
+  o.nvdec_file_prior_fps = 100;
   o.cpu_prior_fps = 200;
   VideoRouter r(o);
   CHECK(r.slots(true) == 2);
@@ -262,6 +264,7 @@ TEST_CASE("video route: a route given few files is judged by its rate per file a
   o.cpu_slots = 16;
   o.cpu_prior_fps = 1600;
   o.nvdec_prior_fps = 1400;
+  o.nvdec_file_prior_fps = 100;
   VideoRouter r(o);
   REQUIRE(r.slots(true) == 14);
   const VideoInfo v = stream("h264", 640, 480);  // 100 frames declared
@@ -286,6 +289,33 @@ TEST_CASE("video route: a route given few files is judged by its rate per file a
   for (int f = 0; f < 30; ++f) cpu += r.choose(v).device < 0 ? 1 : 0;
   CHECK(cpu >= 14);
   CHECK(cpu <= 16);
+}
+
+TEST_CASE("video route: before anything is measured, short files go to NVDEC, which does one alone faster") {
+  // A run's priors (stage_set.cpp): 16 decode threads at 110 frames/s; one
+  // device of 7 engines, 1,400 frames/s in all, 600 for one file alone.
+  // Twelve files of 20 frames: each is done on NVDEC before a CPU thread
+  // would do it, even behind the others (240 frames at 1,400 a second
+  // against 20 at 110): NVDEC takes them all, the CPU none.
+  VideoRouter::Options o = on_gpus(codecs::VideoWhere::auto_, {0});
+  for (codecs::NvdecCap& c : o.caps[0]) c.engines = 7;
+  o.cpu_slots = 16;
+  o.cpu_prior_fps = 110.0 * 16;
+  VideoRouter r(o);
+  VideoInfo v = stream("h264", 320, 240);
+  v.declared_frames = 20;
+  for (int f = 0; f < 12; ++f) CHECK(r.choose(v).device == 0);
+  // Longer ones (300 frames: 2.7 s on a CPU thread): NVDEC takes eleven
+  // more, until its queue would outlast that; then the CPU's threads fill,
+  // and the two take turns by capacity.
+  v.declared_frames = 300;
+  std::vector<int> routes;
+  for (int f = 0; f < 40; ++f) routes.push_back(r.choose(v).device);
+  CHECK(std::count(routes.begin(), routes.begin() + 11, 0) == 11);
+  CHECK(routes[11] == -1);
+  const auto cpu = std::count(routes.begin(), routes.end(), -1);
+  CHECK(cpu >= 20);
+  CHECK(cpu <= 26);
 }
 
 TEST_CASE("video route: NVDEC's slots are two files an engine on every device, none where it is off") {
@@ -441,6 +471,7 @@ TEST_CASE("video route: a clip file weighs the frames its clips decode, and drop
   VideoRouter::Options o = on_gpus(codecs::VideoWhere::auto_, {0});
   o.cpu_slots = 1;
   o.nvdec_prior_fps = 200;  // two slots (engines unknown): 100 a file, as the CPU's one
+  o.nvdec_file_prior_fps = 100;
   o.cpu_prior_fps = 100;
   VideoRouter r(o);
   VideoInfo whole = stream("h264", 640, 480);  // 100 frames declared
