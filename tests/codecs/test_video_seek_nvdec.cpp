@@ -222,6 +222,14 @@ TEST_CASE("video seek: decoded() counts every frame the decoder put out, those d
 }
 
 namespace {
+// An H.264 file of 100 frames (192x160, 25 a second, GOPs of 50) whose
+// B-frames are all non-reference pictures (x264 without B-pyramid), made
+// at `path`.
+void make_nonref_clip(const std::string& path) {
+  ffmpeg("-f lavfi -i testsrc2=size=192x160:rate=25:duration=4 -pix_fmt yuv420p -c:v libx264 -bf 3 -g 50 "
+         "-x264-params scenecut=0:b-pyramid=none " + path);
+}
+
 // Seeks over an H.264 file whose B-frames are all non-reference pictures
 // (x264 without B-pyramid: three of every four frames, 2 s GOPs of 50), on
 // the route `vo` sends it to (`device`): about a quarter of the frames
@@ -230,8 +238,7 @@ namespace {
 void check_unreferenced_left(const codecs::VideoFileOptions& vo, int device, int tolerance) {
   imgpipe::test::TempDir dir;
   const std::string path = (dir / "nonref.mp4").string();
-  ffmpeg("-f lavfi -i testsrc2=size=192x160:rate=25:duration=4 -pix_fmt yuv420p -c:v libx264 -bf 3 -g 50 "
-         "-x264-params scenecut=0:b-pyramid=none " + path);
+  make_nonref_clip(path);
   const std::vector<std::vector<std::uint8_t>> whole = cpu_frames(path);
   REQUIRE(whole.size() == 100);
   VideoFile f(path, vo);
@@ -270,9 +277,7 @@ TEST_CASE("video seek: an H.264 seek leaves undecoded the frames before its targ
 TEST_CASE("video seek: skip_to decodes on to a later frame, leaving the unreferenced frames between undecoded") {
   imgpipe::test::TempDir dir;
   const std::string path = (dir / "nonref.mp4").string();
-  // B-frames without B-pyramid: non-reference pictures, three in four; 2 s GOPs of 50.
-  ffmpeg("-f lavfi -i testsrc2=size=192x160:rate=25:duration=4 -pix_fmt yuv420p -c:v libx264 -bf 3 -g 50 "
-         "-x264-params scenecut=0:b-pyramid=none " + path);
+  make_nonref_clip(path);
   const std::vector<std::vector<std::uint8_t>> whole = cpu_frames(path);
   REQUIRE(whole.size() == 100);
   // Every other frame, from frame 0 and from frame 1, as a clip of stride 2
@@ -289,11 +294,10 @@ TEST_CASE("video seek: skip_to decodes on to a later frame, leaving the unrefere
       REQUIRE_MESSAGE(f.next(frame) == VideoFile::Next::frame, f.error());
       CHECK(max_diff(bgr_of(*frame), whole[static_cast<std::size_t>(k)]) == 0);
     }
-    // Frames 1 and 3 of each four are B-frames, 0 and 2 ... the I- and
-    // P-frames at every fourth: read from 0, the odd frames are left out
-    // (50 or so decoded); from 1, the P-frames between are decoded.
+    // Of the frames passed over, the B-frames are left undecoded, unless the
+    // decoder was sent them before the skip was asked for (its reorder
+    // delay); the I- and P-frames are decoded. Without the skip all 100 are.
     CAPTURE(f.decoded());
-    // The reorder delay has sent some of them before the skip is asked for.
     CHECK(f.decoded() <= (first == 0 ? 85 : 95));
     CHECK(f.decoded() >= 50);
     CHECK_FALSE(f.skip_to(f.frames()));  // not ahead
@@ -362,8 +366,7 @@ TEST_CASE("video seek: skip_to decodes on to a later frame, leaving the unrefere
 TEST_CASE("video seek: damage skip_to passes over in a frame others refer to breaks the file at that frame") {
   imgpipe::test::TempDir dir;
   const std::string path = (dir / "p.mp4").string();
-  ffmpeg("-f lavfi -i testsrc2=size=192x160:rate=25:duration=4 -pix_fmt yuv420p -c:v libx264 -bf 3 -g 50 "
-         "-x264-params scenecut=0:b-pyramid=none " + path);
+  make_nonref_clip(path);
   // The largest packet shown at frames 20 to 35 (by its time, 25 frames a
   // second): a P-frame, which the frames after it refer to.
   std::int64_t pos = -1, size = 0, pts = 0;
