@@ -101,6 +101,15 @@ std::unique_ptr<codecs::VideoRouter> nvdec_router() {
   return std::make_unique<codecs::VideoRouter>(o);
 }
 
+// What an NVDEC case holds: the idle decoders kept for its length, the
+// router to device 0 and the file options that name it.
+struct OnNvdec {
+  std::shared_ptr<void> hold = codecs::hold_nvdec_decoders();
+  std::unique_ptr<codecs::VideoRouter> router = nvdec_router();
+  codecs::VideoFileOptions vo;
+  OnNvdec() { vo.router = router.get(); }
+};
+
 // A frame as BGR u8 (width x 3 bytes a row) through kernels::yuv_to_bgr_ref,
 // a device frame's planes copied to the host first.
 std::vector<std::uint8_t> bgr_of(const VideoFrame& f) {
@@ -427,20 +436,16 @@ TEST_CASE("video seek: damage skip_to passes over in a frame others refer to bre
 TEST_CASE("video seek nvdec: an H.264 seek on NVDEC leaves the unreferenced frames before its target undecoded too") {
   std::string why;
   IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
-  const std::shared_ptr<void> hold = codecs::hold_nvdec_decoders();
-  const std::unique_ptr<codecs::VideoRouter> router = nvdec_router();
-  codecs::VideoFileOptions vo;
-  vo.router = router.get();
+  const OnNvdec on;
+  const codecs::VideoFileOptions& vo = on.vo;
   check_unreferenced_left(vo, 0, 1);  // within one level of the CPU's frames
 }
 
 TEST_CASE("video seek nvdec: seeks forwards and back stay on NVDEC with the same decoder, on the CPU's frames") {
   std::string why;
   IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
-  const std::shared_ptr<void> hold = codecs::hold_nvdec_decoders();
-  const std::unique_ptr<codecs::VideoRouter> router = nvdec_router();
-  codecs::VideoFileOptions vo;
-  vo.router = router.get();
+  const OnNvdec on;
+  const codecs::VideoFileOptions& vo = on.vo;
   bool h264_before = false;  // an H.264 file of this size was decoded on NVDEC before (its decoder is idle in the cache)
   for (const auto& [name, clip] : clips()) {
     CAPTURE(name);
@@ -519,10 +524,8 @@ TEST_CASE("video seek nvdec: seeks forwards and back stay on NVDEC with the same
 TEST_CASE("video seek nvdec: damage NVDEC finds after a seek is placed by libavcodec, no stale frame delivered") {
   std::string why;
   IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
-  const std::shared_ptr<void> hold = codecs::hold_nvdec_decoders();
-  const std::unique_ptr<codecs::VideoRouter> router = nvdec_router();
-  codecs::VideoFileOptions vo;
-  vo.router = router.get();
+  const OnNvdec on;
+  const codecs::VideoFileOptions& vo = on.vo;
   const Clip& clip = clips().at("H.264 B-frames, closed GOPs, MP4");
   const std::vector<std::vector<std::uint8_t>> whole = cpu_frames(clip.path);
   // The drill: the 40th picture the file's decoder is handed (in decode
