@@ -16,6 +16,9 @@
 //                              from the first token it saw)
 //   IMGPIPE_FAULT=STAGE:ITEM   a fault injected for tests and drills
 //                              (core/fault.hpp); the CLI arms it
+//   IMGPIPE_CUDA_WAIT=POLICY   how threads wait for the run's GPUs: block,
+//                              yield, spin, or auto (CUDA's default), in
+//                              place of imgpipe's (gpu::set_wait_policy)
 #pragma once
 
 #include <string>
@@ -28,6 +31,7 @@ struct Diagnostics {
   double gpu_share = -1;    // IMGPIPE_GPU_SHARE; < 0: steered
   std::string trace_calls;  // IMGPIPE_TRACE_CALLS; empty: no trace
   std::string fault;        // IMGPIPE_FAULT; empty: none (fault::arm checks it)
+  std::string cuda_wait;    // IMGPIPE_CUDA_WAIT; empty: imgpipe's default
   // Each variable that is set, (name, value as given), in the order above.
   std::vector<std::pair<std::string, std::string>> set;
 

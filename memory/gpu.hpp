@@ -33,13 +33,13 @@ bool built_with_cuda() noexcept;
 // process has fewer contexts than cores, and imgpipe waits on many threads
 // at once (each NVDEC reader for its frames, the transfer, the sink),
 // whose spinning takes the cores the CPU decoders need. Unless the process
-// chose a policy already (a scheduling flag other than auto), or
-// IMGPIPE_CUDA_WAIT names one (block, yield, spin, or auto to leave CUDA's
-// default), the context is set to block its waiting threads
-// (cudaDeviceScheduleBlockingSync). Returns the policy in effect, in
-// words for the set-up log ("block (imgpipe's default)"). Throws CudaError,
-// and Error for an IMGPIPE_CUDA_WAIT it does not know.
-std::string set_wait_policy(int device);
+// chose a policy already (a scheduling flag other than auto), or `asked`
+// names one (block, yield, spin, or auto to leave CUDA's default: the
+// IMGPIPE_CUDA_WAIT diagnostic, core/diagnostics.hpp), the context is set
+// to block its waiting threads (cudaDeviceScheduleBlockingSync). Returns
+// the policy in effect, in words for the set-up log ("block (imgpipe's
+// default)"). Throws CudaError, and Error for a policy it does not know.
+std::string set_wait_policy(int device, const std::string& asked = {});
 
 // The CUDA context current on the calling thread (the driver's
 // cuCtxGetCurrent): nullptr when none is, and without a CUDA device or build.

@@ -1,6 +1,7 @@
 #include "core/diagnostics.hpp"
 
 #include <cstdlib>
+#include <string>
 
 #include "imgpipe/error.hpp"
 
@@ -36,6 +37,13 @@ Diagnostics Diagnostics::from_environment() {
   if (const char* v = env("IMGPIPE_FAULT")) {
     d.fault = v;
     d.set.emplace_back("IMGPIPE_FAULT", v);
+  }
+  if (const char* v = env("IMGPIPE_CUDA_WAIT")) {
+    const std::string w = v;
+    if (w != "block" && w != "yield" && w != "spin" && w != "auto")
+      throw Error("IMGPIPE_CUDA_WAIT='" + w + "': expected block, yield, spin or auto");
+    d.cuda_wait = w;
+    d.set.emplace_back("IMGPIPE_CUDA_WAIT", v);
   }
   return d;
 }

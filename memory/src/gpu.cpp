@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
-#include <string_view>
 #include <new>
 #include <utility>
 
@@ -190,17 +189,14 @@ void set_device(int device) {
 #endif
 }
 
-std::string set_wait_policy(int device) {
-  // The variable is checked with or without CUDA: a wrong one is an error everywhere.
+std::string set_wait_policy(int device, const std::string& asked) {
+  // The name is checked with or without CUDA: a wrong one is an error everywhere.
   static constexpr const char* kNames[] = {"auto", "spin", "yield", "block"};  // cudaDeviceSchedule* order
-  const char* asked = std::getenv("IMGPIPE_CUDA_WAIT");
-  const bool named = asked != nullptr && *asked != '\0';
+  const bool named = !asked.empty();
   std::size_t want = 3;  // block
   if (named) {
-    const auto* it = std::find_if(std::begin(kNames), std::end(kNames),
-                                  [&](const char* n) { return std::string_view(asked) == n; });
-    if (it == std::end(kNames))
-      throw Error(fmt::format("IMGPIPE_CUDA_WAIT is '{}': one of block, yield, spin, auto", asked));
+    const auto* it = std::find_if(std::begin(kNames), std::end(kNames), [&](const char* n) { return asked == n; });
+    if (it == std::end(kNames)) throw Error(fmt::format("wait policy '{}': one of block, yield, spin, auto", asked));
     want = static_cast<std::size_t>(it - std::begin(kNames));
   }
 #if IMGPIPE_HAS_CUDA
@@ -217,7 +213,7 @@ std::string set_wait_policy(int device) {
   // cudaDeviceMapHost is implied and refused here; the rest is kept.
   if (now != kFlags[want])
     IMGPIPE_CUDA_TRY(cudaSetDeviceFlags((flags & ~(cudaDeviceScheduleMask | cudaDeviceMapHost)) | kFlags[want]));
-  return fmt::format("{} ({})", kNames[want], named ? "IMGPIPE_CUDA_WAIT" : "imgpipe's default");
+  return fmt::format("{} ({})", kNames[want], named ? "asked" : "imgpipe's default");
 #else
   (void)device;
   (void)want;

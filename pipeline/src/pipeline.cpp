@@ -150,7 +150,7 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   Diagnostics diagnostics = Diagnostics::from_environment();
   setup.step("devices", detail::describe_devices(devices, host_why));
   for (const int d : devices)
-    if (d >= 0) setup.step("waits", fmt::format("device {}: {}", d, gpu::set_wait_policy(d)));
+    if (d >= 0) setup.step("waits", fmt::format("device {}: {}", d, gpu::set_wait_policy(d, diagnostics.cuda_wait)));
   // Discovery first: the plan depends on what the inputs are (a run of
   // videos alone makes no JPEG engines and converts its frames on the GPU).
   const std::uint64_t epoch = options.epoch.value_or(next_epoch.load());

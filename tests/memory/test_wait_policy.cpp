@@ -1,12 +1,15 @@
 // How threads wait for a device (gpu::set_wait_policy, memory/gpu.hpp): a
 // run's device blocks its waiting threads unless the process chose a
-// scheduling policy or IMGPIPE_CUDA_WAIT names one; an unknown name is an
-// error naming the variable. The flags are the device's primary context's,
-// read back with cudaGetDeviceFlags (GPU part; without a GPU only the
-// variable's check runs).
+// scheduling policy or the IMGPIPE_CUDA_WAIT diagnostic names one, which
+// the report then lists; an unknown name is an error naming the variable.
+// The flags are the device's primary context's, read back with
+// cudaGetDeviceFlags (GPU part; without a GPU the names' checks run).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "common.hpp"
+#include "core/diagnostics.hpp"
 #include "imgpipe/error.hpp"
 #include "imgpipe/pipeline.hpp"
 #include "memory/gpu.hpp"
@@ -34,14 +37,33 @@ void set_schedule(unsigned flag) {
   REQUIRE(cudaSetDeviceFlags((flags & ~(cudaDeviceScheduleMask | cudaDeviceMapHost)) | flag) == cudaSuccess);
   REQUIRE(schedule() == flag);
 }
+
+Config small_gpu_run() {
+  Config c;
+  c.input.paths = {test::sample_dir().string()};
+  c.devices = DeviceSelection::parse("0");
+  c.transform.resize.width = 48;
+  c.transform.resize.height = 32;
+  c.batch.size = 4;
+  return c;
+}
 #endif
 }  // namespace
 
 TEST_CASE("gpu wait policy: a run's device blocks its waiting threads unless the process or IMGPIPE_CUDA_WAIT chose") {
+  CHECK_THROWS_WITH_AS(gpu::set_wait_policy(0, "sometimes"), "wait policy 'sometimes': one of block, yield, spin, auto",
+                       Error);
   {
     const test::ScopedEnv bad("IMGPIPE_CUDA_WAIT", "sometimes");
-    CHECK_THROWS_WITH_AS(gpu::set_wait_policy(0), "IMGPIPE_CUDA_WAIT is 'sometimes': one of block, yield, spin, auto",
-                         Error);
+    CHECK_THROWS_WITH_AS(Diagnostics::from_environment(),
+                         "IMGPIPE_CUDA_WAIT='sometimes': expected block, yield, spin or auto", Error);
+  }
+  {
+    const test::ScopedEnv spin("IMGPIPE_CUDA_WAIT", "spin");
+    const Diagnostics d = Diagnostics::from_environment();
+    CHECK(d.cuda_wait == "spin");
+    CHECK(std::count(d.set.begin(), d.set.end(), std::make_pair(std::string("IMGPIPE_CUDA_WAIT"), std::string("spin"))) ==
+          1);
   }
 #if IMGPIPE_HAS_CUDA
   if (!test::have_gpu()) return;
@@ -55,26 +77,22 @@ TEST_CASE("gpu wait policy: a run's device blocks its waiting threads unless the
   set_schedule(cudaDeviceScheduleYield);
   CHECK(gpu::set_wait_policy(0) == "yield (the process's choice)");
   CHECK(schedule() == cudaDeviceScheduleYield);
-  // The variable decides over both.
-  {
-    const test::ScopedEnv spin("IMGPIPE_CUDA_WAIT", "spin");
-    CHECK(gpu::set_wait_policy(0) == "spin (IMGPIPE_CUDA_WAIT)");
-    CHECK(schedule() == cudaDeviceScheduleSpin);
-  }
-  {
-    const test::ScopedEnv keep("IMGPIPE_CUDA_WAIT", "auto");
-    CHECK(gpu::set_wait_policy(0) == "auto (IMGPIPE_CUDA_WAIT)");
-    CHECK(schedule() == cudaDeviceScheduleAuto);
-  }
-  // A run sets it for its device.
-  Config c;
-  c.input.paths = {test::sample_dir().string()};
-  c.devices = DeviceSelection::parse("0");
-  c.transform.resize.width = 48;
-  c.transform.resize.height = 32;
-  c.batch.size = 4;
-  const Report r = Pipeline(c).run();
+  // A policy asked for decides over both.
+  CHECK(gpu::set_wait_policy(0, "spin") == "spin (asked)");
+  CHECK(schedule() == cudaDeviceScheduleSpin);
+  CHECK(gpu::set_wait_policy(0, "auto") == "auto (asked)");
+  CHECK(schedule() == cudaDeviceScheduleAuto);
+  // A run sets its device's; under IMGPIPE_CUDA_WAIT the report lists it.
+  const Report r = Pipeline(small_gpu_run()).run();
   CHECK(r.inputs.delivered > 0);
   CHECK(schedule() == cudaDeviceScheduleBlockingSync);
+  CHECK(r.diagnostics.empty());
+  {
+    const test::ScopedEnv yield("IMGPIPE_CUDA_WAIT", "yield");
+    const Report y = Pipeline(small_gpu_run()).run();
+    CHECK(schedule() == cudaDeviceScheduleYield);
+    CHECK(y.diagnostics.size() == 1);
+  }
+  set_schedule(cudaDeviceScheduleBlockingSync);  // as runs leave it
 #endif
 }

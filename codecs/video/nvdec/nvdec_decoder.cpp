@@ -146,6 +146,9 @@ class NvdecDecoder final : public FrameDecoder {
     return fmt::format("NVDEC failed ({})", buf);
   }
 
+  // H.264 only, as the CPU route (LibavDecoder::skip_unreferenced).
+  void skip_unreferenced(bool on) override { skip_unreferenced_ = on && codec_ == cudaVideoCodec_H264; }
+
   // A seek: the parser is made again (a new one knows nothing of the
   // pictures before: no references, no display queue, no picture half
   // read), the bitstream filter flushed (it puts the parameter sets before
@@ -155,9 +158,6 @@ class NvdecDecoder final : public FrameDecoder {
   // the same size, so resize() changes nothing), and no decoder is taken
   // from the cache or made. Not after NVDEC's frame memory ran out (the
   // file goes on on the CPU route).
-  // H.264 only, as the CPU route (LibavDecoder::skip_unreferenced).
-  void skip_unreferenced(bool on) override { skip_unreferenced_ = on && codec_ == cudaVideoCodec_H264; }
-
   bool flush() override {
     if (out_of_memory_) return false;
     std::optional<gpu::CurrentDeviceGuard> bind;
