@@ -67,14 +67,12 @@ std::int64_t VideoRouter::expected_frames(const VideoInfo& v) {
 }
 
 void VideoRouter::open(Route& r, std::int64_t frames) {
-  ++r.open;
   r.queued += frames;
   ++r.files;
 }
 
 void VideoRouter::close(Route& r, std::int64_t left) {
   r.queued = std::max<std::int64_t>(0, r.queued - std::max<std::int64_t>(0, left));
-  --r.open;
 }
 
 int VideoRouter::slots(bool nvdec) const noexcept { return nvdec ? nvdec_slots_ : o_.cpu_slots; }

@@ -119,7 +119,6 @@ class VideoRouter {
 
  private:
   struct Route {
-    int open = 0;
     std::int64_t queued = 0;  // declared frames of its open files not yet delivered
     std::uint64_t files = 0, frames = 0;
     std::uint64_t dropped = 0;  // decoded, not delivered
