@@ -20,8 +20,13 @@
 // faulted in and zeroed); idle blocks of other sizes are freed when a new
 // block would pass the budget or the idle blocks pass `idle_bytes`. On the
 // host backend (device -1) a page-locked pool's blocks are pageable and
-// direct (copies there are memcpy). Thread-safe; blocks may be released from
-// any thread.
+// direct (copies there are memcpy). Pinning and freeing (cudaHostAlloc,
+// cudaFreeHost: milliseconds for a 1080p frame's block) happen outside the
+// pool's lock, so the other decoders' threads go on taking idle blocks
+// meanwhile. A Pipeline keeps its pool from run to run (begin_run() starts
+// the figures of the next one), so a training loop pins its frames' memory
+// once, not every epoch. Thread-safe; blocks may be released from any
+// thread.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +35,8 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "memory/host_memory_chain.hpp"
 
@@ -41,6 +48,7 @@ struct FramePoolOptions {
   std::size_t budget_bytes = 0;  // page-locked bytes; 0: no limit
   bool page_locked = true;       // false: pageable blocks only, none direct
   std::size_t idle_bytes = std::size_t{256} << 20;  // idle blocks of other sizes past this are freed on a miss
+  bool operator==(const FramePoolOptions&) const = default;
 };
 
 class FramePool {
@@ -64,23 +72,32 @@ class FramePool {
   // copy directly (Block::direct).
   bool direct(const void* p) const;
 
+  // The counts and the peak are since construction or the last begin_run().
   struct Figures {
     std::size_t page_locked_bytes = 0;       // held now, in use or idle
     std::size_t peak_page_locked_bytes = 0;
     std::uint64_t blocks_made = 0;           // allocations from the chain
     std::uint64_t pageable_blocks = 0;       // of them, past the budget or after a failed pin
+    std::uint64_t blocks_freed = 0;          // idle blocks of another size freed for room
     std::uint64_t reused = 0;                // allocate() calls served by an idle block
     std::size_t idle_bytes = 0;              // held idle now
   };
   Figures figures() const;
+  // Starts the figures of another run over the blocks held: counts from 0,
+  // the peak from the page-locked bytes held now.
+  void begin_run();
+  const FramePoolOptions& options() const noexcept { return opt_; }
 
  private:
   struct Info {
     std::size_t bytes = 0;
     bool direct = false;
+    bool locked = false;  // page-locked memory (counted in page_locked_bytes)
     bool idle = false;
   };
-  void free_idle_other_than(std::size_t bytes);  // with m_ held
+  // With m_ held: the idle blocks of sizes other than `bytes`, out of the
+  // pool's books, for the caller to free after unlocking.
+  std::vector<std::pair<void*, Info>> take_idle_other_than(std::size_t bytes);
   bool direct_kind(MemoryKind k) const noexcept;
 
   FramePoolOptions opt_;

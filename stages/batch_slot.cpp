@@ -172,6 +172,10 @@ void BatchResources::begin_run(const codecs::EngineSource& source) {
   ring_->rewind();  // the slots made first (a run that carries less leaves the others empty)
   ring_base_ = ring_->stats();
   ring_wait_base_ = ring_->wait_seconds();
+  for (const auto& b : slots_) {
+    b->holds.clear();
+    b->direct.clear();
+  }
   for (const auto& d : devices_) {
     d->in_flight.store(0);
     d->transfer = {};

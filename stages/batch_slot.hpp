@@ -192,7 +192,9 @@ class BatchResources {
   bool fits(const BatchLayout& layout) const;
   // Before another run, after one that ended normally (finish() done):
   // per-run figures start from zero, each device's decoder is asked of
-  // `engines` again (it may have been remade).
+  // `engines` again (it may have been remade), and the slots let go of the
+  // last run's frames (BatchSlot::holds: their work is done), so that their
+  // pools serve the next run.
   void begin_run(const codecs::EngineSource& engines);
   // For the packer, which holds b's staging slot (acquired, not released)
   // and has dispatched its batch (b.dev): room in the slot for `samples`

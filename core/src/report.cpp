@@ -92,8 +92,8 @@ void print_memory_and_decode(const Report& r, std::ostream& os) {
     if (v.decoders_made + v.decoders_reused > 0)
       os << fmt::format(" | NVDEC decoders made {}, reused {}", v.decoders_made, v.decoders_reused);
     if (v.direct_frames > 0)
-      os << fmt::format(" | CPU frames copied from page-locked decoder memory: {} (peak {:.0f} MiB{})",
-                        v.direct_frames, v.frame_memory_peak_mib,
+      os << fmt::format(" | CPU frames copied from page-locked decoder memory: {} (peak {:.0f} MiB, {} blocks made{})",
+                        v.direct_frames, v.frame_memory_peak_mib, v.frame_blocks_made,
                         v.frame_blocks_pageable ? fmt::format(", {} blocks past the budget", v.frame_blocks_pageable)
                                                 : std::string());
     for (const auto& [why, n] : v.cpu_reasons) os << fmt::format(" | on the CPU ({}): {}", n, why);
@@ -241,6 +241,7 @@ nlohmann::json video_json(const Report::Video& video) {
           {"direct_frames", video.direct_frames},
           {"frame_memory_peak_mib", video.frame_memory_peak_mib},
           {"frame_blocks_pageable", video.frame_blocks_pageable},
+          {"frame_blocks_made", video.frame_blocks_made},
           {"cpu_decoded", video.cpu_decoded},
           {"nvdec_decoded", video.nvdec_decoded},
           {"cpu_delivered", video.cpu_delivered},

@@ -1,5 +1,6 @@
 #include "memory/frame_pool.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "memory/gpu.hpp"
@@ -27,46 +28,62 @@ FramePool::~FramePool() {
   for (auto& [p, info] : blocks_) chain_.deallocate(const_cast<void*>(p), info.bytes, kPage);
 }
 
-void FramePool::free_idle_other_than(std::size_t bytes) {
+std::vector<std::pair<void*, FramePool::Info>> FramePool::take_idle_other_than(std::size_t bytes) {
+  std::vector<std::pair<void*, Info>> out;
   for (auto it = idle_.begin(); it != idle_.end();) {
     if (it->first == bytes) {
       ++it;
       continue;
     }
-    chain_.deallocate(it->second, it->first, kPage);
-    blocks_.erase(it->second);
+    auto b = blocks_.find(it->second);
+    out.emplace_back(it->second, b->second);
+    if (b->second.locked) figures_.page_locked_bytes -= it->first;
     figures_.idle_bytes -= it->first;
+    ++figures_.blocks_freed;
+    blocks_.erase(b);
     it = idle_.erase(it);
   }
+  return out;
 }
 
 FramePool::Block FramePool::allocate(std::size_t bytes) {
   if (bytes == 0) throw std::invalid_argument("FramePool: a block of 0 bytes");
   const std::size_t size = (bytes + kPage - 1) / kPage * kPage;
-  std::lock_guard lk(m_);
-  if (auto it = idle_.find(size); it != idle_.end()) {
-    void* p = it->second;
-    idle_.erase(it);
-    Info& info = blocks_.at(p);
-    info.idle = false;
-    figures_.idle_bytes -= size;
-    ++figures_.reused;
-    return {p, size, info.direct};
-  }
-  // Blocks of a size no decoder asks for now (a finished video's) go before
-  // the budget turns new blocks pageable.
   const bool pinning = opt_.page_locked && !chain_.host_backend();
-  if ((pinning && opt_.budget_bytes > 0 && chain_.page_locked().bytes + size > opt_.budget_bytes) ||
-      figures_.idle_bytes > opt_.idle_bytes)
-    free_idle_other_than(size);
+  std::vector<std::pair<void*, Info>> freed;
+  {
+    std::lock_guard lk(m_);
+    if (auto it = idle_.find(size); it != idle_.end()) {
+      void* p = it->second;
+      idle_.erase(it);
+      Info& info = blocks_.at(p);
+      info.idle = false;
+      figures_.idle_bytes -= size;
+      ++figures_.reused;
+      return {p, size, info.direct};
+    }
+    // Blocks of a size no decoder asks for now (a finished video's) go before
+    // the budget turns new blocks pageable.
+    if ((pinning && opt_.budget_bytes > 0 && figures_.page_locked_bytes + size > opt_.budget_bytes) ||
+        figures_.idle_bytes > opt_.idle_bytes)
+      freed = take_idle_other_than(size);
+  }
+  for (const auto& [p, info] : freed) chain_.deallocate(p, info.bytes, kPage);
   // The decoders' threads have no device of their own: pin from the run's
   // (a thread's first CUDA call would otherwise start device 0's context).
   if (pinning) gpu::set_device(opt_.device);
   void* p = chain_.allocate(size, kPage);
-  const bool direct = direct_kind(chain_.kind_of(p));
-  blocks_[p] = Info{size, direct, false};
+  const MemoryKind kind = chain_.kind_of(p);
+  const bool direct = direct_kind(kind);
+  const bool locked = is_page_locked(kind) && !chain_.host_backend();
+  std::lock_guard lk(m_);
+  blocks_[p] = Info{size, direct, locked, false};
   ++figures_.blocks_made;
   if (opt_.page_locked && !direct) ++figures_.pageable_blocks;
+  if (locked) {
+    figures_.page_locked_bytes += size;
+    figures_.peak_page_locked_bytes = std::max(figures_.peak_page_locked_bytes, figures_.page_locked_bytes);
+  }
   return {p, size, direct};
 }
 
@@ -91,11 +108,15 @@ bool FramePool::direct(const void* p) const {
 
 FramePool::Figures FramePool::figures() const {
   std::lock_guard lk(m_);
-  Figures f = figures_;
-  const AllocationStats s = chain_.page_locked();
-  f.page_locked_bytes = s.bytes;
-  f.peak_page_locked_bytes = s.peak_bytes;
-  return f;
+  return figures_;
+}
+
+void FramePool::begin_run() {
+  std::lock_guard lk(m_);
+  Figures f;
+  f.page_locked_bytes = f.peak_page_locked_bytes = figures_.page_locked_bytes;
+  f.idle_bytes = figures_.idle_bytes;
+  figures_ = f;
 }
 
 }  // namespace imgpipe::memory

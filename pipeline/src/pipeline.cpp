@@ -41,6 +41,9 @@ struct Pipeline::Impl {
   // normally: the next run with the same layout takes them, unless batches
   // of the pull API still hold some of it.
   std::shared_ptr<stages::BatchResources> kept;
+  // The last run's video frame pool (the CPU route's decoded frames, pinned
+  // once): the next run with the same options takes it and its blocks.
+  std::shared_ptr<memory::FramePool> kept_frames;
   std::weak_ptr<detail::PullRun> pulling;  // the stream of start() while it runs
   std::atomic<std::uint64_t> next_epoch{0};  // the epoch the next run gets
 
@@ -55,6 +58,20 @@ struct Pipeline::Impl {
     }
     r.reset();  // frees the old ones first (unless batches still hold them)
     return std::make_shared<stages::BatchResources>(layout, engines.source());
+  }
+
+  // After resources_for (a reused ring lets go of the last run's frames):
+  // the kept pool when nothing else holds it and its options are the run's.
+  std::shared_ptr<memory::FramePool> frames_for(const std::optional<memory::FramePoolOptions>& options,
+                                                bool& reused) {
+    std::shared_ptr<memory::FramePool> p = std::move(kept_frames);
+    reused = options && p && p.use_count() == 1 && p->options() == *options;
+    if (reused) {
+      p->begin_run();
+      return p;
+    }
+    p.reset();
+    return options ? std::make_shared<memory::FramePool>(*options) : nullptr;
   }
 
   // Before a run: the last pull run's batches that the caller keeps move out
@@ -186,6 +203,14 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   stages::BatchResources& resources = *kept_or_new;
   setup.resources(plan, resources, reused);
   if (on_resources) on_resources(kept_or_new);
+  bool frames_reused = false;
+  hooks.video_frames = frames_for(detail::video_frame_options(plan, resources), frames_reused);
+  if (hooks.video_frames) {
+    const memory::FramePool::Figures f = hooks.video_frames->figures();
+    setup.step("video frames", frames_reused ? fmt::format("the pool kept from the last run ({:.0f} MiB page-locked)",
+                                                           static_cast<double>(f.page_locked_bytes) / (1 << 20))
+                                             : std::string("a new pool (its blocks are made as the first frames decode)"));
+  }
 
   hooks.live = {options.source, std::chrono::milliseconds(cfg.batch.timeout_ms), cfg.batch.size};
   detail::StageSet stages(cfg, plan, inputs, resources, callback, stop, hooks);
@@ -213,6 +238,7 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   report.timeline = std::move(timeline);
   report.latency = stages.sink.latency().summary();
   kept = std::move(kept_or_new);  // a run that threw leaves nothing to keep
+  kept_frames = std::move(hooks.video_frames);
   return report;
 }
 

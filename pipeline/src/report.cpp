@@ -166,6 +166,7 @@ void add_decode(Report& r, const Config& cfg, const RunPlan& plan, const StageSe
       const memory::FramePool::Figures p = s.video_frames->figures();
       r.video.frame_memory_peak_mib = static_cast<double>(p.peak_page_locked_bytes) / (1 << 20);
       r.video.frame_blocks_pageable = p.pageable_blocks;
+      r.video.frame_blocks_made = p.blocks_made;
     }
   }
   if (const stages::VideoDecodeStats* v = s.source.video_decode()) {

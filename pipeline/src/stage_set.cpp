@@ -70,8 +70,11 @@ std::unique_ptr<codecs::VideoRouter> make_video_router(const Config& cfg, const 
   return std::make_unique<codecs::VideoRouter>(std::move(o));
 }
 
-std::shared_ptr<memory::FramePool> make_video_frames(const RunPlan& plan, const stages::BatchResources& resources) {
-  if (!plan.video_frame_pool) return nullptr;
+}  // namespace
+
+std::optional<memory::FramePoolOptions> video_frame_options(const RunPlan& plan,
+                                                            const stages::BatchResources& resources) {
+  if (!plan.video_frame_pool) return std::nullopt;
   memory::FramePoolOptions o;
   o.page_locked = plan.video_frames_bytes > 0 && !resources.ring().zero_copy();
   o.device = plan.devices.front();
@@ -79,16 +82,19 @@ std::shared_ptr<memory::FramePool> make_video_frames(const RunPlan& plan, const 
   // whatever device is current there, and every GPU of the run copies out.
   o.portable = true;
   o.budget_bytes = plan.video_frames_bytes;
-  return std::make_shared<memory::FramePool>(o);
+  // Idle page-locked blocks of another size are kept up to the budget:
+  // pinning a block again costs far more than holding it (a folder mixes
+  // 360p, 720p and 1080p files, and each size comes back).
+  if (o.page_locked) o.idle_bytes = std::max(o.idle_bytes, o.budget_bytes);
+  return o;
 }
-}  // namespace
 
 StageSet::StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,
                    stages::BatchResources& resources, const BatchCallback& callback, const std::atomic<bool>& stop,
                    const RunHooks& hooks)
     : steering(plan.gpu_decode_adaptive, kInitialGpuShare, plan.threads, static_cast<int>(plan.devices.size())),
       video_router(make_video_router(cfg, plan, inputs)),
-      video_frames(make_video_frames(plan, resources)),
+      video_frames(hooks.video_frames),
       source(inputs.items, cfg.input.video, plan.threads, stop, hooks.live, video_router.get(), video_frames,
              static_cast<std::uint64_t>(cfg.transform.seed), inputs.epoch),
       decode(cfg.decode, cfg.transform, cfg.input.video.orientation, plan.resize_on_gpu ? plan.frame_budget : 0,

@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +30,14 @@ struct RunHooks {
   stages::LiveOptions live;
   stages::BatchHandoff handoff;
   bool checked = false;  // the inputs and the dump folder were checked already (start())
+  // The pool the CPU route decodes video frames into (video_frame_options;
+  // null without video files): the Pipeline keeps it from run to run.
+  std::shared_ptr<memory::FramePool> video_frames;
 };
+
+// The options of the run's video frame pool; none without video files.
+std::optional<memory::FramePoolOptions> video_frame_options(const RunPlan& plan,
+                                                            const stages::BatchResources& resources);
 
 struct StageSet {
   StageSet(const Config& cfg, const RunPlan& plan, const stages::InputList& inputs,
@@ -38,9 +47,9 @@ struct StageSet {
   codecs::RouteSteering steering;
   codecs::GpuDecodeMeter gpu_decode;
   std::unique_ptr<codecs::VideoRouter> video_router;  // null without video files
-  // The blocks the CPU route decodes video frames into (null without video
-  // files; page-locked per RunPlan::video_frames_bytes). Frames keep it
-  // alive past the run.
+  // The blocks the CPU route decodes video frames into (RunHooks::video_frames;
+  // page-locked per RunPlan::video_frames_bytes). Frames keep it alive past
+  // the run.
   std::shared_ptr<memory::FramePool> video_frames;
   // Each failed input said as it happens (the report lists them all).
   stages::FailureLog failure_log;

@@ -118,3 +118,50 @@ TEST_CASE("frame pool: a pageable pool's blocks are never direct, and idle block
   CHECK(pool.figures().idle_bytes == 2 * MiB);
   pool.release(other.data);
 }
+
+TEST_CASE("frame pool: begin_run starts the figures over the blocks held, which the next run reuses") {
+  FramePool pool({-1, false, 0});
+  const FramePool::Block a = pool.allocate(MiB);
+  const FramePool::Block b = pool.allocate(2 * MiB);
+  pool.release(a.data);
+  pool.release(b.data);
+  CHECK(pool.figures().blocks_made == 2);
+  pool.begin_run();
+  FramePool::Figures f = pool.figures();
+  CHECK(f.blocks_made == 0);
+  CHECK(f.reused == 0);
+  CHECK(f.idle_bytes == 3 * MiB);  // still held
+  const FramePool::Block again = pool.allocate(2 * MiB);
+  CHECK(again.data == b.data);
+  f = pool.figures();
+  CHECK(f.blocks_made == 0);
+  CHECK(f.reused == 1);
+  CHECK(pool.options() == FramePoolOptions{-1, false, 0});
+  CHECK_FALSE(pool.options() == FramePoolOptions{-1, false, MiB});
+  pool.release(again.data);
+}
+
+TEST_CASE("frame pool: threads that miss make their blocks at once, and idle blocks of another size are freed once") {
+  FramePoolOptions o;
+  o.device = -1;
+  o.page_locked = false;
+  o.idle_bytes = 2 * MiB;
+  FramePool pool(o);
+  std::vector<FramePool::Block> small;
+  for (int i = 0; i < 4; ++i) small.push_back(pool.allocate(MiB));
+  for (const auto& blk : small) pool.release(blk.data);
+  std::vector<std::thread> threads;
+  std::vector<FramePool::Block> got(8);
+  for (int t = 0; t < 8; ++t) threads.emplace_back([&pool, &got, t] { got[t] = pool.allocate(3 * MiB); });
+  for (auto& t : threads) t.join();
+  const FramePool::Figures f = pool.figures();
+  CHECK(f.blocks_made == 4 + 8);
+  CHECK(f.blocks_freed == 4);  // the first miss past idle_bytes took them all
+  CHECK(f.idle_bytes == 0);
+  for (const auto& blk : got) {
+    CHECK(blk.bytes == 3 * MiB);
+    std::memset(blk.data, 1, blk.bytes);
+    pool.release(blk.data);
+  }
+  CHECK(pool.figures().idle_bytes == 24 * MiB);
+}

@@ -178,10 +178,18 @@ TEST_CASE("clips: epochs draw new clips, the seed reproduces them, and ranks spl
     return s;
   };
   Pipeline p(c);
-  const auto e0 = key(clips_of(p));
+  Report r0;
+  const auto e0 = key(clips_of(p, &r0));
   const auto e1 = key(clips_of(p));
   CHECK(e0.size() >= 8);
   CHECK(e0 != e1);
+  // Epoch 0 again on the kept Pipeline: the same clips, decoded into the
+  // frame blocks the earlier runs made (the pool is kept from run to run).
+  p.set_epoch(0);
+  Report r2;
+  CHECK(key(clips_of(p, &r2)) == e0);
+  CHECK(r0.video.frame_blocks_made > 0);
+  CHECK(r2.video.frame_blocks_made < r0.video.frame_blocks_made);
   Pipeline again(c);
   CHECK(key(clips_of(again)) == e0);
   // Two ranks: each video on one of them, every clip of epoch 0 delivered once.

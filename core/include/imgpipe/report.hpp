@@ -231,10 +231,12 @@ struct Report {
     // CPU-decoded frames the transfer copied straight out of the decoders'
     // page-locked buffers (memory.video_frames_mb; the others were copied
     // into the staging by the CPU), the most page-locked MiB those buffers
-    // held, and the buffers made of ordinary memory past the budget.
+    // held, the buffers made of ordinary memory past the budget, and the
+    // buffers made this run (a Pipeline's later runs reuse the last run's).
     std::uint64_t direct_frames = 0;
     double frame_memory_peak_mib = 0;
     std::uint64_t frame_blocks_pageable = 0;
+    std::uint64_t frame_blocks_made = 0;
     // Frames each route's decoders produced, delivered or not (a clip's
     // frames from its keyframe on, the frames a stride passes over, frames
     // decoded again after damage), and those the readers delivered on it:
