@@ -1,7 +1,9 @@
 // input.video.clips on a video file: the reader decodes each clip the plan
 // names (imgpipe/clips.hpp) whole, seeking to the keyframe before its first
 // frame where that is nearer than decoding on (codecs::VideoFile::seek:
-// frame-accurate, by index in presentation order), and queues its frames
+// frame-accurate, by index in presentation order), leaving undecoded the
+// H.264 frames between its frames that no frame refers to
+// (codecs::VideoFile::want, skip_to), and queues its frames
 // only once all are decoded, so that the source never takes part of a clip.
 // A break inside a clip is the video's one failure, naming the clip and
 // the frame; the clips before it are delivered.
@@ -113,6 +115,7 @@ void VideoReader::State::read_clips(codecs::VideoFile& file, std::int64_t& index
   for (std::size_t k = 0; k < plan.clips.size(); ++k) {
     const std::vector<std::int64_t>& at = plan.clips[k];
     clip.clear();
+    file.want(at);  // the frames between the clip's (its stride) need not be decoded
     for (std::size_t j = 0; j < at.size(); ++j) {
       index = at[j];
       VideoPayload p;

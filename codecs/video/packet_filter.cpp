@@ -60,24 +60,59 @@ void PacketFilter::flush() noexcept {
   av_packet_unref(in_);
 }
 
+namespace {
+// One NAL unit's header under h264_unreferenced's rule: -1 the unit is decoded
+// (a reference slice, a parameter set, an SVC/MVC slice), 1 an unreferenced
+// slice, 0 neither.
+int judge_nal(std::uint8_t header) noexcept {
+  const int type = header & 0x1f;
+  const int ref_idc = (header >> 5) & 3;
+  if (type >= 1 && type <= 5) return ref_idc != 0 ? -1 : 1;
+  if (type == 7 || type == 8 || type == 13 || type == 15 || type == 20) return -1;
+  return 0;
+}
+}  // namespace
+
+bool h264_unreferenced_sized(const std::uint8_t* data, std::size_t size, int length_bytes) noexcept {
+  if (length_bytes < 1 || length_bytes > 4) return false;
+  const auto n = static_cast<std::size_t>(length_bytes);
+  bool slice = false;
+  for (std::size_t i = 0; i < size;) {
+    if (size - i < n + 1) return false;
+    std::size_t len = 0;
+    for (std::size_t k = 0; k < n; ++k) len = len << 8 | data[i + k];
+    i += n;
+    if (len == 0 || len > size - i) return false;
+    const int j = judge_nal(data[i]);
+    if (j < 0) return false;
+    slice = slice || j > 0;
+    i += len;
+  }
+  return slice;
+}
+
 bool h264_unreferenced(const std::uint8_t* data, std::size_t size) noexcept {
   bool slice = false;
   // Each NAL unit follows a 00 00 01 start code (emulation prevention keeps
   // the sequence out of the units' payloads).
   for (std::size_t i = 0; i + 3 < size; ++i) {
     if (data[i] != 0 || data[i + 1] != 0 || data[i + 2] != 1) continue;
-    const std::uint8_t header = data[i + 3];
-    const int type = header & 0x1f;
-    const int ref_idc = (header >> 5) & 3;
-    if (type >= 1 && type <= 5) {
-      if (ref_idc != 0) return false;
-      slice = true;
-    } else if (type == 7 || type == 8 || type == 13 || type == 15 || type == 20) {
-      return false;  // parameter sets (SPS, PPS, SPS extension, subset SPS), or an SVC/MVC slice
-    }
+    // A reference slice, a parameter set (SPS, PPS, SPS extension, subset
+    // SPS) or an SVC/MVC slice: decoded.
+    const int j = judge_nal(data[i + 3]);
+    if (j < 0) return false;
+    slice = slice || j > 0;
     i += 3;
   }
   return slice;
+}
+
+bool h264_unreferenced_packet(const AVStream* st, const AVPacket& p) noexcept {
+  const AVCodecParameters* c = st->codecpar;
+  if (c->codec_id != AV_CODEC_ID_H264 || p.data == nullptr || p.size <= 0) return false;
+  const auto size = static_cast<std::size_t>(p.size);
+  if (c->extradata_size >= 5 && c->extradata[0] == 1) return h264_unreferenced_sized(p.data, size, (c->extradata[4] & 3) + 1);
+  return h264_unreferenced(p.data, size);
 }
 
 }  // namespace imgpipe::codecs

@@ -46,5 +46,14 @@ class PacketFilter {
 // such units leaves every other picture as it decodes (the same rule as
 // libavcodec's AVDISCARD_NONREF).
 bool h264_unreferenced(const std::uint8_t* data, std::size_t size) noexcept;
+// The same rule for an access unit whose NAL units are each preceded by
+// their size in `length_bytes` (1 to 4) big-endian bytes (AVCC: MP4,
+// Matroska; the stream's extradata names the size). False for a unit whose
+// sizes do not add up.
+bool h264_unreferenced_sized(const std::uint8_t* data, std::size_t size, int length_bytes) noexcept;
+// The rule for a packet of stream `st` as the demuxer gives it: sizes as
+// the extradata's avcC record says (MP4, Matroska), else start codes
+// (MPEG-TS, raw H.264). False for any other codec.
+bool h264_unreferenced_packet(const AVStream* st, const AVPacket& p) noexcept;
 
 }  // namespace imgpipe::codecs

@@ -20,6 +20,7 @@ extern "C" {
 #include "codecs/video/damage.hpp"
 #include "codecs/video/demuxer.hpp"
 #include "codecs/video/av_error.hpp"
+#include "codecs/video/packet_filter.hpp"
 #include "codecs/video/video_file_impl.hpp"
 #include "codecs/video/libav/libav_decoder.hpp"
 #include "codecs/video/nvdec/nvdec_decoder.hpp"
@@ -100,6 +101,7 @@ VideoFile::Next VideoFile::Impl::deliver(std::shared_ptr<VideoFrame>& out) {
   }
   covered = std::max(covered, frames + 1);
   last_pts = d.pts;
+  last_index = frames;
   out = std::move(d.frame);
   ++frames;
   ++delivered_total;
@@ -266,13 +268,17 @@ void VideoFile::Impl::send_packet() {
   // open GOP's leading frames after a seek: libavcodec's H.264 and HEVC
   // decoders put none of them out), which would hold the target back for
   // kReorder packets.
-  // Its frame may as well not be decoded where no other frame refers to it.
+  // Its frame may as well not be decoded where no other frame refers to it;
+  // so too a frame the caller does not want (want()) that no frame refers
+  // to, which then never comes out. One that others refer to is decoded and
+  // waited for (damage in it breaks the file where decoding on would).
   const bool before_target = resync == Resync::target && pts != AV_NOPTS_VALUE && pts < target_pts;
-  if (pts != AV_NOPTS_VALUE && !before_target) pending.push_back({sent, pts});
+  const bool passed = before_target || (unwanted(pts) && h264_unreferenced_packet(demux->stream(), *pkt));
+  if (pts != AV_NOPTS_VALUE && !passed) pending.push_back({sent, pts});
   if (pkt->dts != AV_NOPTS_VALUE) sent_dts = pkt->dts;
   while (!pending.empty() && pending.front().seq < sent - kReorder) pending.pop_front();
   ++sent;
-  dec->skip_unreferenced(before_target);
+  dec->skip_unreferenced(passed);
   const int r = dec->send(pkt);
   av_packet_unref(pkt);
   if (r == AVERROR(ENOMEM) && leave_nvdec()) return;
@@ -308,6 +314,7 @@ bool VideoFile::seek(std::int64_t index) {
   return d_->seek(index);
 }
 bool VideoFile::skip_to(std::int64_t index) { return d_->skip_to(index); }
+void VideoFile::want(const std::vector<std::int64_t>& indices) { d_->want(indices); }
 const FrameIndex& VideoFile::frame_index() { return d_->frame_index(); }
 bool VideoFile::seeks_from_start() { return d_->frame_index().seeks_from_start; }
 const std::string& VideoFile::error() const noexcept { return d_->error; }

@@ -42,6 +42,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "codecs/video/frame.hpp"
 #include "codecs/video/frame_index.hpp"
@@ -127,12 +128,22 @@ class VideoFile {
   // among those before it that no other frame refers to is not decoded, as
   // before a seek's target. Damage met before `index` breaks the file as
   // decoding each frame would, at the frame it is found in (where the
-  // decoder gives no time, at the first frame not delivered). False, and
-  // nothing changes (next() goes on frame by frame), where the file cannot
-  // tell frames by time: on NVDEC, under frame threads (damage there is
-  // placed by decoding again), before the index is built, with decode times
-  // only, several segments, or `index` not ahead of frames().
+  // decoder gives no time, at the first frame not delivered; under frame
+  // threads and on NVDEC, where a one-thread decode from the frame
+  // delivered last places it). False, and nothing changes (next() goes on
+  // frame by frame), where the file cannot tell frames by time: before the
+  // index is built, with decode times only, several segments, after damage,
+  // or `index` not ahead of frames().
   bool skip_to(std::int64_t index);
+  // The frames the caller asks for next (a clip's), by index: where the
+  // decoder is fed ahead of what is delivered (frame threads, NVDEC), an
+  // H.264 frame before the last of them that is not among them and that no
+  // other frame refers to is not decoded (with one thread, skip_to() alone
+  // spares the same frames). The caller then reaches each of them with
+  // seek() or skip_to(). Replaces the last call's; forgotten when the file
+  // is decoded again to place damage or off NVDEC, and ignored where
+  // skip_to() cannot skip. An empty list: every frame.
+  void want(const std::vector<std::int64_t>& indices);
   // The index seek() builds (built here when it was not).
   const FrameIndex& frame_index();
   // Whether seek() decodes from the file's start, counting frames (a

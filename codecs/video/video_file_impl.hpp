@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -86,6 +87,12 @@ struct VideoFile::Impl {
   // `skipped_from`, and damage before the target breaks the file there.
   bool skipping = false;
   std::int64_t skipped_from = 0;
+  // want(): the presentation times of the frames asked for next, sorted.
+  // Before the last, a packet of another frame is sent as one before a
+  // seek's target (send_packet). Cleared where the file is decoded again
+  // other than by seek().
+  std::vector<std::int64_t> wanted;
+  std::int64_t last_index = -1;  // the frame delivered last, since the last seek()
   std::unique_ptr<FrameIndex> findex;        // built by the first seek()
   // Since a seek the frames are checked against the index: the keyframe
   // decoding started from (the index's keys), -1 from the file's start. A
@@ -204,6 +211,14 @@ struct VideoFile::Impl {
   bool restart(Resync how, int threads = 1, const std::string& why = {}, bool seeking = false);
   bool seek(std::int64_t index);
   bool skip_to(std::int64_t index);
+  void want(const std::vector<std::int64_t>& indices);
+  // A packet at `pts` of a frame want() does not ask for, before the last it
+  // asks for, where frames are held back (with one thread, skip_to() is
+  // asked before the decoder is fed past the next frame asked for).
+  bool unwanted(std::int64_t pts) const noexcept {
+    return hold > 0 && !wanted.empty() && pts != AV_NOPTS_VALUE && pts < wanted.back() &&
+           !std::binary_search(wanted.begin(), wanted.end(), pts);
+  }
   void unskip(std::int64_t pts);
   const FrameIndex& frame_index() {
     if (!findex) {
@@ -226,6 +241,9 @@ struct VideoFile::Impl {
   // (from the start when the container cannot seek there, or nothing was
   // delivered): restart()'s overlap, else its count.
   bool resume(int with_threads, const std::string& why = {}) {
+    // Frames skip_to() passed over are decoded again: from the one after
+    // the frame delivered last, counted from there.
+    if (last_index >= 0 && frames > last_index + 1) frames = covered = last_index + 1;
     if (frames > 0 && last_pts != AV_NOPTS_VALUE && restart(Resync::overlap, with_threads, why)) return true;
     return restart(Resync::count, with_threads, why);
   }

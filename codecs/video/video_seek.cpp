@@ -42,6 +42,7 @@ bool VideoFile::Impl::restart(Resync how, int with_threads, const std::string& w
   } else {
     discarded = 0;  // read again
   }
+  if (!seeking) wanted.clear();  // every frame again, to place damage or off NVDEC
   if (!(seeking && device >= 0 && dec->flush())) {
     try {
       auto lib = std::make_unique<LibavDecoder>(demux->stream(), demux->decoder(), with_threads, frame_pool);
@@ -124,6 +125,7 @@ bool VideoFile::Impl::decode_again_earlier() {
   logger()->debug("'{}': frame {} did not come out of the {} decoder after a seek: decoding again from an earlier keyframe",
                   path, frames, device >= 0 ? "NVDEC" : "libavcodec");
   target_pts = findex->pts[static_cast<std::size_t>(frames)];
+  wanted.clear();  // a frame want() left undecoded may be the cause
   seek_key = std::min<std::int64_t>(seek_key, findex->key_of[static_cast<std::size_t>(frames)]) - 1;
   if (seek_key >= 0 && restart(Resync::target, threads, {}, true)) return true;
   seek_key = -1;
@@ -140,6 +142,7 @@ bool VideoFile::Impl::seek(std::int64_t index) {
   damage_seq = INT64_MAX;
   relocated = false;
   last_pts = AV_NOPTS_VALUE;
+  last_index = -1;
   if (index < 0 || static_cast<std::size_t>(index) >= x.size()) {
     frames = covered = static_cast<std::int64_t>(x.size());
     done = Next::end;
@@ -170,15 +173,15 @@ bool VideoFile::Impl::seek(std::int64_t index) {
 // Decoding on to frame `index` without its frames before: they are dropped
 // by their times as before a seek's target (Resync::target), and those no
 // frame refers to are not decoded (send_packet). Only where frames are told
-// by time and damage needs no placing by a decode again (see skip_to() in
-// video_file.hpp).
+// by time (see skip_to() in video_file.hpp). Where frames are held back
+// (frame threads, NVDEC), damage the decoder finds is placed by decoding
+// again from the frame delivered last (resume() counts from there).
 bool VideoFile::Impl::skip_to(std::int64_t index) {
-  if (!findex || device >= 0 || hold > 0 || resync != Resync::none || done != Next::frame || !damage.empty() ||
-      draining)
-    return false;
+  if (!findex || resync != Resync::none || done != Next::frame) return false;  // damage: below
   const FrameIndex& x = *findex;
   if (x.seeks_from_start || x.segments.size() > 1 || index <= frames || index >= static_cast<std::int64_t>(x.size()))
     return false;
+  if (!damage.empty()) return false;
   const std::int64_t target = x.pts[static_cast<std::size_t>(index)];
   // Frames out of the decoder already: those before the target go; the
   // target among them is delivered next as it is.
@@ -196,6 +199,15 @@ bool VideoFile::Impl::skip_to(std::int64_t index) {
   }
   frames = covered = index;
   return true;
+}
+
+void VideoFile::Impl::want(const std::vector<std::int64_t>& indices) {
+  wanted.clear();
+  if (!findex || findex->seeks_from_start || findex->segments.size() > 1) return;
+  for (const std::int64_t i : indices)
+    if (i >= 0 && static_cast<std::size_t>(i) < findex->size()) wanted.push_back(findex->pts[static_cast<std::size_t>(i)]);
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
 }
 
 // Damage at `pts` while skipping: the file breaks at the frame it is found

@@ -381,6 +381,16 @@ TEST_CASE("video route: h264_unreferenced names the Annex B access units whose e
   CHECK_FALSE(unref({0, 0, 0, 1, 0x09, 0x10}));                    // no slice at all
   CHECK_FALSE(unref({}));
   CHECK_FALSE(unref({0, 0, 1}));                                   // cut before the NAL header
+  // The same units with 4-byte (and 2-byte) sizes instead of start codes (AVCC).
+  const auto sized = [](const Bytes& b, int n) { return codecs::h264_unreferenced_sized(b.data(), b.size(), n); };
+  CHECK(sized({0, 0, 0, 3, 0x01, 0x88, 0x84}, 4));
+  CHECK_FALSE(sized({0, 0, 0, 3, 0x21, 0x88, 0x84}, 4));
+  CHECK(sized({0, 2, 0x09, 0x10, 0, 2, 0x01, 0x9a}, 2));            // AUD, then the slice
+  CHECK_FALSE(sized({0, 2, 0x01, 0x9a, 0, 2, 0x41, 0x9a}, 2));      // the second slice a reference
+  CHECK_FALSE(sized({0, 2, 0x67, 0x64, 0, 2, 0x01, 0x9a}, 2));      // an SPS first
+  CHECK_FALSE(sized({0, 0, 0, 9, 0x01, 0x88, 0x84}, 4));            // a size past the end
+  CHECK_FALSE(sized({0, 0, 0, 0}, 4));                              // an empty unit
+  CHECK_FALSE(sized({0, 2, 0x01, 0x9a}, 5));                        // no such size
 
   // A real stream: without B-pyramid every B-frame x264 makes is a
   // non-reference picture, every I- and P-frame a reference. Each packet
@@ -400,6 +410,7 @@ TEST_CASE("video route: h264_unreferenced names the Annex B access units whose e
   ctx->thread_count = 1;
   REQUIRE(avcodec_open2(ctx, codec, nullptr) == 0);
   std::map<std::int64_t, bool> judged;  // pts -> unreferenced
+  std::map<std::int64_t, bool> judged_mp4;  // the same, of the packets as the MP4 holds them (sized units)
   std::map<std::int64_t, bool> b_frame;  // pts -> libavcodec's picture type is B
   AVPacket* in = av_packet_alloc();
   AVPacket* out = av_packet_alloc();
@@ -411,6 +422,7 @@ TEST_CASE("video route: h264_unreferenced names the Annex B access units whose e
     codecs::PacketFilter f(fmt->streams[s]);
     while (av_read_frame(fmt, in) >= 0) {
       if (in->stream_index == s) {
+        judged_mp4[in->pts] = codecs::h264_unreferenced_packet(fmt->streams[s], *in);
         REQUIRE(avcodec_send_packet(ctx, in) == 0);
         frames();
         REQUIRE(f.send(in) == 0);
@@ -436,6 +448,7 @@ TEST_CASE("video route: h264_unreferenced names the Annex B access units whose e
     CAPTURE(pts);
     REQUIRE(b_frame.count(pts) == 1);
     CHECK(u == b_frame.at(pts));
+    CHECK(judged_mp4.at(pts) == u);
     unreferenced += u ? 1 : 0;
   }
   CHECK(unreferenced >= 30);  // three B-frames in four, but at the GOPs' ends

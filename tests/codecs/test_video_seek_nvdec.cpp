@@ -283,51 +283,65 @@ TEST_CASE("video seek: an H.264 seek leaves undecoded the frames before its targ
   check_unreferenced_left({}, -1, 0);  // bit for bit on the CPU route
 }
 
+namespace {
+// Every other frame of make_nonref_clip's file from `first`, as a clip of
+// stride 2 reads them (want() told of them all, then skip_to() each), on
+// the route `vo` sends it to (`device`): each frame within `tolerance`
+// levels of the sequential CPU decode's, and the B-frames between left
+// undecoded (frames are held back under frame threads and on NVDEC: the
+// decoder is sent them before skip_to() asks, and want() is what spares them).
+void check_stride_two(const std::string& path, const std::vector<std::vector<std::uint8_t>>& whole,
+                      const codecs::VideoFileOptions& vo, int device, int tolerance, std::int64_t first) {
+  CAPTURE(first);
+  VideoFile f(path, vo);
+  REQUIRE_MESSAGE(f.device() == device, f.cpu_reason());
+  f.frame_index();
+  std::vector<std::int64_t> every_other;
+  for (std::int64_t k = first; k < 100; k += 2) every_other.push_back(k);
+  f.want(every_other);
+  std::shared_ptr<VideoFrame> frame;
+  for (const std::int64_t k : every_other) {
+    CAPTURE(k);
+    if (k > 0) REQUIRE(f.skip_to(k));
+    CHECK(f.frames() == k);
+    REQUIRE_MESSAGE(f.next(frame) == VideoFile::Next::frame, f.error());
+    CHECK(frame->device() == device);
+    CHECK(max_diff(bgr_of(*frame), whole[static_cast<std::size_t>(k)]) <= tolerance);
+  }
+  // Of the frames passed over, the B-frames are left undecoded; the I- and
+  // P-frames are decoded. Without the skip all 100 are.
+  CAPTURE(f.decoded());
+  CHECK(f.decoded() <= (first == 0 ? 85 : 95));
+  CHECK(f.decoded() >= 50);
+  CHECK_FALSE(f.skip_to(f.frames()));  // not ahead
+}
+}  // namespace
+
 TEST_CASE("video seek: skip_to decodes on to a later frame, leaving the unreferenced frames between undecoded") {
   imgpipe::test::TempDir dir;
   const std::string path = (dir / "nonref.mp4").string();
   make_nonref_clip(path);
   const std::vector<std::vector<std::uint8_t>> whole = cpu_frames(path);
   REQUIRE(whole.size() == 100);
-  // Every other frame, from frame 0 and from frame 1, as a clip of stride 2
-  // reads them: each the sequential decode's, bit for bit.
-  for (const std::int64_t first : {0, 1}) {
-    CAPTURE(first);
-    VideoFile f(path);
-    f.frame_index();
-    std::shared_ptr<VideoFrame> frame;
-    for (std::int64_t k = first; k < 100; k += 2) {
-      CAPTURE(k);
-      if (k > 0) REQUIRE(f.skip_to(k));
-      CHECK(f.frames() == k);
-      REQUIRE_MESSAGE(f.next(frame) == VideoFile::Next::frame, f.error());
-      CHECK(max_diff(bgr_of(*frame), whole[static_cast<std::size_t>(k)]) == 0);
-    }
-    // Of the frames passed over, the B-frames are left undecoded, unless the
-    // decoder was sent them before the skip was asked for (its reorder
-    // delay); the I- and P-frames are decoded. Without the skip all 100 are.
-    CAPTURE(f.decoded());
-    CHECK(f.decoded() <= (first == 0 ? 85 : 95));
-    CHECK(f.decoded() >= 50);
-    CHECK_FALSE(f.skip_to(f.frames()));  // not ahead
+  // Every other frame, from frame 0 and from frame 1, bit for bit, with one
+  // thread and under frame threads (frames held back).
+  codecs::VideoFileOptions vo;
+  for (const int threads : {1, 2}) {
+    CAPTURE(threads);
+    vo.threads = threads;
+    for (const std::int64_t first : {0, 1}) check_stride_two(path, whole, vo, -1, 0, first);
   }
   {  // Where the file cannot skip: nothing changes, the frames come one by one.
     VideoFile before(path);  // no index yet
     CHECK_FALSE(before.skip_to(10));
     CHECK(before.frames() == 0);
-    codecs::VideoFileOptions threads;
-    threads.threads = 2;  // frame threads: damage is placed by decoding again
-    VideoFile f(path, threads);
-    f.frame_index();
-    CHECK_FALSE(f.skip_to(10));
-    std::shared_ptr<VideoFrame> frame;
-    REQUIRE(f.next(frame) == VideoFile::Next::frame);
-    CHECK(f.frames() == 1);
   }
   // Damage among the frames passed over breaks the file as a frame-by-frame
   // decode does: the IDR frame at 50 overwritten in the middle. Read from
   // frame 1 every other frame, the frames delivered are the sequential
-  // decode's before its break, and the break is at that frame.
+  // decode's before its break, and the break is at that frame; under frame
+  // threads too, where a one-thread decode from the frame delivered last
+  // places the damage.
   std::vector<std::uint8_t> bytes = imgpipe::test::read_bytes(path);
   std::int64_t key_pos = -1;
   {
@@ -354,22 +368,28 @@ TEST_CASE("video seek: skip_to decodes on to a later frame, leaving the unrefere
   REQUIRE(!seq_error.empty());
   REQUIRE(seq_break >= 40);
   REQUIRE(seq_break <= 55);
-  VideoFile f(broken);
-  f.frame_index();
-  std::shared_ptr<VideoFrame> frame;
-  std::int64_t k = 1;
-  VideoFile::Next got = VideoFile::Next::frame;
-  for (; k < 100 && got == VideoFile::Next::frame; k += 2) {
-    CAPTURE(k);
-    f.skip_to(k);  // as the clip reader: where it cannot skip, frame by frame
-    while (got == VideoFile::Next::frame && f.frames() <= k) got = f.next(frame);
-    if (got != VideoFile::Next::frame) break;
-    CHECK(k < seq_break);
-    CHECK(max_diff(bgr_of(*frame), whole[static_cast<std::size_t>(k)]) == 0);
+  for (const int threads : {1, 2}) {
+    CAPTURE(threads);
+    vo.threads = threads;
+    VideoFile f(broken, vo);
+    f.frame_index();
+    std::vector<std::int64_t> odd;
+    for (std::int64_t k = 1; k < 100; k += 2) odd.push_back(k);
+    f.want(odd);
+    std::shared_ptr<VideoFrame> frame;
+    VideoFile::Next got = VideoFile::Next::frame;
+    for (const std::int64_t k : odd) {
+      CAPTURE(k);
+      f.skip_to(k);  // as the clip reader: where it cannot skip, frame by frame
+      while (got == VideoFile::Next::frame && f.frames() <= k) got = f.next(frame);
+      if (got != VideoFile::Next::frame) break;
+      CHECK(k < seq_break);
+      CHECK(max_diff(bgr_of(*frame), whole[static_cast<std::size_t>(k)]) == 0);
+    }
+    CAPTURE(f.error());
+    CHECK(f.error() == seq_error);
+    CHECK(f.frames() == seq_break);
   }
-  CAPTURE(f.error());
-  CHECK(f.error() == seq_error);
-  CHECK(f.frames() == seq_break);
 }
 
 TEST_CASE("video seek: damage skip_to passes over in a frame others refer to breaks the file at that frame") {
@@ -423,14 +443,27 @@ TEST_CASE("video seek: damage skip_to passes over in a frame others refer to bre
   REQUIRE(seq_break <= damaged_frame);  // B-frames shown before it are decoded after it
   // Frame 0, then on to frame 45 in the same GOP: the damaged P-frame is
   // decoded on the way (others refer to it), and the file breaks there.
-  VideoFile f(broken);
-  f.frame_index();
-  std::shared_ptr<VideoFrame> frame;
-  REQUIRE(f.next(frame) == VideoFile::Next::frame);
-  REQUIRE(f.skip_to(45));
-  CHECK(f.next(frame) == VideoFile::Next::broken);
-  CHECK(f.frames() == damaged_frame);
-  CHECK(f.error().starts_with("damaged data at frame " + std::to_string(damaged_frame) + ": "));
+  // Under frame threads the damage is placed by a one-thread decode of
+  // every frame from frame 0: the frames up to the break come one by one,
+  // as the reader passes them, and the break is the sequential decode's.
+  for (const int threads : {1, 2}) {
+    CAPTURE(threads);
+    codecs::VideoFileOptions vo;
+    vo.threads = threads;
+    VideoFile f(broken, vo);
+    f.frame_index();
+    f.want({0, 45});
+    std::shared_ptr<VideoFrame> frame;
+    REQUIRE(f.next(frame) == VideoFile::Next::frame);
+    REQUIRE(f.skip_to(45));
+    VideoFile::Next got = f.next(frame);
+    if (threads > 1)
+      while (got == VideoFile::Next::frame && f.frames() <= 45) got = f.next(frame);
+    const std::int64_t at = threads > 1 ? seq_break : damaged_frame;
+    CHECK(got == VideoFile::Next::broken);
+    CHECK(f.frames() == at);
+    CHECK(f.error().starts_with("damaged data at frame " + std::to_string(at) + ": "));
+  }
 }
 
 TEST_CASE("video seek nvdec: an H.264 seek on NVDEC leaves the unreferenced frames before its target undecoded too") {
@@ -439,6 +472,18 @@ TEST_CASE("video seek nvdec: an H.264 seek on NVDEC leaves the unreferenced fram
   const OnNvdec on;
   const codecs::VideoFileOptions& vo = on.vo;
   check_unreferenced_left(vo, 0, 1);  // within one level of the CPU's frames
+}
+
+TEST_CASE("video seek nvdec: a clip's stride on NVDEC leaves the unreferenced frames between its frames undecoded") {
+  std::string why;
+  IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
+  const OnNvdec on;
+  imgpipe::test::TempDir dir;
+  const std::string path = (dir / "nonref.mp4").string();
+  make_nonref_clip(path);
+  const std::vector<std::vector<std::uint8_t>> whole = cpu_frames(path);
+  REQUIRE(whole.size() == 100);
+  for (const std::int64_t first : {0, 1}) check_stride_two(path, whole, on.vo, 0, 1, first);
 }
 
 TEST_CASE("video seek nvdec: seeks forwards and back stay on NVDEC with the same decoder, on the CPU's frames") {

@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "awkward_videos.hpp"
@@ -124,9 +125,14 @@ TEST_CASE("clips: every frame of every clip is the full decode's frame at its in
     REQUIRE(!frames.empty());
     const auto count = static_cast<std::int64_t>(frames.size());
     CHECK(frames.rbegin()->first == count - 1);  // indices 0..count-1, none missing
-    for (const ClipLayout layout : {ClipLayout::cthw, ClipLayout::tchw, ClipLayout::thwc}) {
+    // Each layout with one decoder thread, and cthw under frame threads (frames
+    // held back, as on NVDEC: want() spares the stride's unreferenced frames).
+    for (const auto& [layout, threads] : {std::pair{ClipLayout::cthw, 1}, std::pair{ClipLayout::tchw, 1},
+                                          std::pair{ClipLayout::thwc, 1}, std::pair{ClipLayout::cthw, 2}}) {
       CAPTURE(static_cast<int>(layout));
+      CAPTURE(threads);
       Config c = base(v.path);
+      c.input.video.threads = threads;
       c.batch.size = 2;
       c.transform.seed = 11;
       c.input.video.clips.length = 5;
