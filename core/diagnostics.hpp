@@ -19,6 +19,10 @@
 //   IMGPIPE_CUDA_WAIT=POLICY   how threads wait for the run's GPUs: block,
 //                              yield, spin, or auto (CUDA's default), in
 //                              place of imgpipe's (gpu::set_wait_policy)
+//   IMGPIPE_HEAP=POLICY        the C library's heap in runs with video
+//                              files: keep (imgpipe's default: freed blocks
+//                              stay in the heap) or system (glibc's own
+//                              thresholds; memory::keep_freed_heap)
 #pragma once
 
 #include <string>
@@ -32,6 +36,7 @@ struct Diagnostics {
   std::string trace_calls;  // IMGPIPE_TRACE_CALLS; empty: no trace
   std::string fault;        // IMGPIPE_FAULT; empty: none (fault::arm checks it)
   std::string cuda_wait;    // IMGPIPE_CUDA_WAIT; empty: imgpipe's default
+  std::string heap;         // IMGPIPE_HEAP; empty: imgpipe's default
   // Each variable that is set, (name, value as given), in the order above.
   std::vector<std::pair<std::string, std::string>> set;
 

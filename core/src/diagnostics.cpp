@@ -45,6 +45,12 @@ Diagnostics Diagnostics::from_environment() {
     d.cuda_wait = w;
     d.set.emplace_back("IMGPIPE_CUDA_WAIT", v);
   }
+  if (const char* v = env("IMGPIPE_HEAP")) {
+    const std::string h = v;
+    if (h != "keep" && h != "system") throw Error("IMGPIPE_HEAP='" + h + "': expected keep or system");
+    d.heap = h;
+    d.set.emplace_back("IMGPIPE_HEAP", v);
+  }
   return d;
 }
 

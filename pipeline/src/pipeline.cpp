@@ -12,6 +12,7 @@
 #include "pull_run.hpp"
 #include "imgpipe/log.hpp"
 #include "memory/gpu.hpp"
+#include "memory/heap_policy.hpp"
 #include "monitor.hpp"
 #include "report.hpp"
 #include "run_plan.hpp"
@@ -188,6 +189,8 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
     return p;
   }();
   setup.step("plan", detail::describe_plan(plan));
+  // libavcodec's tables, made afresh for every file, reuse freed heap pages.
+  if (mix.videos) setup.step("heap", memory::keep_freed_heap(plan.diagnostics.heap));
   if (plan.tokens < plan.wanted_tokens)
     imgpipe::logger()->info(
         "frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more", plan.tokens,
