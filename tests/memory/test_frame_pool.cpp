@@ -18,6 +18,23 @@ using namespace imgpipe::memory;
 
 namespace {
 constexpr std::size_t MiB = std::size_t{1} << 20;
+
+// A host-backend pool of pageable blocks that frees idle blocks of another
+// size once more than `idle` bytes are idle.
+FramePoolOptions pageable(std::size_t idle) {
+  FramePoolOptions o;
+  o.device = -1;
+  o.page_locked = false;
+  o.idle_bytes = idle;
+  return o;
+}
+
+// Four blocks of 1 MiB taken from `pool`.
+std::vector<FramePool::Block> four_small(FramePool& pool) {
+  std::vector<FramePool::Block> small;
+  for (int i = 0; i < 4; ++i) small.push_back(pool.allocate(MiB));
+  return small;
+}
 }  // namespace
 
 TEST_CASE("frame pool: released blocks are reused by size, and only blocks in use answer direct()") {
@@ -90,13 +107,8 @@ TEST_CASE("frame pool (GPU): page-locked within the budget, pageable past it, id
 }
 
 TEST_CASE("frame pool: a pageable pool's blocks are never direct, and idle blocks of another size past idle_bytes are freed") {
-  FramePoolOptions o;
-  o.device = -1;
-  o.page_locked = false;
-  o.idle_bytes = 3 * MiB;
-  FramePool pool(o);
-  std::vector<FramePool::Block> small;
-  for (int i = 0; i < 4; ++i) small.push_back(pool.allocate(MiB));
+  FramePool pool(pageable(3 * MiB));
+  const std::vector<FramePool::Block> small = four_small(pool);
   for (const auto& b : small) {
     CHECK_FALSE(b.direct);
     CHECK_FALSE(pool.direct(b.data));
@@ -142,14 +154,8 @@ TEST_CASE("frame pool: begin_run starts the figures over the blocks held, which 
 }
 
 TEST_CASE("frame pool: threads that miss make their blocks at once, and idle blocks of another size are freed once") {
-  FramePoolOptions o;
-  o.device = -1;
-  o.page_locked = false;
-  o.idle_bytes = 2 * MiB;
-  FramePool pool(o);
-  std::vector<FramePool::Block> small;
-  for (int i = 0; i < 4; ++i) small.push_back(pool.allocate(MiB));
-  for (const auto& blk : small) pool.release(blk.data);
+  FramePool pool(pageable(2 * MiB));
+  for (const auto& blk : four_small(pool)) pool.release(blk.data);
   std::vector<std::thread> threads;
   std::vector<FramePool::Block> got(8);
   for (int t = 0; t < 8; ++t) threads.emplace_back([&pool, &got, t] { got[t] = pool.allocate(3 * MiB); });
