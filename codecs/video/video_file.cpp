@@ -41,6 +41,7 @@ void VideoFile::Impl::open(const VideoFileOptions& opts) {
   frame_pool = opts.frames;
   if (router && opts.planned_work) info.planned_work = opts.planned_work(frame_index());
   threads = opts.threads;
+  skip_unreferenced = opts.skip_unreferenced;
   start_decoder(opts);
 }
 
@@ -273,12 +274,13 @@ void VideoFile::Impl::send_packet() {
   // to, which then never comes out. One that others refer to is decoded and
   // waited for (damage in it breaks the file where decoding on would).
   const bool before_target = resync == Resync::target && pts != AV_NOPTS_VALUE && pts < target_pts;
-  const bool passed = before_target || (unwanted(pts) && h264_unreferenced_packet(demux->stream(), *pkt));
+  const bool passed =
+      before_target || (skip_unreferenced && unwanted(pts) && h264_unreferenced_packet(demux->stream(), *pkt));
   if (pts != AV_NOPTS_VALUE && !passed) pending.push_back({sent, pts});
   if (pkt->dts != AV_NOPTS_VALUE) sent_dts = pkt->dts;
   while (!pending.empty() && pending.front().seq < sent - kReorder) pending.pop_front();
   ++sent;
-  dec->skip_unreferenced(passed);
+  dec->skip_unreferenced(skip_unreferenced && passed);
   const int r = dec->send(pkt);
   av_packet_unref(pkt);
   if (r == AVERROR(ENOMEM) && leave_nvdec()) return;

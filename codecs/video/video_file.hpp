@@ -69,6 +69,13 @@ struct VideoFileOptions {
   // the router is asked, which weighs that work (VideoInfo::planned_work)
   // instead of the whole file. Empty: the whole file.
   std::function<std::int64_t(const FrameIndex&)> planned_work;
+  // H.264 frames no other frame refers to, before a seek's target and
+  // between the frames skip_to() and want() ask for, are left undecoded.
+  // false: they are decoded, as in a sequential decode (a damaged stream
+  // whose decoder conceals damage in such a frame without a word may
+  // decode later frames differently then; the video fuzz target compares
+  // seeks with a sequential decode so).
+  bool skip_unreferenced = true;
 };
 
 class VideoFile {

@@ -40,6 +40,7 @@ struct VideoFile::Impl {
   AVPacket* pkt = nullptr;  // the packet read last
   int device = -1;  // NVDEC's, or -1: libavcodec (from the start, or since the file moved off NVDEC)
   int threads = 1;  // VideoFileOptions::threads
+  bool skip_unreferenced = true;  // VideoFileOptions::skip_unreferenced
   std::string cpu_reason;
   VideoRouter* router = nullptr;
   std::shared_ptr<memory::FramePool> frame_pool;  // libavcodec's frame memory (VideoFileOptions::frames)

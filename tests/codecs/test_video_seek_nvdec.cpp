@@ -283,6 +283,27 @@ TEST_CASE("video seek: an H.264 seek leaves undecoded the frames before its targ
   check_unreferenced_left({}, -1, 0);  // bit for bit on the CPU route
 }
 
+TEST_CASE("video seek: with skip_unreferenced false a seek decodes every frame from its keyframe, as a sequential decode") {
+  imgpipe::test::TempDir dir;
+  const std::string path = (dir / "nonref.mp4").string();
+  make_nonref_clip(path);
+  const std::vector<std::vector<std::uint8_t>> whole = cpu_frames(path);
+  REQUIRE(whole.size() == 100);
+  codecs::VideoFileOptions vo;
+  vo.skip_unreferenced = false;
+  VideoFile f(path, vo);
+  const FrameIndex& x = f.frame_index();
+  for (const std::int64_t t : {49, 30, 75}) {
+    CAPTURE(t);
+    const std::int64_t before = f.decoded();
+    REQUIRE(f.seek(t));
+    std::shared_ptr<VideoFrame> frame;
+    REQUIRE_MESSAGE(f.next(frame) == VideoFile::Next::frame, f.error());
+    CHECK(f.decoded() - before >= t - key_frame(x, t) + 1);  // the B-frames before the target too
+    CHECK(max_diff(bgr_of(*frame), whole[static_cast<std::size_t>(t)]) == 0);
+  }
+}
+
 namespace {
 // Every other frame of make_nonref_clip's file from `first`, as a clip of
 // stride 2 reads them (want() told of them all, then skip_to() each), on
