@@ -239,17 +239,28 @@ void make_nonref_clip(const std::string& path) {
          "-x264-params scenecut=0:b-pyramid=none " + path);
 }
 
+// make_nonref_clip's file in a folder of its own, with its 100 frames as
+// the sequential CPU decode gives them.
+struct NonrefClip {
+  imgpipe::test::TempDir dir;
+  std::string path = (dir / "nonref.mp4").string();
+  std::vector<std::vector<std::uint8_t>> whole;
+  NonrefClip() {
+    make_nonref_clip(path);
+    whole = cpu_frames(path);
+    REQUIRE(whole.size() == 100);
+  }
+};
+
 // Seeks over an H.264 file whose B-frames are all non-reference pictures
 // (x264 without B-pyramid: three of every four frames, 2 s GOPs of 50), on
 // the route `vo` sends it to (`device`): about a quarter of the frames
 // before each target are decoded, and the target and the frames after it
 // are the sequential CPU decode's within `tolerance` levels.
 void check_unreferenced_left(const codecs::VideoFileOptions& vo, int device, int tolerance) {
-  imgpipe::test::TempDir dir;
-  const std::string path = (dir / "nonref.mp4").string();
-  make_nonref_clip(path);
-  const std::vector<std::vector<std::uint8_t>> whole = cpu_frames(path);
-  REQUIRE(whole.size() == 100);
+  const NonrefClip clip;
+  const std::string& path = clip.path;
+  const std::vector<std::vector<std::uint8_t>>& whole = clip.whole;
   VideoFile f(path, vo);
   REQUIRE_MESSAGE(f.device() == device, f.cpu_reason());
   const FrameIndex& x = f.frame_index();
@@ -284,11 +295,9 @@ TEST_CASE("video seek: an H.264 seek leaves undecoded the frames before its targ
 }
 
 TEST_CASE("video seek: with skip_unreferenced false a seek decodes every frame from its keyframe, as a sequential decode") {
-  imgpipe::test::TempDir dir;
-  const std::string path = (dir / "nonref.mp4").string();
-  make_nonref_clip(path);
-  const std::vector<std::vector<std::uint8_t>> whole = cpu_frames(path);
-  REQUIRE(whole.size() == 100);
+  const NonrefClip clip;
+  const std::string& path = clip.path;
+  const std::vector<std::vector<std::uint8_t>>& whole = clip.whole;
   codecs::VideoFileOptions vo;
   vo.skip_unreferenced = false;
   VideoFile f(path, vo);
@@ -339,11 +348,9 @@ void check_stride_two(const std::string& path, const std::vector<std::vector<std
 }  // namespace
 
 TEST_CASE("video seek: skip_to decodes on to a later frame, leaving the unreferenced frames between undecoded") {
-  imgpipe::test::TempDir dir;
-  const std::string path = (dir / "nonref.mp4").string();
-  make_nonref_clip(path);
-  const std::vector<std::vector<std::uint8_t>> whole = cpu_frames(path);
-  REQUIRE(whole.size() == 100);
+  const NonrefClip clip;
+  const std::string& path = clip.path;
+  const std::vector<std::vector<std::uint8_t>>& whole = clip.whole;
   // Every other frame, from frame 0 and from frame 1, bit for bit, with one
   // thread and under frame threads (frames held back).
   codecs::VideoFileOptions vo;
@@ -373,7 +380,7 @@ TEST_CASE("video seek: skip_to decodes on to a later frame, leaving the unrefere
   }
   REQUIRE(key_pos > 0);
   for (std::size_t i = 0; i < 96; ++i) bytes.at(static_cast<std::size_t>(key_pos) + 120 + i) ^= 0x5a;
-  const std::string broken = (dir / "broken.mp4").string();
+  const std::string broken = (clip.dir / "broken.mp4").string();
   imgpipe::test::write_bytes(broken, bytes);
   std::int64_t seq_break = 0;
   std::string seq_error;
@@ -499,11 +506,9 @@ TEST_CASE("video seek nvdec: a clip's stride on NVDEC leaves the unreferenced fr
   std::string why;
   IMGPIPE_SKIP_UNLESS(have_nvdec(why), "NVDEC not exercised here: " + why);
   const OnNvdec on;
-  imgpipe::test::TempDir dir;
-  const std::string path = (dir / "nonref.mp4").string();
-  make_nonref_clip(path);
-  const std::vector<std::vector<std::uint8_t>> whole = cpu_frames(path);
-  REQUIRE(whole.size() == 100);
+  const NonrefClip clip;
+  const std::string& path = clip.path;
+  const std::vector<std::vector<std::uint8_t>>& whole = clip.whole;
   for (const std::int64_t first : {0, 1}) check_stride_two(path, whole, on.vo, 0, 1, first);
 }
 
