@@ -21,6 +21,7 @@
 #include <array>
 #include <cstdint>
 
+#include "checksum.hpp"
 #include "imgpipe/types.hpp"
 #include "resize.hpp"
 #include "yuv.hpp"
@@ -45,6 +46,10 @@ struct YuvFusedParams {
   float scale = 1.0f;
   std::array<float, 3> mean{0, 0, 0};
   std::array<float, 3> std{1, 1, 1};
+  // Set, and the output's bytes a multiple of 12: sums[k] becomes the
+  // checksum part (checksum.hpp) of the output's k-th third, summed as the
+  // rows are written where they are whole words (nchw), else after.
+  ChecksumPart* sums = nullptr;
 };
 
 // Throws std::invalid_argument naming the offending field.

@@ -296,6 +296,22 @@ void yuv_fused_cpu(const YuvFusedParams& p, bool simd) {
     return out;
   };
 
+  // The checksum parts row by row while the row is in the cache: an nchw
+  // row of whole words is part of one channel's third.
+  const std::size_t esize = p.dtype == DType::float32 ? 4 : p.dtype == DType::float16 ? 2 : 1;
+  const std::size_t row_bytes = static_cast<std::size_t>(p.width) * esize;
+  const std::size_t plane_bytes = row_bytes * static_cast<std::size_t>(p.height);
+  const bool sum = p.sums != nullptr && (3 * plane_bytes) % 12 == 0;
+  const bool sum_rows = sum && p.layout == Layout::nchw && row_bytes % 4 == 0;
+  if (sum)
+    for (int k = 0; k < 3; ++k) p.sums[k] = {};
+  auto sum_row = [&](int Y) {
+    for (std::size_t k = 0; k < 3; ++k) {
+      const std::size_t at = static_cast<std::size_t>(Y) * row_bytes;
+      p.sums[k].add(checksum_part(static_cast<const unsigned char*>(p.dst) + k * plane_bytes + at, row_bytes), at);
+    }
+  };
+
   const Placement& pl = plan.pl;
   for (int Y = 0; Y < p.height; ++Y) {
     const int canvas_row = p.flip_y ? p.height - 1 - Y : Y;
@@ -318,13 +334,16 @@ void yuv_fused_cpu(const YuvFusedParams& p, bool simd) {
         vertical(r0, r1, b0, b1, sc, oa, ob);
     }
 #if IMGPIPE_YUV_AVX2
-    if (avx2 && p.layout == Layout::nchw && p.dtype != DType::uint8) {
+    if (avx2 && p.layout == Layout::nchw && p.dtype != DType::uint8)
       emit_avx2(p, sc, Y);
-      continue;
-    }
+    else
 #endif
-    emit(p, sc, Y, 0, p.width);
+      emit(p, sc, Y, 0, p.width);
+    if (sum_rows) sum_row(Y);
   }
+  if (sum && !sum_rows)
+    for (std::size_t k = 0; k < 3; ++k)
+      p.sums[k] = checksum_part(static_cast<const unsigned char*>(p.dst) + k * plane_bytes, plane_bytes);
 }
 
 }  // namespace imgpipe::kernels

@@ -65,6 +65,10 @@ void BatchSlot::remove(int i) {
     images.erase(images.begin() + i);
     images.emplace_back();
   }
+  if (!sums.empty()) {  // the later samples' places no longer match theirs: the sink sums the batch itself
+    sums.erase(sums.begin() + i);
+    sums.emplace_back();
+  }
   std::erase_if(jpegs, [i](const GpuJpegSample& j) { return j.index == i; });
   for (GpuJpegSample& j : jpegs)
     if (j.index > i) --j.index;

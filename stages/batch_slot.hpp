@@ -18,6 +18,7 @@
 #include "imgpipe/batch.hpp"
 #include "imgpipe/config.hpp"
 #include "codecs/image/nvjpeg/jpeg_engines.hpp"
+#include "kernels/checksum.hpp"
 #include "kernels/resize.hpp"
 #include "memory/gpu.hpp"
 #include "memory/staging_ring.hpp"
@@ -101,6 +102,15 @@ struct DirectFrame {
   YuvPlanes planes;
 };
 
+// A sample's checksum parts, summed by PackCopy as it writes the sample
+// (BatchSlot::sums): its three equal thirds (a channel each of an nchw
+// frame), so that the sink can place them where the clips' regrouping puts
+// them. `bytes` 0: not summed.
+struct SampleChecksum {
+  std::size_t offset = 0, bytes = 0;  // the sample's place in the slot
+  kernels::ChecksumPart part[3];
+};
+
 struct BatchSlot {
   int slot = 0;                   // staging ring slot
   std::uint64_t index = 0;        // batch number
@@ -121,6 +131,10 @@ struct BatchSlot {
   // copies these and the direct frames between them (held in `holds`).
   std::vector<std::pair<std::size_t, std::size_t>> written;
   std::vector<DirectFrame> direct;
+  // The host backend with the tensor made by the CPU and a sink that
+  // checksums (Pack::Pack): each sample's parts, so that the sink need not
+  // read the batch again; batch.size entries, else empty.
+  std::vector<SampleChecksum> sums;
   bool frames_copied = false;     // DeviceBuffers::frames_copied was recorded for this batch
   DeviceContext* dev = nullptr;   // where the batch was dispatched
   // The staged data as kernels and copies read it: d_input, or the mapped

@@ -9,9 +9,15 @@
 namespace imgpipe::stages {
 
 Pack::Pack(BatchResources& resources, Dispatch dispatch, const BatchConfig& batch, OnError on_error,
-           std::size_t decode_bytes)
+           std::size_t decode_bytes, bool checksummed)
     : Stage("pack", false), res_(resources), dispatch_(dispatch), cfg_(batch), on_error_(on_error),
-      decode_bytes_(decode_bytes) {}
+      decode_bytes_(decode_bytes) {
+  // The parts are thirds of a sample in whole words (SampleChecksum). On a
+  // GPU the sink's checksum is a kernel: nothing to spare the CPU there.
+  const BatchLayout& l = res_.layout();
+  sum_samples_ = checksummed && l.devices == std::vector<int>{-1} && !l.device_output && l.out_sample_bytes > 0 &&
+                 l.out_sample_bytes % 12 == 0;
+}
 
 DeviceContext* Pack::choose_device() {
   auto& devices = res_.devices();
@@ -61,6 +67,10 @@ void Pack::start_batch() {
   current_->holds.clear();  // the slot's previous batch is done: its frames go back to their pools
   current_->written.clear();
   current_->direct.clear();
+  if (sum_samples_)
+    current_->sums.assign(static_cast<std::size_t>(cfg_.size), {});  // never resized while PackCopy writes into it
+  else
+    current_->sums.clear();
   current_->frames_copied = false;
   current_->then = nullptr;
 }
@@ -177,6 +187,11 @@ Tally Pack::run(Work& w) {
         place_direct(w);
       else
         stage_at(w, f.bytes);
+      if (!current_->sums.empty() && w.dest.writer) {
+        SampleChecksum& s = current_->sums[static_cast<std::size_t>(current_->count)];
+        s = {current_->staged_bytes, 0, {}};
+        w.dest.sum = &s;
+      }
       if (!current_->images.empty()) {
         kernels::SrcImage& img = current_->images[current_->count];
         img = {current_->staged_bytes, f.width, f.height, 0};
@@ -211,6 +226,18 @@ Tally Pack::run(Work& w) {
   return {1, 0};
 }
 
+namespace {
+
+// The checksum parts of a sample just written at `data` (cached memory).
+void sum_sample(SampleChecksum& s, const void* data, std::size_t bytes) {
+  if (bytes % 12 != 0) return;  // not in whole words: the sink sums the batch
+  const std::size_t third = bytes / 3;
+  for (int k = 0; k < 3; ++k) s.part[k] = kernels::checksum_part(static_cast<const unsigned char*>(data) + k * third, third);
+  s.bytes = bytes;
+}
+
+}  // namespace
+
 Tally PackCopy::run(Work& w) const {
   const FrameView& f = w.pixels.out;
   if (f.one_pass) {  // a video frame from YUV to its tensor, in the slot itself where that is plain memory
@@ -219,7 +246,10 @@ Tally PackCopy::run(Work& w) const {
     thread_local std::vector<unsigned char> made;
     if (!in_place) made.resize(f.bytes);
     p.dst = in_place ? in_place : made.data();
+    const bool sum = w.dest.sum && f.bytes % 12 == 0;
+    if (sum) p.sums = w.dest.sum->part;  // summed row by row as they are written
     kernels::yuv_fused_cpu(p);  // checked by the transform stage
+    if (sum) w.dest.sum->bytes = f.bytes;
     if (!in_place) w.dest.writer->write(w.dest.offset, made.data(), f.bytes);
     w.pixels.video.reset();  // the decoder's buffer goes back to its pool
   } else if (f.yuv) {  // the planes gathered row by row, dense
@@ -233,6 +263,7 @@ Tally PackCopy::run(Work& w) const {
     w.pixels.video.reset();  // the decoder's buffer goes back to its pool
   } else {
     w.dest.writer->write(w.dest.offset, f.data, f.bytes);
+    if (w.dest.sum) sum_sample(*w.dest.sum, f.data, f.bytes);
   }
   w.dest.writer.reset();
   return {1, w.pixels.out.bytes};

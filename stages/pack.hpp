@@ -26,9 +26,12 @@ class Pack : public Stage<Pack, Takes::every_token> {
  public:
   // Uses `resources` (ring, slots, devices) for the whole run. GPU-route
   // JPEGs (Route::gpu_jpeg) get a place in the device frame area of
-  // `decode_bytes` per slot (BatchLayout::decode_bytes).
+  // `decode_bytes` per slot (BatchLayout::decode_bytes). `checksummed`:
+  // the sink checksums every batch; on the host backend, where the CPU
+  // makes the tensor, PackCopy then sums each sample's checksum parts as
+  // it writes them (BatchSlot::sums), and the sink adds them up.
   Pack(BatchResources& resources, Dispatch dispatch, const BatchConfig& batch, OnError on_error,
-       std::size_t decode_bytes = 0);
+       std::size_t decode_bytes = 0, bool checksummed = false);
   Tally run(Work& w);
 
   // Failed inputs in input order (path, frame, reason).
@@ -55,6 +58,7 @@ class Pack : public Stage<Pack, Takes::every_token> {
   BatchConfig cfg_;
   OnError on_error_;
   std::size_t decode_bytes_;
+  bool sum_samples_;  // BatchSlot::sums for every batch
   std::vector<InputFailure> failures_;
   FailureLog* log_ = nullptr;
   std::uint64_t dropped_ = 0, packed_ = 0, batches_ = 0, direct_frames_ = 0;
@@ -65,7 +69,8 @@ class Pack : public Stage<Pack, Takes::every_token> {
 class PackCopy : public Stage<PackCopy, Takes::staged_frames> {
  public:
   PackCopy() : Stage("pack_copy", true) {}
-  // Writes the token's frame at its slot position.
+  // Writes the token's frame at its slot position, and sums its checksum
+  // parts where pack asked for them (SlotPosition::sum).
   Tally run(Work& w) const;
 };
 

@@ -1,6 +1,8 @@
 // Sink stage (serial, in order): the end of a batch's life.
 //  - discard: checksum of the batch tensor on the device (kernels::checksum),
-//    kept per batch in the report;
+//    kept per batch in the report; on the host backend added up from the
+//    parts PackCopy summed as it wrote the samples (BatchSlot::sums) where
+//    it did, so that the batch is not read again;
 //  - dump: the batch as FOLDER/batch_NNNNNN.npy (float32 '<f4', float16 '<f2' or
 //    uint8 '|u1', in the configured layout) plus one line per sample in
 //    FOLDER/manifest.jsonl: {"batch", "index", "input_index", "path", "frame", "route",

@@ -163,6 +163,7 @@ struct Pixels {
 struct SlotPosition {
   std::optional<memory::SlotWriter> writer;
   std::size_t offset = 0;
+  SampleChecksum* sum = nullptr;  // where PackCopy puts the frame's checksum parts (BatchSlot::sums); null: none
 };
 
 // Where a sample is decoded (stages/probe.hpp decides).

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernel_test_util.hpp"
@@ -62,6 +63,44 @@ TEST_CASE("checksum: the CPU twin (AVX2 steps where the CPU has them) equals the
     }
   std::vector<std::uint8_t> ones(1 << 20, 0xff);  // the largest words: the 64-bit sums wrap as the definition's
   CHECK(checksum_ref(ones.data(), ones.size()) == definition(ones.data(), ones.size()));
+}
+
+TEST_CASE("checksum: parts summed where they were written, wherever they end up, give the whole's checksum") {
+  std::vector<std::uint8_t> v(3 * 40000 + 12);
+  std::uint32_t x = 777;
+  for (auto& b : v) b = static_cast<std::uint8_t>((x = x * 1664525u + 1013904223u) >> 24);
+  // The plain sum and the weighted one of a part, against their definitions.
+  const imgpipe::kernels::ChecksumPart whole = imgpipe::kernels::checksum_part(v.data(), v.size());
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < v.size() / 4; ++i) {
+    std::uint32_t w;
+    std::memcpy(&w, v.data() + 4 * i, 4);
+    sum += w;
+  }
+  CHECK(whole.sum == sum);
+  CHECK(whole.weighted == checksum_ref(v.data(), v.size()));
+  CHECK(whole.at(0) == checksum_ref(v.data(), v.size()));
+  // Three parts of unequal lengths (not multiples of the AVX2 step), each
+  // summed alone, combined at their places; then the same parts moved
+  // (the last first), against the moved buffer's checksum.
+  const std::size_t cut[4] = {0, 4 * 9999, 4 * 20003, v.size()};
+  std::uint64_t combined = 0;
+  imgpipe::kernels::ChecksumPart parts[3];
+  for (int k = 0; k < 3; ++k) {
+    parts[k] = imgpipe::kernels::checksum_part(v.data() + cut[k], cut[k + 1] - cut[k]);
+    combined += parts[k].at(cut[k]);
+  }
+  CHECK(combined == checksum_ref(v.data(), v.size()));
+  std::vector<std::uint8_t> moved(v.begin() + static_cast<std::ptrdiff_t>(cut[2]), v.end());
+  moved.insert(moved.end(), v.begin(), v.begin() + static_cast<std::ptrdiff_t>(cut[2]));
+  const std::size_t last = cut[3] - cut[2];
+  CHECK(parts[2].at(0) + parts[0].at(last) + parts[1].at(last + cut[1]) == checksum_ref(moved.data(), moved.size()));
+  CHECK(combined != checksum_ref(moved.data(), moved.size()));
+  // The largest words: the 64-bit sums wrap as the whole's.
+  std::vector<std::uint8_t> ones(1 << 20, 0xff);
+  const auto a = imgpipe::kernels::checksum_part(ones.data(), ones.size() / 2);
+  const auto b = imgpipe::kernels::checksum_part(ones.data() + ones.size() / 2, ones.size() / 2);
+  CHECK(a.at(0) + b.at(ones.size() / 2) == checksum_ref(ones.data(), ones.size()));
 }
 
 TEST_CASE("checksum: GPU twin equals the CPU twin") {

@@ -1,7 +1,8 @@
 // The CPU one pass from YUV (kernels/yuv_fused.hpp) against its definition:
 // the frame's yuv_to_bgr_ref conversion, cut to the box, through fused_ref
 // (resize, mirror, normalise), bit for bit, on the AVX2 rows and the portable
-// ones, over every sample layout the video routes meet.
+// ones, over every sample layout the video routes meet; and the checksum
+// parts it sums as it writes, against the output's own.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -149,7 +150,11 @@ TEST_CASE("yuv fused cpu: one pass from YUV equals the conversion cut to the box
           for (bool simd : {true, false}) {
             std::vector<std::uint8_t> got(want.size(), 0xCD);
             p.dst = got.data();
+            kn::ChecksumPart sums[3];
+            for (auto& s : sums) s = {0xABCD, 0x1234};  // left alone unless the thirds are whole words
+            p.sums = sums;
             kn::yuv_fused_cpu(p, simd);
+            p.sums = nullptr;
             ++calls;
             std::size_t first = 0;
             while (first < got.size() && got[first] == want[first]) ++first;
@@ -159,6 +164,14 @@ TEST_CASE("yuv fused cpu: one pass from YUV equals the conversion cut to the box
                              dtype_name(p.dtype), p.layout == Layout::nchw ? "nchw" : "nhwc", p.swap_rb, simd));
             INFO("first differing byte: " << first << " of " << got.size());
             REQUIRE(first == got.size());
+            // The checksum parts summed as the rows were written: the thirds' own.
+            const std::size_t third = got.size() / 3;
+            for (std::size_t k = 0; k < 3; ++k) {
+              const kn::ChecksumPart want_sum =
+                  got.size() % 12 == 0 ? kn::checksum_part(got.data() + k * third, third) : kn::ChecksumPart{0xABCD, 0x1234};
+              CHECK(sums[k].sum == want_sum.sum);
+              CHECK(sums[k].weighted == want_sum.weighted);
+            }
           }
         }
   }

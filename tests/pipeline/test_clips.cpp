@@ -4,7 +4,8 @@
 // the cthw, tchw and thwc layouts place them; clips follow plan_clips'
 // draws, differ between epochs and reproduce with the seed; ranks split the
 // videos with none lost; short videos are skipped, padded or looped and
-// counted; the report gives the decode amplification and the clips' geometry.
+// counted; the report gives the decode amplification and the clips' geometry,
+// and each batch's checksum as delivered.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -23,6 +24,7 @@
 #include "codecs/video/video_devices.hpp"
 #include "codecs/video/video_file.hpp"
 #include "imgpipe/pipeline.hpp"
+#include "kernels/checksum.hpp"
 
 using imgpipe::ClipLayout;
 using imgpipe::ClipPlace;
@@ -77,6 +79,7 @@ struct ClipSeen {
 // A clip run's clips, each frame's pixels read out of the batch's layout.
 std::vector<ClipSeen> clips_of(Pipeline& p, Report* report = nullptr) {
   std::vector<ClipSeen> out;
+  std::map<std::uint64_t, std::uint64_t> checksums;  // of each batch as delivered
   const Report r = p.run([&](const DeviceBatch& b) {
     const int T = b.clip_length;
     REQUIRE(T > 0);
@@ -84,6 +87,7 @@ std::vector<ClipSeen> clips_of(Pipeline& p, Report* report = nullptr) {
     CHECK(b.shape[0] == static_cast<std::int64_t>(b.size()));
     CHECK(b.samples.size() == b.size() * T);
     const std::vector<unsigned char> host = imgpipe::test::batch_to_host(b);  // device memory on a GPU
+    checksums[b.index] = imgpipe::kernels::checksum_ref(host.data(), host.size());
     const unsigned char* d = host.data();
     for (std::size_t n = 0; n < b.size(); ++n) {
       ClipSeen c;
@@ -112,6 +116,14 @@ std::vector<ClipSeen> clips_of(Pipeline& p, Report* report = nullptr) {
       out.push_back(std::move(c));
     }
   });
+  // The report's checksums (on the host backend added up from the parts
+  // summed as the frames were written, wherever the layout moved them).
+  CHECK(r.batch_records.size() == checksums.size());
+  for (const auto& rec : r.batch_records) {
+    CAPTURE(rec.index);
+    REQUIRE(checksums.count(rec.index) == 1);
+    CHECK(rec.checksum == checksums[rec.index]);
+  }
   if (report) *report = r;
   return out;
 }

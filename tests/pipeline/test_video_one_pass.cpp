@@ -8,7 +8,9 @@
 // float32 NCHW and float16 NHWC, on MPEG-4, H.264 with B-frames, HEVC and an
 // MPEG-TS whose frame size changes midway. And the pack-copy stage's two
 // ways of placing such a frame: in the slot itself (plain memory), or made
-// aside and copied (a range over two chunks, or write-combined memory).
+// aside and copied (a range over two chunks, or write-combined memory),
+// summing the frame's checksum parts either way; the report's checksums
+// equal the delivered batches'.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -24,6 +26,7 @@
 #include "codecs/video/video_file.hpp"
 #include "common.hpp"
 #include "imgpipe/pipeline.hpp"
+#include "kernels/checksum.hpp"
 #include "memory/gpu.hpp"
 #include "memory/staging_ring.hpp"
 #include "stages/pack.hpp"
@@ -120,8 +123,10 @@ TEST_CASE("video one pass: every frame equals the BGR conversion cut, resized, m
     c.batch.size = 16;
     Pipeline p(c);
     int compared = 0, flipped = 0;
+    std::vector<std::uint64_t> checksums;  // of each batch as delivered
     const Report r = p.run([&](const DeviceBatch& b) {
       const std::vector<unsigned char> host = imgpipe::test::batch_to_host(b);
+      checksums.push_back(imgpipe::kernels::checksum_ref(host.data(), host.size()));
       const std::size_t one = host.size() / b.samples.size();
       for (std::size_t i = 0; i < b.samples.size(); ++i) {
         const imgpipe::SampleId& s = b.samples[i];
@@ -138,6 +143,10 @@ TEST_CASE("video one pass: every frame equals the BGR conversion cut, resized, m
     });
     CHECK(r.inputs.failed == 0);
     CHECK(compared == 4 * kFrames);
+    // The report's checksums: summed by the one pass as it wrote the rows
+    // where the frames are whole words (float32 nchw), else by the sink.
+    REQUIRE(r.batch_records.size() == checksums.size());
+    for (std::size_t i = 0; i < checksums.size(); ++i) CHECK(r.batch_records[i].checksum == checksums[i]);
     if (m.flip > 0) CHECK(flipped > 0);
   }
 }
@@ -176,9 +185,17 @@ TEST_CASE("video one pass: pack_copy makes the frame in the slot where it is pla
     work.pixels.out.bytes = bytes;
     work.dest.writer = w;
     work.dest.offset = offset;
+    imgpipe::stages::SampleChecksum sum;
+    work.dest.sum = &sum;
     imgpipe::stages::PackCopy copy;
     copy(&work);
     CHECK(work.pixels.video == nullptr);  // the decoder's buffer goes back
+    CHECK(sum.bytes == bytes);  // its checksum parts, summed on either way
+    for (std::size_t k = 0; k < 3; ++k) {
+      const auto part = imgpipe::kernels::checksum_part(want.data() + k * bytes / 3, bytes / 3);
+      CHECK(sum.part[k].sum == part.sum);
+      CHECK(sum.part[k].weighted == part.weighted);
+    }
     imgpipe::gpu::DeviceBuffer back(-1, bytes);
     ring.copy_to_device(w.slot(), offset, back.get(), bytes, stream);
     CHECK(std::memcmp(back.get(), want.data(), bytes) == 0);
