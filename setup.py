@@ -1,4 +1,4 @@
-"""Builds the Python package with libimgpipe_c.so inside it (pyproject.toml holds the metadata).
+"""Builds the Python package with libimgpipe_c.so (and libimgpipe_opencv_io.so) inside it (pyproject.toml holds the metadata).
 
 build_py copies python/imgpipe, then CMake configures this repository into its own folder
 ($IMGPIPE_PIP_BUILD_DIR, default build-pip/) and builds the target imgpipe_c alone (the C API and
@@ -88,13 +88,19 @@ class BuildWithLibrary(build_py):
         configure += chosen + user_args
         run(configure)
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(len(os.sched_getaffinity(0)))
-        run([cmake, "--build", BUILD_DIR, "--target", "imgpipe_c", "-j", jobs])
+        run([cmake, "--build", BUILD_DIR, "--target", "imgpipe_c", "imgpipe_opencv_io", "-j", jobs])
         built = os.path.join(BUILD_DIR, "python", "imgpipe", "libimgpipe_c.so")  # capi/CMakeLists.txt
         if not os.path.exists(built):
             sys.exit(f"setup.py: {built} was not built: is libdlpack-dev installed (CMake's warnings above)?")
+        # OpenCV's image codecs and video capture, which the library loads when first needed
+        # from beside itself (codecs/opencv_io/opencv_io.hpp).
+        module = os.path.join(BUILD_DIR, "lib", "libimgpipe_opencv_io.so")
+        if not os.path.exists(module):
+            sys.exit(f"setup.py: {module} was not built")
         target = os.path.join(self.build_lib, "imgpipe")
         os.makedirs(target, exist_ok=True)
         self.copy_file(built, os.path.join(target, "libimgpipe_c.so"))
+        self.copy_file(module, os.path.join(target, "libimgpipe_opencv_io.so"))
 
 
 class BinaryDistribution(Distribution):

@@ -3,6 +3,8 @@
 #   bin/imgpipe
 #   include/imgpipe/...                      the public headers
 #   lib/libimgpipe_{core,kernels,memory,codecs,stages,pipeline}.a
+#   lib/libimgpipe_opencv_io.so              OpenCV's image codecs and video capture, loaded
+#                                            when first needed (codecs/opencv_io)
 #   lib/libimgpipe_c.so, lib/python3/dist-packages/imgpipe/   the C API and the Python package
 #                                            (python/CMakeLists.txt; with IMGPIPE_BUILD_PYTHON)
 #   lib/cmake/imgpipe/                       find_package(imgpipe): imgpipe::imgpipe, imgpipe::core, ...

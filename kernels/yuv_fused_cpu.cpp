@@ -232,6 +232,43 @@ void validate(const YuvFusedParams& p) {
 
 bool yuv_fused_has_simd() noexcept { return cpu_has_avx2(); }
 
+namespace {
+
+// YuvFusedParams::sums: the checksum parts row by row while the row is in
+// the cache where an nchw row is whole words (part of one channel's third),
+// else each third at the end.
+class RowSums {
+ public:
+  explicit RowSums(const YuvFusedParams& p)
+      : p_(p),
+        row_bytes_(static_cast<std::size_t>(p.width) *
+                   (p.dtype == DType::float32 ? 4 : p.dtype == DType::float16 ? 2 : 1)),
+        plane_bytes_(row_bytes_ * static_cast<std::size_t>(p.height)),
+        on_(p.sums != nullptr && (3 * plane_bytes_) % 12 == 0),
+        rows_(on_ && p.layout == Layout::nchw && row_bytes_ % 4 == 0) {
+    if (on_)
+      for (int k = 0; k < 3; ++k) p.sums[k] = {};
+  }
+  void row(int Y) const {
+    if (!rows_) return;
+    const std::size_t at = static_cast<std::size_t>(Y) * row_bytes_;
+    for (std::size_t k = 0; k < 3; ++k)
+      p_.sums[k].add(checksum_part(data() + k * plane_bytes_ + at, row_bytes_), at);
+  }
+  void finish() const {
+    if (on_ && !rows_)
+      for (std::size_t k = 0; k < 3; ++k) p_.sums[k] = checksum_part(data() + k * plane_bytes_, plane_bytes_);
+  }
+
+ private:
+  const unsigned char* data() const { return static_cast<const unsigned char*>(p_.dst); }
+  const YuvFusedParams& p_;
+  const std::size_t row_bytes_, plane_bytes_;
+  const bool on_, rows_;
+};
+
+}  // namespace
+
 void yuv_fused_cpu(const YuvFusedParams& p, bool simd) {
   validate(p);
   thread_local Scratch sc;
@@ -296,22 +333,7 @@ void yuv_fused_cpu(const YuvFusedParams& p, bool simd) {
     return out;
   };
 
-  // The checksum parts row by row while the row is in the cache: an nchw
-  // row of whole words is part of one channel's third.
-  const std::size_t esize = p.dtype == DType::float32 ? 4 : p.dtype == DType::float16 ? 2 : 1;
-  const std::size_t row_bytes = static_cast<std::size_t>(p.width) * esize;
-  const std::size_t plane_bytes = row_bytes * static_cast<std::size_t>(p.height);
-  const bool sum = p.sums != nullptr && (3 * plane_bytes) % 12 == 0;
-  const bool sum_rows = sum && p.layout == Layout::nchw && row_bytes % 4 == 0;
-  if (sum)
-    for (int k = 0; k < 3; ++k) p.sums[k] = {};
-  auto sum_row = [&](int Y) {
-    for (std::size_t k = 0; k < 3; ++k) {
-      const std::size_t at = static_cast<std::size_t>(Y) * row_bytes;
-      p.sums[k].add(checksum_part(static_cast<const unsigned char*>(p.dst) + k * plane_bytes + at, row_bytes), at);
-    }
-  };
-
+  RowSums sums(p);
   const Placement& pl = plan.pl;
   for (int Y = 0; Y < p.height; ++Y) {
     const int canvas_row = p.flip_y ? p.height - 1 - Y : Y;
@@ -339,11 +361,9 @@ void yuv_fused_cpu(const YuvFusedParams& p, bool simd) {
     else
 #endif
       emit(p, sc, Y, 0, p.width);
-    if (sum_rows) sum_row(Y);
+    sums.row(Y);
   }
-  if (sum && !sum_rows)
-    for (std::size_t k = 0; k < 3; ++k)
-      p.sums[k] = checksum_part(static_cast<const unsigned char*>(p.dst) + k * plane_bytes, plane_bytes);
+  sums.finish();
 }
 
 }  // namespace imgpipe::kernels

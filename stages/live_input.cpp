@@ -16,8 +16,9 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <opencv2/videoio.hpp>
-#include <opencv2/videoio/registry.hpp>
+#include <opencv2/videoio.hpp>  // the API and property names alone: the capture is codecs/opencv_io's
+
+#include "codecs/opencv_io/opencv_io.hpp"
 
 namespace fs = std::filesystem;
 
@@ -141,14 +142,14 @@ std::string why_stream_failed(const std::string& url, double elapsed_s, const St
                      e.host, e.port);
 }
 
-std::string open_camera(cv::VideoCapture& cap, int index) {
+std::string open_camera(codecs::opencv_io::Capture& cap, int index) {
 #ifdef __linux__
   const std::string dev = "/dev/video" + std::to_string(index);
   std::error_code ec;
   if (!fs::exists(dev, ec)) return fmt::format("cannot open camera {} (no such device {})", index, dev);
   if (::access(dev.c_str(), R_OK | W_OK) != 0)
     return fmt::format("cannot open camera {} ({}: {})", index, dev, std::strerror(errno));
-  const int api = cv::videoio_registry::hasBackend(cv::CAP_V4L2) ? cv::CAP_V4L2 : cv::CAP_ANY;
+  const int api = codecs::opencv_io::api().has_backend(cv::CAP_V4L2) ? cv::CAP_V4L2 : cv::CAP_ANY;
   if (!cap.open(index, api))
     return fmt::format("cannot open camera {} ({} exists but is not a capture device OpenCV can open, or is busy)",
                        index, dev);
@@ -184,10 +185,10 @@ std::string live_input_problem(const std::string& path) {
   return {};
 }
 
-std::string open_live_input(cv::VideoCapture& cap, const std::string& path, const StreamTimeouts& timeouts) {
+std::string open_live_input(codecs::opencv_io::Capture& cap, const std::string& path, const StreamTimeouts& timeouts) {
   if (std::string problem = live_input_problem(path); !problem.empty()) return "'" + path + "' " + problem;
   if (is_camera(path)) return open_camera(cap, camera_index(path));
-  if (!cv::videoio_registry::hasBackend(cv::CAP_FFMPEG))
+  if (!codecs::opencv_io::api().has_backend(cv::CAP_FFMPEG))
     return "cannot open stream: this OpenCV was built without its FFmpeg backend";
   const auto ms = [](double s) { return static_cast<int>(std::clamp(s * 1000, 1.0, 2e9)); };
   const std::vector<int> params{cv::CAP_PROP_OPEN_TIMEOUT_MSEC, ms(timeouts.open_s), cv::CAP_PROP_READ_TIMEOUT_MSEC,

@@ -12,8 +12,8 @@
 
 #include <string>
 
-namespace cv {
-class VideoCapture;
+namespace imgpipe::codecs::opencv_io {
+class Capture;
 }
 
 namespace imgpipe::stages {
@@ -45,6 +45,6 @@ struct StreamTimeouts {
 // success, else the reason ("cannot open camera 3 (no such device
 // /dev/video3)", "cannot open stream: cannot connect to 127.0.0.1:8554:
 // Connection refused", ...), diagnosed within a few seconds at most.
-std::string open_live_input(cv::VideoCapture& cap, const std::string& path, const StreamTimeouts& timeouts);
+std::string open_live_input(codecs::opencv_io::Capture& cap, const std::string& path, const StreamTimeouts& timeouts);
 
 }  // namespace imgpipe::stages

@@ -13,9 +13,9 @@
 
 #include <fmt/format.h>
 #include <spdlog/logger.h>
-#include <opencv2/videoio.hpp>
-#include <opencv2/videoio/registry.hpp>
+#include <opencv2/videoio.hpp>  // the property names alone: the capture is codecs/opencv_io's
 
+#include "codecs/opencv_io/opencv_io.hpp"
 #include "imgpipe/log.hpp"
 #include "native_logs.hpp"
 #include "video_state.hpp"
@@ -272,7 +272,7 @@ void VideoReader::State::read_file(std::int64_t& index) {
   finish({}, index);
 }
 
-void VideoReader::State::read_frames(cv::VideoCapture& cap, std::int64_t& index) {
+void VideoReader::State::read_frames(codecs::opencv_io::Capture& cap, std::int64_t& index) {
   const double count_prop = cap.get(cv::CAP_PROP_FRAME_COUNT);
   const double fps = cap.get(cv::CAP_PROP_FPS);
   const std::int64_t expected =
@@ -327,7 +327,7 @@ void VideoReader::State::run() {
     if (!live) return read_file(index);
     if (opts.clips.on())
       return finish("a stream URL or camera cannot be cut into clips (input.video.clips needs video files)", 0);
-    cv::VideoCapture cap;
+    codecs::opencv_io::Capture cap;  // loads OpenCV's capture (throws, said below, when it cannot)
     if (std::string why = open_live_input(cap, path, opts.stream); !why.empty()) return finish(std::move(why), 0);
     read_frames(cap, index);
   } catch (const std::exception& e) {

@@ -28,8 +28,8 @@
 #include "live_input.hpp"
 #include "stage.hpp"
 
-namespace cv {
-class VideoCapture;
+namespace imgpipe::codecs::opencv_io {
+class Capture;
 }
 
 namespace imgpipe::stages {

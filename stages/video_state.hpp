@@ -46,7 +46,7 @@ struct VideoReader::State {
   std::int64_t clip_work(const codecs::FrameIndex& fi) const;
   // Frames `file` decoded since the last call, on its route (the decode amplification).
   void count_decoded(const codecs::VideoFile& file);
-  void read_frames(cv::VideoCapture& cap, std::int64_t& index);
+  void read_frames(codecs::opencv_io::Capture& cap, std::int64_t& index);
   bool wait_for_room(bool wanted, cv::Mat& frame);
   void end_of_stream(std::int64_t index, std::int64_t expected, std::int64_t covered, bool stalled, Pending& pending);
   void publish(Pending& p);

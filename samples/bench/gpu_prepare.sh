@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes what a GPU-machine call of gpu_suite.sh carries, in the checkout's
 # root (add these names to .git/info/exclude):
-#   .gpu.txz      imgpipe, imgpipe_tests and the NVTX probe tool of BUILD (a CUDA build)
+#   .gpu.txz      imgpipe, imgpipe_tests, the NVTX probe tool and libimgpipe_opencv_io.so
+#                 (OpenCV's codecs, which the programs load from beside themselves) of BUILD (a CUDA build)
 #   .gpuff.txz    Debian's ffmpeg, with the x264, x265, AV1 and VP9 encoders the
 #                 video cases make clips with (gpu-bundle would stub three of them)
 #   .gpuperf.txz  Debian's perf (the w2 part's profile)
@@ -21,7 +22,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 rm -rf .gpu .gpu.txz
 python3 "$bundler" "${args[@]}" --out .gpu --xz "$build/pipeline/imgpipe" "$build/tests/imgpipe_tests" \
-  "$build/tests/libimgpipe_nvtx_probe_tool.so"
+  "$build/tests/libimgpipe_nvtx_probe_tool.so" "$build/lib/libimgpipe_opencv_io.so"
 
 # gpu-bundle keeps the libraries of its KEEP list and stubs the rest: a copy
 # that also keeps the encoders.

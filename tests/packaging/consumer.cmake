@@ -8,7 +8,14 @@ set(bin ${WORK}/build)
 run(NAME "consumer, installed samples" OUTPUT out COMMAND ${bin}/imgpipe_consumer)
 expect_match("consumer output" "batch 0: 8 x \\[3,224,224\\] float32 nchw" "${out}")
 expect_match("consumer output" "20 images delivered in 3 batches, 0 failed" "${out}")
-# Paths from the command line.
+# Paths from the command line. A PNG: OpenCV's codecs come from
+# libimgpipe_opencv_io.so, which the package's run path lets it find.
+find_program(_readelf readelf)
+if(_readelf)
+  run(NAME "consumer's run path" OUTPUT out COMMAND ${_readelf} -d ${bin}/imgpipe_consumer)
+  string(REPLACE "+" "\\+" _libre "${PREFIX}/${LIBDIR}")
+  expect_match("consumer's RUNPATH (imgpipeConfig.cmake)" "(RUNPATH|RPATH)[^\n]*${_libre}" "${out}")
+endif()
 run(NAME "consumer, one file" OUTPUT out COMMAND ${bin}/imgpipe_consumer ${PREFIX}/share/imgpipe/samples/data/img_00009.png)
 expect_match("consumer output" "1 images delivered in 1 batches" "${out}")
 # No images: exit 1, saying so.

@@ -29,7 +29,7 @@ run(NAME contents OUTPUT list COMMAND dpkg-deb -c ${debs})
 foreach(f usr/bin/imgpipe usr/include/imgpipe/pipeline.hpp usr/include/imgpipe/config.hpp
           usr/include/imgpipe/memory/resources.hpp usr/${LIBDIR}/libimgpipe_pipeline.a usr/${LIBDIR}/libimgpipe_core.a
           usr/${LIBDIR}/cmake/imgpipe/imgpipeConfig.cmake usr/${LIBDIR}/cmake/imgpipe/imgpipeTargets.cmake
-          usr/${LIBDIR}/pkgconfig/imgpipe.pc usr/share/imgpipe/pipeline.yaml
+          usr/${LIBDIR}/pkgconfig/imgpipe.pc usr/${LIBDIR}/libimgpipe_opencv_io.so usr/share/imgpipe/pipeline.yaml
           usr/share/imgpipe/samples/data/img_00019.png usr/share/imgpipe/samples/data/LICENSE
           usr/share/doc/imgpipe/copyright usr/share/doc/imgpipe/LICENSE)
   string(REPLACE "+" "\\+" re "${f}")

@@ -2,7 +2,7 @@
 include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 file(REMOVE_RECURSE ${PREFIX})
 run(NAME install COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX})
-foreach(f bin/imgpipe include/imgpipe/pipeline.hpp ${LIBDIR}/cmake/imgpipe/imgpipeConfig.cmake
+foreach(f bin/imgpipe ${LIBDIR}/libimgpipe_opencv_io.so include/imgpipe/pipeline.hpp ${LIBDIR}/cmake/imgpipe/imgpipeConfig.cmake
           ${LIBDIR}/pkgconfig/imgpipe.pc share/imgpipe/pipeline.yaml share/imgpipe/samples/data/img_00000.jpg
           share/imgpipe/samples/data/LICENSE share/doc/imgpipe/LICENSE)
   if(NOT EXISTS ${PREFIX}/${f})

@@ -3,7 +3,9 @@
 #include <cctype>
 #include <mutex>
 
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgcodecs.hpp>  // the flags alone: cv::imdecode is codecs/opencv_io's
+
+#include "codecs/opencv_io/opencv_io.hpp"
 
 namespace imgpipe::codecs {
 
@@ -14,20 +16,34 @@ std::string upper(std::string s) {
   return s;
 }
 
+// OpenCV's imgcodecs, loaded on the first image that needs it
+// (codecs/opencv_io); null with the reason when it cannot be.
+//
 // OpenCV builds its list of image decoders on the first cv::imdecode, as a
 // function-local static. Threads that come later see it built through the
 // guard's inline check, in OpenCV's own (uninstrumented) code, which
 // ThreadSanitizer cannot see: it reported the decode threads' reads of the
 // decoders' signatures as racing with the thread that built them (CI, TSan,
-// the dump test's mpirun ranks). Building it when the decode stage is made,
-// in the thread that sets a run up, orders it before every stage call
-// (pipeline/src/handoff.hpp); it costs one call a process.
-void build_opencv_decoders() {
+// the dump test's mpirun ranks). So the first call is made here, inside a
+// std::call_once that every decoding thread passes first: the call that
+// built the list happens before any other thread's decode.
+const opencv_io::Api* imgcodecs(std::string& why) {
   static std::once_flag once;
+  static const opencv_io::Api* api = nullptr;
+  static std::string error;
   std::call_once(once, [] {
-    const unsigned char byte = 0;  // no decoder's signature: nothing is decoded
-    (void)cv::imdecode(cv::Mat(1, 1, CV_8UC1, const_cast<unsigned char*>(&byte)), cv::IMREAD_COLOR);
+    try {
+      api = &opencv_io::api();
+      const unsigned char byte = 0;  // no decoder's signature: nothing is decoded
+      cv::Mat none;
+      api->imdecode(cv::Mat(1, 1, CV_8UC1, const_cast<unsigned char*>(&byte)), cv::IMREAD_COLOR, &none);
+    } catch (const std::exception& e) {
+      api = nullptr;
+      error = e.what();
+    }
   });
+  if (api == nullptr) why = error;
+  return api;
 }
 
 // What OpenCV's decode of `h` applied, checked against the frame it made.
@@ -44,7 +60,7 @@ ImageDecoded geometry_of(const ImageHeader& h, bool orientation, const cv::Mat& 
 
 }  // namespace
 
-OpenCvDecoder::OpenCvDecoder() { build_opencv_decoders(); }
+OpenCvDecoder::OpenCvDecoder() = default;
 
 bool OpenCvDecoder::takes(const ImageHeader& h) const noexcept {
   return h.format == "png" || h.format == "bmp" || h.format == "tiff" || (h.format == "webp" && !h.animated);
@@ -55,6 +71,9 @@ std::string OpenCvDecoder::decode(std::span<const unsigned char> bytes, const Im
   // `out` may hold a previous image: cv::imdecode leaves its destination
   // untouched when no decoder accepts the data, so a failure would pass for it.
   out.release();
+  std::string why;
+  const opencv_io::Api* io = imgcodecs(why);
+  if (io == nullptr) return "cannot decode " + upper(h.format) + ": " + why;
   const int orient = o.orientation ? 0 : cv::IMREAD_IGNORE_ORIENTATION;
   int flags = cv::IMREAD_COLOR | orient;
   // PNG and TIFF may hold 16-bit samples: decode them as they are and scale
@@ -64,14 +83,14 @@ std::string OpenCvDecoder::decode(std::span<const unsigned char> bytes, const Im
   try {
     // cv::Mat header over the caller's bytes: no copy.
     const cv::Mat buf(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<unsigned char*>(bytes.data()));
-    cv::imdecode(buf, flags, &out);
+    io->imdecode(buf, flags, &out);
     if (wide && !out.empty() && out.depth() != CV_8U) {
       if (out.depth() == CV_16U) {
         out.convertTo(out, CV_8U, 1.0 / 257.0);  // rounds; v / 257 is never halfway
       } else {
         // Float or 32-bit samples: OpenCV's own conversion to 8 bits.
         out.release();
-        cv::imdecode(buf, cv::IMREAD_COLOR | orient, &out);
+        io->imdecode(buf, cv::IMREAD_COLOR | orient, &out);
       }
     }
   } catch (const cv::Exception& e) {
