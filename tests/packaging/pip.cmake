@@ -32,3 +32,9 @@ run(NAME "import imgpipe, deliver batches" OUTPUT out
             ${WORK}/venv/bin/python ${CMAKE_CURRENT_LIST_DIR}/python_deliver.py ${SOURCE_DIR}/samples/data in-package)
 expect_match("venv package" "imgpipe [0-9.]+ from ${WORK}/venv/lib/python3[.0-9]*/site-packages/imgpipe: 20 images in 3 batches"
              "${out}")
+# OpenCV's codecs ride in the package beside the library, which loads them
+# from there (the samples' PNGs above needed them).
+file(GLOB _module ${WORK}/venv/lib/python3*/site-packages/imgpipe/libimgpipe_opencv_io.so)
+if(NOT _module)
+  message(FATAL_ERROR "the installed package holds no libimgpipe_opencv_io.so beside libimgpipe_c.so")
+endif()
