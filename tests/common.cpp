@@ -182,6 +182,10 @@ void write_bytes(const fs::path& p, const std::vector<unsigned char>& b) {
   if (!out) throw std::runtime_error("cannot write " + p.string());
 }
 
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 int run_cli(const std::string& args, std::string* out, const std::string& env) {
   const std::string cmd = (env.empty() ? "" : env + " ") + cli_path() + " " + args + " 2>&1";
   FILE* f = ::popen(cmd.c_str(), "r");

@@ -109,6 +109,10 @@ void check_interrupted_exit(int status, const std::string& text);
 // code, output in *out (stdout+stderr). `env` is prefixed to the command line
 // ("RANK=1 WORLD_SIZE=3", or a launcher: "mpirun -n 3").
 int run_cli(const std::string& args, std::string* out = nullptr, const std::string& env = "");
+// `p` in single quotes, for the command lines run_cli runs.
+std::string q(const std::filesystem::path& p);
+// Whether `text` holds `part` (a CLI's output, a report, a message).
+bool contains(const std::string& text, const std::string& part);
 
 // Real images and videos from Debian's opencv-doc package
 // (/usr/share/doc/opencv-doc/examples/data: vtest.avi, Megamind.avi,

@@ -21,14 +21,9 @@ namespace {
 
 const std::string kConfig = (imgpipe::test::source_dir() / "configs" / "pipeline.yaml").string();
 
-std::string q(const fs::path& p) {
-  std::string s(1, '\'');
-  s += p.string();
-  s += '\'';
-  return s;
-}
+using imgpipe::test::q;
 
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using imgpipe::test::contains;
 
 // A folder with the first `n` sample images.
 void copy_samples(const fs::path& dir, std::size_t n) {

@@ -25,14 +25,9 @@ using imgpipe::test::TempDir;
 
 namespace {
 
-std::string q(const fs::path& p) {
-  std::string s(1, '\'');
-  s += p.string();
-  s += '\'';
-  return s;
-}
+using imgpipe::test::q;
 
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using imgpipe::test::contains;
 
 // Every line of `text` that is not empty starts with "imgpipe: ".
 bool every_line_prefixed(const std::string& text) {

@@ -21,7 +21,7 @@ namespace {
 
 const std::string kConfig = (imgpipe::test::source_dir() / "configs" / "pipeline.yaml").string();
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+using imgpipe::test::q;
 
 // The lines of `text` that start with "imgpipe: debug: set-up: <step> ".
 std::vector<std::string> setup_lines(const std::string& text, const std::string& step) {

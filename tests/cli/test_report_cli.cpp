@@ -29,14 +29,9 @@ using imgpipe::test::TempDir;
 namespace {
 
 // Quoted for the shell (built up: GCC 12 warns falsely on "'" + string).
-std::string q(const fs::path& p) {
-  std::string s(1, '\'');
-  s += p.string();
-  s += '\'';
-  return s;
-}
+using imgpipe::test::q;
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+using imgpipe::test::contains;
 
 std::vector<std::string> lines_with(const std::string& text, const std::string& what) {
   std::vector<std::string> v;

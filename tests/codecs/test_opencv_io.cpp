@@ -23,9 +23,9 @@ namespace io = imgpipe::codecs::opencv_io;
 
 namespace {
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+using imgpipe::test::q;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using imgpipe::test::contains;
 
 // A folder of two JPEGs, a PNG and a video file (links to the shipped ones).
 void fill_mixed(const fs::path& d) {

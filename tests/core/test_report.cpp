@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common.hpp"
 #include "imgpipe/report.hpp"
 
 using imgpipe::Report;
@@ -58,7 +59,7 @@ std::string row(const std::string& text, const std::string& name) {
   return {};
 }
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+using imgpipe::test::contains;
 
 }  // namespace
 

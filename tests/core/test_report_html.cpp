@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common.hpp"
 #include "core/src/report_html.hpp"
 #include "imgpipe/report.hpp"
 
@@ -51,7 +52,7 @@ std::size_t occurrences(const std::string& s, const std::string& what) {
   return n;
 }
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+using imgpipe::test::contains;
 
 // The text of <script type="application/json" id="imgpipe-data">.
 std::string page_data(const std::string& page) {

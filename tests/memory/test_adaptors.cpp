@@ -26,7 +26,7 @@ using namespace imgpipe::memory;
 
 namespace {
 constexpr std::size_t MiB = std::size_t{1} << 20;
-bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+using imgpipe::test::contains;
 }  // namespace
 
 TEST_CASE("budget: enforced before the upstream is asked, the error names the numbers, bytes come back") {

@@ -30,7 +30,7 @@ namespace {
 constexpr std::size_t MiB = std::size_t{1} << 20;
 using K = MemoryKind;
 
-bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+using imgpipe::test::contains;
 
 HostChainOptions gpu_chain(MemoryKind kind) {
   HostChainOptions o;

@@ -68,7 +68,7 @@ Calibration h200_like() {
                     {MemoryKind::host_registered, {55.0, 55.1, 5.4, 5.9}}});
 }
 
-bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+using imgpipe::test::contains;
 
 using imgpipe::test::ScopedEnv;
 }  // namespace

@@ -26,7 +26,7 @@ using imgpipe::test::TempDir;
 
 namespace {
 
-std::string q(const fs::path& p) { return fmt::format("'{}'", p.string()); }
+using imgpipe::test::q;
 
 using imgpipe::test::read_text;
 

@@ -19,7 +19,7 @@ using imgpipe::test::TempDir;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using imgpipe::test::contains;
 
 // 'text' (built without operator+ on a literal: GCC 12 warns there, -Wrestrict, PR 105651).
 std::string q(const std::string& text) {

@@ -113,12 +113,7 @@ void truncated_copy(const fs::path& src, const fs::path& dst, double fraction) {
 }
 
 // A path quoted for the shell.
-std::string q(const fs::path& p) {
-  std::string s(1, '\'');
-  s += p.string();
-  s += '\'';
-  return s;
-}
+using imgpipe::test::q;
 
 }  // namespace
 

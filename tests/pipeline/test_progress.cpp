@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "common.hpp"
 #include "pipeline/src/progress.hpp"
 
 using imgpipe::detail::format_duration;
@@ -23,7 +24,7 @@ ProgressFigures figures(std::uint64_t done, std::uint64_t total, std::uint64_t f
   return {done, total, failed, elapsed, unit};
 }
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+using imgpipe::test::contains;
 
 // What a printer wrote to its FILE.
 std::string text_of(std::FILE* f) {

@@ -53,7 +53,7 @@ std::string table(const Report& r) {
   return os.str();
 }
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+using imgpipe::test::contains;
 
 }  // namespace
 

@@ -46,7 +46,7 @@ Thrown error_of(const InputConfig& c) {
   return {};
 }
 
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using imgpipe::test::contains;
 
 // 'text' (built without operator+ on a literal: GCC 12 warns there, -Wrestrict, PR 105651).
 std::string q(const std::string& text) {
