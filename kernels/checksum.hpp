@@ -34,6 +34,10 @@ struct ChecksumPart {
 
 // The part of `bytes` (a multiple of 4) at `data`.
 ChecksumPart checksum_part(const void* data, std::size_t bytes) noexcept;
+// The parts of the three equal thirds of `bytes` at `data` into parts[0..2]
+// (a channel each of a planar image); false, and parts left alone, unless
+// the thirds are whole words (bytes a multiple of 12).
+bool checksum_thirds(const void* data, std::size_t bytes, ChecksumPart* parts) noexcept;
 
 // Enqueues the checksum of device (or mapped) memory on `stream`; the result
 // lands in *d_result (device memory, or mapped/pinned host memory the device

@@ -105,4 +105,11 @@ ChecksumPart checksum_part(const void* data, std::size_t bytes) noexcept {
   return words<true>(static_cast<const unsigned char*>(data), bytes);
 }
 
+bool checksum_thirds(const void* data, std::size_t bytes, ChecksumPart* parts) noexcept {
+  if (bytes % 12 != 0) return false;
+  const std::size_t third = bytes / 3;
+  for (std::size_t k = 0; k < 3; ++k) parts[k] = checksum_part(static_cast<const unsigned char*>(data) + k * third, third);
+  return true;
+}
+
 }  // namespace imgpipe::kernels

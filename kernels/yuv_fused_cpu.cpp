@@ -256,8 +256,7 @@ class RowSums {
       p_.sums[k].add(checksum_part(data() + k * plane_bytes_ + at, row_bytes_), at);
   }
   void finish() const {
-    if (on_ && !rows_)
-      for (std::size_t k = 0; k < 3; ++k) p_.sums[k] = checksum_part(data() + k * plane_bytes_, plane_bytes_);
+    if (on_ && !rows_) checksum_thirds(data(), 3 * plane_bytes_, p_.sums);
   }
 
  private:

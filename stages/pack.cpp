@@ -226,18 +226,6 @@ Tally Pack::run(Work& w) {
   return {1, 0};
 }
 
-namespace {
-
-// The checksum parts of a sample just written at `data` (cached memory).
-void sum_sample(SampleChecksum& s, const void* data, std::size_t bytes) {
-  if (bytes % 12 != 0) return;  // not in whole words: the sink sums the batch
-  const std::size_t third = bytes / 3;
-  for (int k = 0; k < 3; ++k) s.part[k] = kernels::checksum_part(static_cast<const unsigned char*>(data) + k * third, third);
-  s.bytes = bytes;
-}
-
-}  // namespace
-
 Tally PackCopy::run(Work& w) const {
   const FrameView& f = w.pixels.out;
   if (f.one_pass) {  // a video frame from YUV to its tensor, in the slot itself where that is plain memory
@@ -263,7 +251,9 @@ Tally PackCopy::run(Work& w) const {
     w.pixels.video.reset();  // the decoder's buffer goes back to its pool
   } else {
     w.dest.writer->write(w.dest.offset, f.data, f.bytes);
-    if (w.dest.sum) sum_sample(*w.dest.sum, f.data, f.bytes);
+    // Its parts from the frame just copied (cached memory); thirds not in
+    // whole words leave it unsummed, and the sink sums the batch.
+    if (w.dest.sum && kernels::checksum_thirds(f.data, f.bytes, w.dest.sum->part)) w.dest.sum->bytes = f.bytes;
   }
   w.dest.writer.reset();
   return {1, w.pixels.out.bytes};

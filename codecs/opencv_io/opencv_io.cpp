@@ -16,7 +16,6 @@ namespace fs = std::filesystem;
 
 struct Loaded {
   const Api* api = nullptr;
-  std::string from;   // the module's path
   std::string error;  // why it could not be loaded
 };
 
@@ -76,8 +75,6 @@ Loaded load() {
       continue;
     }
     l.api = a;  // kept loaded for the process's life
-    Dl_info info{};
-    l.from = ::dladdr(reinterpret_cast<void*>(entry), &info) != 0 && info.dli_fname ? info.dli_fname : path;
     return l;
   }
   l.error = std::string("OpenCV's image codecs and video capture (") + kModuleName +
