@@ -9,7 +9,7 @@
 #include "checksum.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#include "checksum_words_avx2.hpp"
 #define IMGPIPE_CHECKSUM_AVX2 1
 #else
 #define IMGPIPE_CHECKSUM_AVX2 0
@@ -39,32 +39,13 @@ bool has_avx2() noexcept {
   return has;
 }
 
-__attribute__((target("avx2"))) std::uint64_t lanes_sum(__m256i v) noexcept {
-  alignas(32) std::uint64_t lanes[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
-}
-
-// Words [0, n) (n a multiple of 8, 2n + 1 < 2^32): even words' multipliers
-// in one vector, odd ones' in another, each 64-bit lane's low half; with
-// kSum the plain sum of the even and the odd words too.
+// Words [0, n) (n a multiple of 8, 2n + 1 < 2^32); with kSum the plain sum
+// too.
 template <bool kSum>
 __attribute__((target("avx2"))) ChecksumPart words_avx2(const unsigned char* p, std::size_t n) noexcept {
-  __m256i even = _mm256_setr_epi64x(1, 5, 9, 13);  // 2i + 1 of words 0, 2, 4, 6
-  __m256i odd = _mm256_setr_epi64x(3, 7, 11, 15);  // of words 1, 3, 5, 7
-  const __m256i step = _mm256_set1_epi64x(16);
-  const __m256i low = _mm256_set1_epi64x(0xffffffff);
-  __m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256(), s = _mm256_setzero_si256();
-  for (std::size_t i = 0; i < n; i += 8) {
-    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * i));
-    const __m256i hi = _mm256_srli_epi64(w, 32);
-    a = _mm256_add_epi64(a, _mm256_mul_epu32(w, even));
-    b = _mm256_add_epi64(b, _mm256_mul_epu32(hi, odd));
-    if constexpr (kSum) s = _mm256_add_epi64(s, _mm256_add_epi64(_mm256_and_si256(w, low), hi));
-    even = _mm256_add_epi64(even, step);
-    odd = _mm256_add_epi64(odd, step);
-  }
-  return {kSum ? lanes_sum(s) : 0, lanes_sum(_mm256_add_epi64(a, b))};
+  checksum_avx2::Words acc = checksum_avx2::Words::start();
+  for (std::size_t i = 0; i < n; i += 8) acc.add(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * i)));
+  return acc.part(kSum);
 }
 #endif
 

@@ -7,9 +7,13 @@
 // the normalisation rounds as the definition does.
 #include "yuv_fused_rows.hpp"
 
+#include <cstring>
+
 #if IMGPIPE_YUV_AVX2
 #include <cpuid.h>
 #include <immintrin.h>
+
+#include "checksum_words_avx2.hpp"
 #endif
 
 namespace imgpipe::kernels::yuv_rows {
@@ -172,19 +176,26 @@ void luma_pass_avx2(const YuvImage& s, const YuvCoeffs& c, const Plan& plan, int
   if (X < to) luma_pass(s, c, plan, fy, sc, out, X, to);
 }
 
+// Two resampled rows' values h0, h1 combined with row weights B0, B1
+// (resize_math.hpp's vlinear).
+IMGPIPE_AVX2_INLINE __m256i vlinear8(__m256i h0, __m256i h1, __m256i B0, __m256i B1) {
+  const __m256i a = _mm256_srai_epi32(_mm256_mullo_epi32(_mm256_srai_epi32(h0, 4), B0), 16);
+  const __m256i b = _mm256_srai_epi32(_mm256_mullo_epi32(_mm256_srai_epi32(h1, 4), B1), 16);
+  return _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_set1_epi32(2)), 2);
+}
+
+// Values 0..255 normalised: normalize.hpp's three float operations.
+IMGPIPE_AVX2_INLINE __m256 normalize8(__m256i v, __m256 scale, __m256 mean, __m256 sd) {
+  return _mm256_div_ps(_mm256_sub_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), scale), mean), sd);
+}
+
 IMGPIPE_AVX2 void vertical_avx2(const Scratch::Row& r0, const Scratch::Row& r1, int b0, int b1,
                                 Scratch& sc, int from, int to) {
-  const __m256i B0 = _mm256_set1_epi32(b0), B1 = _mm256_set1_epi32(b1), two = _mm256_set1_epi32(2);
+  const __m256i B0 = _mm256_set1_epi32(b0), B1 = _mm256_set1_epi32(b1);
   int X = from;
   for (int k = 0; k < 3; ++k)
-    for (X = from; X + 8 <= to; X += 8) {
-      const __m256i h0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r0.h[k].data() + X));
-      const __m256i h1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r1.h[k].data() + X));
-      const __m256i a = _mm256_srai_epi32(_mm256_mullo_epi32(_mm256_srai_epi32(h0, 4), B0), 16);
-      const __m256i b = _mm256_srai_epi32(_mm256_mullo_epi32(_mm256_srai_epi32(h1, 4), B1), 16);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sc.v[k].data() + X),
-                          _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(a, b), two), 2));
-    }
+    for (X = from; X + 8 <= to; X += 8)
+      store8(sc.v[k].data() + X, vlinear8(load8(r0.h[k].data() + X), load8(r1.h[k].data() + X), B0, B1));
   if (X < to) vertical(r0, r1, b0, b1, sc, X, to);
 }
 
@@ -199,21 +210,57 @@ IMGPIPE_AVX2 void emit_avx2(const YuvFusedParams& p, const Scratch& sc, int Y) {
     int X = 0;
     if (p.dtype == DType::float32) {
       float* o = static_cast<float*>(p.dst) + at;
-      for (; X + 8 <= p.width; X += 8) {
-        const __m256 f = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + X)));
-        _mm256_storeu_ps(o + X, _mm256_div_ps(_mm256_sub_ps(_mm256_mul_ps(f, scale), mean), sd));
-      }
+      for (; X + 8 <= p.width; X += 8) _mm256_storeu_ps(o + X, normalize8(load8(v + X), scale, mean, sd));
       for (; X < p.width; ++X) o[X] = sc.f32[oc][v[X]];
     } else {
       std::uint16_t* o = static_cast<std::uint16_t*>(p.dst) + at;
-      for (; X + 8 <= p.width; X += 8) {
-        const __m256 f = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + X)));
-        const __m256 n = _mm256_div_ps(_mm256_sub_ps(_mm256_mul_ps(f, scale), mean), sd);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(o + X), _mm256_cvtps_ph(n, _MM_FROUND_TO_NEAREST_INT));
-      }
+      for (; X + 8 <= p.width; X += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o + X),
+                         _mm256_cvtps_ph(normalize8(load8(v + X), scale, mean, sd), _MM_FROUND_TO_NEAREST_INT));
       for (; X < p.width; ++X) o[X] = sc.f16[oc][v[X]];
     }
   }
+}
+
+IMGPIPE_AVX2 bool vertical_emit_f32_avx2(const YuvFusedParams& p, const Scratch::Row& r0, const Scratch::Row& r1,
+                                         int b0, int b1, Scratch& sc, int Y, ChecksumPart* parts) {
+  const int W = p.width;
+  const int blocks_end = W / 8 * 8;
+  if (blocks_end < W) vertical(r0, r1, b0, b1, sc, blocks_end, W);  // the last columns by the portable row
+  const std::size_t plane = static_cast<std::size_t>(W) * static_cast<std::size_t>(p.height);
+  const __m256i B0 = _mm256_set1_epi32(b0), B1 = _mm256_set1_epi32(b1);
+  bool streamed = false;
+  for (int oc = 0; oc < 3; ++oc) {
+    const int ic = p.swap_rb ? 2 - oc : oc;
+    const std::int32_t* h0 = r0.h[ic].data();
+    const std::int32_t* h1 = r1.h[ic].data();
+    const __m256 scale = _mm256_set1_ps(p.scale), mean = _mm256_set1_ps(p.mean[oc]), sd = _mm256_set1_ps(p.std[oc]);
+    float* o = static_cast<float*>(p.dst) + oc * plane + static_cast<std::size_t>(Y) * W;
+    // Stores that bypass the caches where the row is aligned: the batch is
+    // larger than they are, and nothing reads the row again here.
+    const bool stream = (reinterpret_cast<std::uintptr_t>(o) & 31) == 0;
+    streamed = streamed || stream;
+    checksum_avx2::Words sum = checksum_avx2::Words::start();
+    int X = 0;
+    for (; X < blocks_end; X += 8) {
+      const __m256 n = normalize8(vlinear8(load8(h0 + X), load8(h1 + X), B0, B1), scale, mean, sd);
+      if (stream)
+        _mm256_stream_ps(o + X, n);
+      else
+        _mm256_storeu_ps(o + X, n);
+      if (parts != nullptr) sum.add(_mm256_castps_si256(n));
+    }
+    ChecksumPart part = sum.part(true);
+    for (; X < W; ++X) {
+      o[X] = sc.f32[oc][sc.v[ic][X]];
+      std::uint32_t w;
+      std::memcpy(&w, o + X, 4);
+      part.sum += w;
+      part.weighted += static_cast<std::uint64_t>(w) * (2 * static_cast<std::uint64_t>(X) + 1);
+    }
+    if (parts != nullptr) parts[oc] = part;
+  }
+  return streamed;
 }
 
 bool cpu_has_avx2() noexcept {
@@ -232,6 +279,10 @@ void chroma_terms_avx2(const YuvImage&, const YuvCoeffs&, const Plan&, int, Scra
 void luma_pass_avx2(const YuvImage&, const YuvCoeffs&, const Plan&, int, Scratch&, Scratch::Row&, int, int) {}
 IMGPIPE_AVX2 void vertical_avx2(const Scratch::Row&, const Scratch::Row&, int, int, Scratch&, int, int) {}
 IMGPIPE_AVX2 void emit_avx2(const YuvFusedParams&, const Scratch&, int) {}
+IMGPIPE_AVX2 bool vertical_emit_f32_avx2(const YuvFusedParams&, const Scratch::Row&, const Scratch::Row&, int, int,
+                                         Scratch&, int, ChecksumPart*) {
+  return false;
+}
 #endif
 
 }  // namespace imgpipe::kernels::yuv_rows

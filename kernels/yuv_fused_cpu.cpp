@@ -27,6 +27,10 @@
 #include "normalize.hpp"
 #include "yuv_fused_rows.hpp"
 
+#if IMGPIPE_YUV_AVX2
+#include <immintrin.h>
+#endif
+
 namespace imgpipe::kernels {
 
 namespace yuv_rows {
@@ -249,11 +253,13 @@ class RowSums {
     if (on_)
       for (int k = 0; k < 3; ++k) p.sums[k] = {};
   }
-  void row(int Y) const {
+  // The row's parts where the caller summed them (`parts` set), else by reading the row.
+  bool by_row() const { return rows_; }
+  void row(int Y, const ChecksumPart* parts = nullptr) const {
     if (!rows_) return;
     const std::size_t at = static_cast<std::size_t>(Y) * row_bytes_;
     for (std::size_t k = 0; k < 3; ++k)
-      p_.sums[k].add(checksum_part(data() + k * plane_bytes_ + at, row_bytes_), at);
+      p_.sums[k].add(parts != nullptr ? parts[k] : checksum_part(data() + k * plane_bytes_ + at, row_bytes_), at);
   }
   void finish() const {
     if (on_ && !rows_) checksum_thirds(data(), 3 * plane_bytes_, p_.sums);
@@ -266,17 +272,9 @@ class RowSums {
   const bool on_, rows_;
 };
 
-}  // namespace
-
-void yuv_fused_cpu(const YuvFusedParams& p, bool simd) {
-  validate(p);
-  thread_local Scratch sc;
-  Plan& plan = sc.plan;
-  make_plan(p, plan);
-  const YuvImage& s = p.src;
-  const YuvFormat& f = s.format;
-  const YuvCoeffs c = make_coeffs(f.matrix, f.range, f.bits);
-  const bool avx2 = simd && cpu_has_avx2();
+// The scratch rows zeroed for a call of p's width, and p's normalisation
+// tables.
+void prepare(const YuvFusedParams& p, Scratch& sc) {
   const std::size_t W = static_cast<std::size_t>(p.width) + 8;
   for (auto& r : sc.rows) {
     r.row = -1;
@@ -285,7 +283,7 @@ void yuv_fused_cpu(const YuvFusedParams& p, bool simd) {
   for (int t = 0; t < 2; ++t)
     for (auto* v : {&sc.cr[t], &sc.cg[t], &sc.cb[t]}) v->assign(W, 0);
   for (auto& v : sc.v) v.assign(W, 0);
-  sc.chroma_row = f.monochrome ? -1 : -2;  // monochrome: the terms stay 0
+  sc.chroma_row = p.src.format.monochrome ? -1 : -2;  // monochrome: the terms stay 0
   if (p.dtype != DType::uint8) {
     NormalizeParams n;
     n.scale = p.scale;
@@ -299,6 +297,20 @@ void yuv_fused_cpu(const YuvFusedParams& p, bool simd) {
         sc.f16[k][v] = float_to_half_rn(sc.f32[k][v]);
       }
   }
+}
+
+}  // namespace
+
+void yuv_fused_cpu(const YuvFusedParams& p, bool simd) {
+  validate(p);
+  thread_local Scratch sc;
+  Plan& plan = sc.plan;
+  make_plan(p, plan);
+  prepare(p, sc);
+  const YuvImage& s = p.src;
+  const YuvFormat& f = s.format;
+  const YuvCoeffs c = make_coeffs(f.matrix, f.range, f.bits);
+  const bool avx2 = simd && cpu_has_avx2();
   const int oa = plan.oa, ob = plan.ob;
   const int last_chroma = f.monochrome ? 0 : chroma_height(f, s.height) - 1;
 
@@ -334,6 +346,9 @@ void yuv_fused_cpu(const YuvFusedParams& p, bool simd) {
 
   RowSums sums(p);
   const Placement& pl = plan.pl;
+  // Whole rows of float32 NCHW output in one step (vertical_emit_f32_avx2).
+  const bool fused_rows = avx2 && p.layout == Layout::nchw && p.dtype == DType::float32 && oa == 0 && ob == p.width;
+  bool streamed = false;
   for (int Y = 0; Y < p.height; ++Y) {
     const int canvas_row = p.flip_y ? p.height - 1 - Y : Y;
     const int ry = canvas_row - pl.y0;
@@ -348,6 +363,12 @@ void yuv_fused_cpu(const YuvFusedParams& p, bool simd) {
       const Scratch::Row& r0 = row(t.s0, t.s1);
       const Scratch::Row& r1 = row(t.s1, t.s0);
 #if IMGPIPE_YUV_AVX2
+      if (fused_rows) {
+        ChecksumPart parts[3];
+        streamed = vertical_emit_f32_avx2(p, r0, r1, b0, b1, sc, Y, sums.by_row() ? parts : nullptr) || streamed;
+        sums.row(Y, parts);
+        continue;
+      }
       if (avx2)
         vertical_avx2(r0, r1, b0, b1, sc, oa, ob);
       else
@@ -362,6 +383,9 @@ void yuv_fused_cpu(const YuvFusedParams& p, bool simd) {
       emit(p, sc, Y, 0, p.width);
     sums.row(Y);
   }
+#if IMGPIPE_YUV_AVX2
+  if (streamed) _mm_sfence();  // the non-temporal stores before the output is handed on
+#endif
   sums.finish();
 }
 

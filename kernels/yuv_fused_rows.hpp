@@ -102,5 +102,13 @@ void luma_pass_avx2(const YuvImage& s, const YuvCoeffs& c, const Plan& plan, int
 IMGPIPE_AVX2 void vertical_avx2(const Scratch::Row& r0, const Scratch::Row& r1, int b0, int b1, Scratch& sc, int from,
                                 int to);
 IMGPIPE_AVX2 void emit_avx2(const YuvFusedParams& p, const Scratch& sc, int Y);
+// vertical_avx2 and emit_avx2 at once for a float32 NCHW row whose every
+// column the frame covers, the value never leaving its register: into
+// parts[0..2] (null: none) the checksum part of each channel's row, as
+// checksum_part sums it. Aligned rows are written with non-temporal stores;
+// true when some were, and the caller fences before the output is read
+// elsewhere.
+IMGPIPE_AVX2 bool vertical_emit_f32_avx2(const YuvFusedParams& p, const Scratch::Row& r0, const Scratch::Row& r1,
+                                         int b0, int b1, Scratch& sc, int Y, ChecksumPart* parts);
 
 }  // namespace imgpipe::kernels::yuv_rows

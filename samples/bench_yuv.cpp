@@ -5,7 +5,8 @@
 // the tensor (--out-width x --out-height, bilinear stretch, NCHW float32,
 // ImageNet mean/std: W1's): the BGR conversion, cv::resize and the normalise
 // twin, as the route ran before the one pass, against the one pass
-// (kernels::yuv_fused_cpu) on its AVX2 and its portable rows. Random samples;
+// (kernels::yuv_fused_cpu) on its AVX2 and its portable rows, and on its AVX2
+// rows into a batch of 32 with checksum parts, as a run does. Random samples;
 // each figure is the median of --runs conversions, the fastest run in
 // brackets (a shared machine's noise).
 //   imgpipe_bench_yuv [--width 1920] [--height 1080] [--out-width 640] [--out-height 640] [--runs 50]
@@ -28,6 +29,8 @@
 namespace kn = imgpipe::kernels;
 
 namespace {
+
+constexpr std::size_t kBatch = 32;  // frames of a batch (W1's)
 
 std::string timed(const std::function<void()>& f, int runs) {
   f();  // warm the caches and the pages
@@ -152,11 +155,25 @@ int main(int argc, char** argv) {
     f.std = {n.std[0], n.std[1], n.std[2]};
     const std::string simd = timed([&] { kn::yuv_fused_cpu(f, true); }, runs);
     const std::string portable = timed([&] { kn::yuv_fused_cpu(f, false); }, runs);
-    tensor_rows.push_back(fmt::format("{:<12} {:>22} {:>16} {:>16}", l.name, before, simd, portable));
+    // As a run uses it: each frame to its place in a batch of 32 (memory
+    // that no cache holds) with the checksum parts a checksumming sink takes.
+    std::vector<float> batch(tensor.size() * kBatch);
+    kn::ChecksumPart parts[3];
+    int next = 0;
+    kn::YuvFusedParams in_batch = f;
+    in_batch.sums = parts;
+    const std::string batched = timed(
+        [&] {
+          in_batch.dst = batch.data() + tensor.size() * (next++ % kBatch);
+          kn::yuv_fused_cpu(in_batch, true);
+        },
+        runs);
+    tensor_rows.push_back(fmt::format("{:<12} {:>22} {:>16} {:>16} {:>18}", l.name, before, simd, portable, batched));
   }
   fmt::print("\nto the {}x{} NCHW float32 tensor (bilinear stretch, mean/std), ms per frame, one thread; AVX2 rows: {}\n",
              out_width, out_height, kn::yuv_fused_has_simd() ? "yes" : "no");
-  fmt::print("{:<12} {:>22} {:>16} {:>16}\n", "layout", "BGR+resize+normalize", "one pass", "one pass portable");
+  fmt::print("{:<12} {:>22} {:>16} {:>16} {:>18}\n", "layout", "BGR+resize+normalize", "one pass", "one pass portable",
+             "in a batch, summed");
   for (const std::string& r : tensor_rows) fmt::print("{}\n", r);
   return 0;
 }

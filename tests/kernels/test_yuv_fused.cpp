@@ -5,7 +5,10 @@
 // parts it sums as it writes, against the output's own.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -147,8 +150,13 @@ TEST_CASE("yuv fused cpu: one pass from YUV equals the conversion cut to the box
           p.mean = {0.485f, 0.456f, 0.406f};
           p.std = {0.229f, 0.224f, 0.225f};
           const std::vector<std::uint8_t> want = definition(bgr, p);
+          // The output at a 32-byte boundary (whole float32 rows take the
+          // non-temporal stores there) or 4 bytes past one (the plain stores).
+          const std::size_t misalign = rng.uniform(0, 2) == 0 ? 0 : 4;
           for (bool simd : {true, false}) {
-            std::vector<std::uint8_t> got(want.size(), 0xCD);
+            std::vector<std::uint8_t> buffer(want.size() + 64, 0xCD);
+            const auto base = reinterpret_cast<std::uintptr_t>(buffer.data());
+            const std::span<std::uint8_t> got(buffer.data() + ((base + 31) / 32 * 32 - base) + misalign, want.size());
             p.dst = got.data();
             kn::ChecksumPart sums[3];
             for (auto& s : sums) s = {0xABCD, 0x1234};  // left alone unless the thirds are whole words
@@ -158,12 +166,15 @@ TEST_CASE("yuv fused cpu: one pass from YUV equals the conversion cut to the box
             ++calls;
             std::size_t first = 0;
             while (first < got.size() && got[first] == want[first]) ++first;
-            INFO(fmt::format("{} -> {}x{} {} {} flips {}{} box {}x{}@{},{} {} {} swap {} simd {}", fr.name, size.width,
-                             size.height, fit_name(fit), p.interp == Interp::linear ? "linear" : "nearest",
+            INFO(fmt::format("{} -> {}x{} {} {} flips {}{} box {}x{}@{},{} {} {} swap {} simd {} misaligned by {}", fr.name,
+                             size.width, size.height, fit_name(fit), p.interp == Interp::linear ? "linear" : "nearest",
                              p.flip_x ? "x" : "-", p.flip_y ? "y" : "-", p.box_width, p.box_height, p.box_x, p.box_y,
-                             dtype_name(p.dtype), p.layout == Layout::nchw ? "nchw" : "nhwc", p.swap_rb, simd));
+                             dtype_name(p.dtype), p.layout == Layout::nchw ? "nchw" : "nhwc", p.swap_rb, simd, misalign));
             INFO("first differing byte: " << first << " of " << got.size());
             REQUIRE(first == got.size());
+            const auto untouched = [](auto from, auto to) { return std::all_of(from, to, [](auto b) { return b == 0xCD; }); };
+            CHECK(untouched(buffer.data(), got.data()));  // nothing written around the output
+            CHECK(untouched(got.data() + got.size(), buffer.data() + buffer.size()));
             // The checksum parts summed as the rows were written: the thirds' own.
             const std::size_t third = got.size() / 3;
             for (std::size_t k = 0; k < 3; ++k) {
