@@ -130,12 +130,20 @@ IMGPIPE_AVX2 int luma_blocks_avx2(const YuvImage& s, const YuvCoeffs& c, const P
   std::int32_t* __restrict hb = out.h[0].data();
   std::int32_t* __restrict hg = out.h[1].data();
   std::int32_t* __restrict hr = out.h[2].data();
-  // B, G, R of 8 samples with tap t's chroma terms at X (yuv.hpp's yuv_pixel).
+  // B, G, R of 8 samples with tap t's chroma terms at X (yuv.hpp's
+  // yuv_pixel), not yet clamped to 0..255.
   auto convert = [&](__m256i Y, int t, int X, __m256i& B, __m256i& G, __m256i& R) __attribute__((target("avx2,f16c"), always_inline)) {
     const __m256i y = _mm256_add_epi32(_mm256_mullo_epi32(cy, _mm256_sub_epi32(Y, yoff)), half);
-    R = clamp255(_mm256_srai_epi32(_mm256_add_epi32(y, load8(cr[t] + X)), 16));
-    G = clamp255(_mm256_srai_epi32(_mm256_sub_epi32(y, load8(cg[t] + X)), 16));
-    B = clamp255(_mm256_srai_epi32(_mm256_add_epi32(y, load8(cb[t] + X)), 16));
+    R = _mm256_srai_epi32(_mm256_add_epi32(y, load8(cr[t] + X)), 16);
+    G = _mm256_srai_epi32(_mm256_sub_epi32(y, load8(cg[t] + X)), 16);
+    B = _mm256_srai_epi32(_mm256_add_epi32(y, load8(cb[t] + X)), 16);
+  };
+  // Tap 0's and tap 1's unclamped values of 8 columns clamped to 0..255 and
+  // paired per column as 16-bit halves (tap 0 low), for one multiply-add.
+  const __m256i pairs = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,
+                                         0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+  auto paired = [&](__m256i a, __m256i b) __attribute__((target("avx2,f16c"), always_inline)) {
+    return _mm256_shuffle_epi8(_mm256_min_epu16(_mm256_packus_epi32(a, b), _mm256_set1_epi16(255)), pairs);
   };
   const Plan::Window* w0 = plan.wl[0].data();
   const Plan::Window* w1 = plan.wl[1].data();
@@ -154,13 +162,13 @@ IMGPIPE_AVX2 int luma_blocks_avx2(const YuvImage& s, const YuvCoeffs& c, const P
       convert(samples(1, b, X), 1, X, B1, G1, R1);
       // a * w0 + b * w1 as one int16 multiply-add (values <= 255, weights <= 2048)
       const __m256i w = load8(wp + X);
-      store8(hb + X, _mm256_madd_epi16(_mm256_or_si256(B0, _mm256_slli_epi32(B1, 16)), w));
-      store8(hg + X, _mm256_madd_epi16(_mm256_or_si256(G0, _mm256_slli_epi32(G1, 16)), w));
-      store8(hr + X, _mm256_madd_epi16(_mm256_or_si256(R0, _mm256_slli_epi32(R1, 16)), w));
+      store8(hb + X, _mm256_madd_epi16(paired(B0, B1), w));
+      store8(hg + X, _mm256_madd_epi16(paired(G0, G1), w));
+      store8(hr + X, _mm256_madd_epi16(paired(R0, R1), w));
     } else {  // every weight pair is (2048, 0)
-      store8(hb + X, _mm256_slli_epi32(B0, detail::kCoefBits));
-      store8(hg + X, _mm256_slli_epi32(G0, detail::kCoefBits));
-      store8(hr + X, _mm256_slli_epi32(R0, detail::kCoefBits));
+      store8(hb + X, _mm256_slli_epi32(clamp255(B0), detail::kCoefBits));
+      store8(hg + X, _mm256_slli_epi32(clamp255(G0), detail::kCoefBits));
+      store8(hr + X, _mm256_slli_epi32(clamp255(R0), detail::kCoefBits));
     }
   }
   return X;
