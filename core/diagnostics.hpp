@@ -23,6 +23,10 @@
 //                              files: keep (imgpipe's default: freed blocks
 //                              stay in the heap) or system (glibc's own
 //                              thresholds; memory::keep_freed_heap)
+//   IMGPIPE_HUGE_PAGES=on|off  transparent huge pages for the host's large
+//                              blocks (staging slots, the host backend's
+//                              buffers): off is imgpipe's default
+//                              (memory::huge_pages_policy)
 #pragma once
 
 #include <string>
@@ -37,6 +41,7 @@ struct Diagnostics {
   std::string fault;        // IMGPIPE_FAULT; empty: none (fault::arm checks it)
   std::string cuda_wait;    // IMGPIPE_CUDA_WAIT; empty: imgpipe's default
   std::string heap;         // IMGPIPE_HEAP; empty: imgpipe's default
+  std::string huge_pages;   // IMGPIPE_HUGE_PAGES; empty: imgpipe's default (off)
   // Each variable that is set, (name, value as given), in the order above.
   std::vector<std::pair<std::string, std::string>> set;
 

@@ -153,16 +153,24 @@ inline void copy_d2d_async(void* dst, DeviceAddress src, std::size_t bytes, cons
 void copy_2d_async(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t row_bytes,
                    std::size_t rows, const Stream& s);
 
-// Asks the kernel to back the whole pages of [p, p + bytes), ordinary host
-// memory not touched yet, with transparent huge pages where it offers them
-// (Linux, madvise mode): the first touch of a large block then faults it in
-// 2 MiB at a time instead of 4 KiB, which is most of the cost of making a
-// large buffer (docs/benchmarks.md#staging-size-and-set-up). Blocks under 2 MiB, and
-// page-locked memory, are left alone. Never fails: the advice is optional.
+// Where set_huge_pages(true) asked for it (the IMGPIPE_HUGE_PAGES=on
+// diagnostic; memory::huge_pages_policy), asks the kernel to back the whole
+// pages of [p, p + bytes), ordinary host memory not touched yet, with
+// transparent huge pages where it offers them (Linux, madvise mode): the
+// first touch of a large block then faults it in 2 MiB at a time instead of
+// 4 KiB. Off by default: a huge page is always a whole free 2 MiB block,
+// which a VM that reports free memory to its host has handed back, and
+// faulting such blocks in again costs several times what 4 KiB pages cost,
+// which come from smaller free blocks that are never reported
+// (docs/benchmarks.md, "Huge pages for the host's slots"). Blocks under
+// 2 MiB, and page-locked memory, are left alone. Never fails: the advice is
+// optional.
 void advise_huge_pages(void* p, std::size_t bytes) noexcept;
+// Process-wide: whether advise_huge_pages advises (false until set).
+void set_huge_pages(bool on) noexcept;
 
 // Device memory (host memory for device -1: a large block mapped from the
-// kernel and unmapped when freed, on huge pages: advise_huge_pages), RAII.
+// kernel and unmapped when freed; advise_huge_pages), RAII.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;

@@ -25,4 +25,11 @@ namespace imgpipe::memory {
 // policy in effect, in words. Throws Error for another value.
 std::string keep_freed_heap(const std::string& asked = {});
 
+// Transparent huge pages for large blocks of ordinary host memory (the host
+// backend's staging slots and buffers: gpu::advise_huge_pages), process-wide,
+// set by each run: `asked` "" (imgpipe's default: off), "off" or "on" (the
+// IMGPIPE_HUGE_PAGES diagnostic). Returns the choice in words. Throws Error
+// for another value.
+std::string huge_pages_policy(const std::string& asked = {});
+
 }  // namespace imgpipe::memory

@@ -51,6 +51,12 @@ Diagnostics Diagnostics::from_environment() {
     d.heap = h;
     d.set.emplace_back("IMGPIPE_HEAP", v);
   }
+  if (const char* v = env("IMGPIPE_HUGE_PAGES")) {
+    const std::string h = v;
+    if (h != "on" && h != "off") throw Error("IMGPIPE_HUGE_PAGES='" + h + "': expected on or off");
+    d.huge_pages = h;
+    d.set.emplace_back("IMGPIPE_HUGE_PAGES", v);
+  }
   return d;
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -404,12 +405,15 @@ void copy_2d_async(void* dst, std::size_t dst_pitch, const void* src, std::size_
 // ---------------------------------------------------------------- DeviceBuffer
 namespace {
 constexpr std::size_t kMappedHostBytes = std::size_t{2} << 20;  // host backend buffers this large: mmap
+std::atomic<bool> g_huge_pages{false};                             // set_huge_pages
 }  // namespace
+
+void set_huge_pages(bool on) noexcept { g_huge_pages.store(on, std::memory_order_relaxed); }
 
 void advise_huge_pages(void* p, std::size_t bytes) noexcept {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  if (p == nullptr || bytes < kHuge) return;
+  if (p == nullptr || bytes < kHuge || !g_huge_pages.load(std::memory_order_relaxed)) return;
   const long page_size = ::sysconf(_SC_PAGESIZE);
   if (page_size <= 0) return;
   const auto page = static_cast<std::uintptr_t>(page_size);

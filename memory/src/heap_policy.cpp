@@ -9,6 +9,7 @@
 #endif
 
 #include "imgpipe/error.hpp"
+#include "memory/gpu.hpp"
 
 namespace imgpipe::memory {
 
@@ -39,6 +40,15 @@ std::string keep_freed_heap(const std::string& asked) {
 #else
   return "left to the C library (not glibc)";
 #endif
+}
+
+std::string huge_pages_policy(const std::string& asked) {
+  if (!asked.empty() && asked != "on" && asked != "off")
+    throw Error("the huge page policy '" + asked + "': expected on or off");
+  const bool on = asked == "on";
+  gpu::set_huge_pages(on);
+  return on ? "large host blocks advised onto huge pages (IMGPIPE_HUGE_PAGES=on)"
+            : "large host blocks on the kernel's 4 KiB pages (no huge-page advice)";
 }
 
 }  // namespace imgpipe::memory

@@ -191,6 +191,7 @@ Report Pipeline::Impl::run(const BatchCallback& callback, const RunOptions& opti
   setup.step("plan", detail::describe_plan(plan));
   // libavcodec's tables, made afresh for every file, reuse freed heap pages.
   if (mix.videos) setup.step("heap", memory::keep_freed_heap(plan.diagnostics.heap));
+  setup.step("pages", memory::huge_pages_policy(plan.diagnostics.huge_pages));
   if (plan.tokens < plan.wanted_tokens)
     imgpipe::logger()->info(
         "frames in flight limited to {} (staging.slots {} x batch.size {}); raise staging.slots for more", plan.tokens,
