@@ -51,7 +51,7 @@ bool advised(const std::string& flags) {
 
 }  // namespace
 
-TEST_CASE("huge pages: the host's large blocks are not advised unless IMGPIPE_HUGE_PAGES=on; a wrong value is an error") {
+TEST_CASE("huge pages: the host's large blocks are not advised unless IMGPIPE_HUGE_PAGES=on, and a wrong value is an error") {
   {
     const imgpipe::test::ScopedEnv bad("IMGPIPE_HUGE_PAGES", "sometimes");
     CHECK_THROWS_WITH_AS(imgpipe::Diagnostics::from_environment(), "IMGPIPE_HUGE_PAGES='sometimes': expected on or off",
