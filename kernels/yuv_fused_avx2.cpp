@@ -260,9 +260,10 @@ IMGPIPE_AVX2 bool vertical_emit_f32_avx2(const YuvFusedParams& p, const Scratch:
     }
     ChecksumPart part = sum.part(true);
     for (; X < W; ++X) {
-      o[X] = sc.f32[oc][sc.v[ic][X]];
+      const float f = sc.f32[oc][sc.v[ic][X]];
+      o[X] = f;  // summed from the register too: the output may be write-combined memory
       std::uint32_t w;
-      std::memcpy(&w, o + X, 4);
+      std::memcpy(&w, &f, 4);
       part.sum += w;
       part.weighted += static_cast<std::uint64_t>(w) * (2 * static_cast<std::uint64_t>(X) + 1);
     }
