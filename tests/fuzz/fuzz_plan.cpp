@@ -30,11 +30,16 @@ void check(const imgpipe::Config& c, const imgpipe::detail::RunPlan& p) {
   }
   // Batches held for engine calls: only with GPU decode, and the ring has
   // their slots on top of the tokens' (GpuOps holds fewer than held_batches).
+  // GPU decode without a group (a batch alone reaches decode.gpu_batch: a
+  // call each) still holds the calls ahead, with a slot each.
+  constexpr int kAhead = imgpipe::stages::GpuOps::kCallsAhead;
   if (p.gpu_group > 0) {
     if (!p.gpu_decode || p.gpu_group_held < 1 || p.gpu_group_held > 8) std::abort();
-    if (l.held_batches != (imgpipe::stages::GpuOps::kCallsAhead + 1) * p.gpu_group_held) std::abort();
+    if (l.held_batches != (kAhead + 1) * p.gpu_group_held) std::abort();
     if (p.slots < c.staging.slots + l.held_batches) std::abort();
-  } else if (p.gpu_group_held != 1 || l.held_batches != 1) {
+  } else if (p.gpu_group_held != 1 || l.held_batches != (p.gpu_decode ? kAhead + 1 : 1)) {
+    std::abort();
+  } else if (p.gpu_decode && p.slots < c.staging.slots + kAhead) {
     std::abort();
   }
 }
